@@ -1,0 +1,279 @@
+"""A throwaway PostgreSQL cluster for tests, benchmarks and ``make demo``.
+
+Logical decoding needs a server whose configuration we control (``wal_level=logical``, slots, WAL
+senders, prepared transactions), and tests must never touch a shared server. So every run gets its
+own cluster: ``initdb`` into a temporary directory, a free port on 127.0.0.1, a private socket
+directory, and everything deleted afterwards.
+
+``initdb`` refuses to run as root; when we are root the server binaries run as the ``postgres`` OS
+user through ``runuser`` and the temporary directory is handed to that user.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+__all__ = ["ClusterError", "ThrowawayCluster", "find_postgres_bindir"]
+
+DEFAULT_SETTINGS: dict[str, str] = {
+    "wal_level": "logical",
+    "max_replication_slots": "40",
+    "max_wal_senders": "40",
+    "max_prepared_transactions": "20",
+    "max_connections": "200",
+    "synchronous_commit": "on",
+    "timezone": "UTC",
+    "log_timezone": "UTC",
+    # A throwaway cluster never needs crash safety of its own files; tests that kill the server use
+    # ``stop(mode="immediate")``, after which PostgreSQL's own WAL replay still makes it consistent.
+    "fsync": "off",
+    "full_page_writes": "off",
+    "log_line_prefix": "%m [%p] %q%a ",
+    "log_min_messages": "warning",
+}
+
+
+class ClusterError(RuntimeError):
+    """The throwaway cluster could not be created, started or stopped."""
+
+
+def find_postgres_bindir(minimum_major: int = 15) -> Path:
+    """Locate the server binaries (``initdb``, ``pg_ctl``).
+
+    ``SPARKCDC_PG_BINDIR`` wins; otherwise the newest ``/usr/lib/postgresql/<major>/bin`` that is at
+    least ``minimum_major``; otherwise ``pg_config --bindir``.
+    """
+    override = os.environ.get("SPARKCDC_PG_BINDIR")
+    if override:
+        path = Path(override)
+        if not (path / "initdb").exists():
+            raise ClusterError(f"SPARKCDC_PG_BINDIR={override} has no initdb")
+        return path
+    candidates = []
+    root = Path("/usr/lib/postgresql")
+    if root.is_dir():
+        for entry in root.iterdir():
+            if entry.name.isdigit() and int(entry.name) >= minimum_major and (entry / "bin" / "initdb").exists():
+                candidates.append((int(entry.name), entry / "bin"))
+    if candidates:
+        return max(candidates)[1]
+    pg_config = shutil.which("pg_config")
+    if pg_config:
+        bindir = Path(subprocess.run([pg_config, "--bindir"], check=True, capture_output=True, text=True).stdout.strip())
+        if (bindir / "initdb").exists():
+            return bindir
+    raise ClusterError(
+        f"no PostgreSQL >= {minimum_major} server binaries found; install postgresql-{minimum_major} "
+        "or set SPARKCDC_PG_BINDIR"
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ThrowawayCluster:
+    """A private PostgreSQL cluster that lives as long as this object (or its ``with`` block).
+
+    ``settings`` are added to (and override) ``DEFAULT_SETTINGS``. The server log is kept in
+    ``log_path`` so that a failing test can show it.
+    """
+
+    def __init__(
+        self,
+        settings: Mapping[str, str | int] | None = None,
+        *,
+        bindir: Path | None = None,
+        base_dir: str | None = None,
+        keep: bool = False,
+    ) -> None:
+        self.settings = {**DEFAULT_SETTINGS, **{k: str(v) for k, v in (settings or {}).items()}}
+        self.bindir = bindir or find_postgres_bindir()
+        self.keep = keep
+        self.host = "127.0.0.1"
+        self.port = 0
+        self.user = "postgres"
+        self._base_dir = base_dir
+        self._root: Path | None = None
+        self._running = False
+        self._as_postgres_user = os.geteuid() == 0
+
+    # -- paths -----------------------------------------------------------------------------------
+    @property
+    def root(self) -> Path:
+        if self._root is None:
+            raise ClusterError("cluster has not been created; call start() first")
+        return self._root
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def log_path(self) -> Path:
+        return self.root / "server.log"
+
+    @property
+    def socket_dir(self) -> Path:
+        return self.root
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    # -- connection strings ----------------------------------------------------------------------
+    def conninfo(self, dbname: str = "postgres", **params: str | int) -> str:
+        """A libpq keyword/value connection string for this cluster."""
+        parts = {"host": self.host, "port": self.port, "user": self.user, "dbname": dbname, **params}
+        return " ".join(f"{key}={_quote_conninfo_value(str(value))}" for key, value in parts.items())
+
+    def url(self, dbname: str = "postgres") -> str:
+        return f"postgresql://{self.user}@{self.host}:{self.port}/{dbname}"
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> ThrowawayCluster:
+        """Create the cluster on first use, then start the server and wait until it accepts connections."""
+        if self._running:
+            return self
+        if self._root is None:
+            self._create()
+        last_error = ""
+        # The free port may be taken between our probe and the server's bind; try a few.
+        for _ in range(5):
+            if not self.port:
+                self.port = _free_port()
+            options = " ".join(
+                [f"-c port={self.port}", f"-c listen_addresses={self.host}", f"-c unix_socket_directories={self.socket_dir}"]
+            )
+            result = self._run(
+                [str(self.bindir / "pg_ctl"), "-D", str(self.data_dir), "-l", str(self.log_path), "-w", "-t", "60",
+                 "-o", options, "start"],
+                check=False,
+            )
+            if result.returncode == 0:
+                self._running = True
+                atexit.register(self._atexit_cleanup)
+                return self
+            last_error = result.stdout + result.stderr + self.server_log(tail_lines=20)
+            if "could not bind" in last_error or "Address already in use" in last_error:
+                self.port = 0
+                continue
+            break
+        raise ClusterError(f"PostgreSQL did not start:\n{last_error}")
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server. ``mode="immediate"`` simulates a crash (no shutdown checkpoint)."""
+        if not self._running:
+            return
+        result = self._run(
+            [str(self.bindir / "pg_ctl"), "-D", str(self.data_dir), "-m", mode, "-w", "-t", "60", "stop"], check=False
+        )
+        if result.returncode != 0 and self._postmaster_alive():
+            raise ClusterError(f"pg_ctl stop -m {mode} failed: {result.stdout}{result.stderr}")
+        self._running = False
+
+    def restart(self, mode: str = "fast") -> None:
+        self.stop(mode)
+        self.start()
+
+    def destroy(self) -> None:
+        """Stop the server and delete every file of the cluster (unless ``keep``)."""
+        try:
+            self.stop("fast")
+        except ClusterError:
+            self.stop("immediate")
+        if self._root is not None and not self.keep:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
+
+    def __enter__(self) -> ThrowawayCluster:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.destroy()
+
+    def server_log(self, tail_lines: int | None = None, since_offset: int = 0) -> str:
+        """The server log, optionally only its end or what was written after ``since_offset``."""
+        if self._root is None or not self.log_path.exists():
+            return ""
+        with open(self.log_path, "rb") as handle:
+            handle.seek(since_offset)
+            text = handle.read().decode("utf-8", errors="replace")
+        if tail_lines is not None:
+            text = "\n".join(text.splitlines()[-tail_lines:])
+        return text
+
+    def log_size(self) -> int:
+        return self.log_path.stat().st_size if self._root is not None and self.log_path.exists() else 0
+
+    def server_pid(self) -> int | None:
+        pid_file = self.data_dir / "postmaster.pid"
+        try:
+            return int(pid_file.read_text().splitlines()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    # -- internals -------------------------------------------------------------------------------
+    def _create(self) -> None:
+        root = Path(tempfile.mkdtemp(prefix="sparkcdc-pg-", dir=self._base_dir))
+        if self._as_postgres_user:
+            shutil.chown(root, user="postgres", group="postgres")
+            root.chmod(0o700)
+        self._root = root
+        result = self._run(
+            [str(self.bindir / "initdb"), "-D", str(self.data_dir), "-U", self.user, "-A", "trust", "-E", "UTF8",
+             "--locale=C", "--no-sync"],
+            check=False,
+        )
+        if result.returncode != 0:
+            shutil.rmtree(root, ignore_errors=True)
+            self._root = None
+            raise ClusterError(f"initdb failed:\n{result.stdout}{result.stderr}")
+        with open(self.data_dir / "postgresql.conf", "a", encoding="utf-8") as conf:
+            conf.write("\n# sparkcdc throwaway cluster\n")
+            for key, value in self.settings.items():
+                conf.write(f"{key} = '{value}'\n")
+
+    def _run(self, argv: list[str], *, check: bool) -> subprocess.CompletedProcess[str]:
+        if self._as_postgres_user:
+            argv = ["runuser", "-u", "postgres", "--", *argv]
+        env = {**os.environ, "LC_ALL": "C", "TZ": "UTC"}
+        return subprocess.run(argv, check=check, capture_output=True, text=True, env=env, cwd="/")
+
+    def _postmaster_alive(self) -> bool:
+        pid = self.server_pid()
+        if pid is None:
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def _atexit_cleanup(self) -> None:
+        # A test run that dies without its fixtures' teardown must not leave servers behind.
+        if self._running or self._root is not None:
+            try:
+                self.destroy()
+            except ClusterError:
+                pass
+
+
+def _quote_conninfo_value(value: str) -> str:
+    if value and all(ch not in value for ch in " '\\"):
+        return value
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

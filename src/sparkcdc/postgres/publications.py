@@ -1,0 +1,55 @@
+"""Publications: which tables pgoutput sends, and which operations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import psycopg
+
+from .replication import quote_ident, quote_literal
+
+__all__ = ["create_publication", "drop_publication", "publication_exists", "publication_tables", "qualified_name"]
+
+
+def qualified_name(schema: str, table: str) -> str:
+    return f"{quote_ident(schema)}.{quote_ident(table)}"
+
+
+def publication_exists(conn: psycopg.Connection, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (name,)).fetchone() is not None
+
+
+def publication_tables(conn: psycopg.Connection, name: str) -> list[tuple[str, str]]:
+    """(schema, table) pairs the publication covers, sorted."""
+    rows = conn.execute(
+        "SELECT schemaname::text, tablename::text FROM pg_publication_tables WHERE pubname = %s ORDER BY 1, 2", (name,)
+    ).fetchall()
+    return [(row[0], row[1]) for row in rows]
+
+
+def create_publication(
+    conn: psycopg.Connection,
+    name: str,
+    *,
+    tables: Sequence[tuple[str, str]] | None = None,
+    publish: Sequence[str] | None = None,
+    via_partition_root: bool = False,
+) -> None:
+    """``CREATE PUBLICATION``: ``tables=None`` means FOR ALL TABLES, ``[]`` means no tables."""
+    sql = f"CREATE PUBLICATION {quote_ident(name)}"
+    if tables is None:
+        sql += " FOR ALL TABLES"
+    elif tables:
+        sql += " FOR TABLE " + ", ".join(qualified_name(schema, table) for schema, table in tables)
+    parameters = []
+    if publish is not None:
+        parameters.append(f"publish = {quote_literal(', '.join(publish))}")
+    if via_partition_root:
+        parameters.append("publish_via_partition_root = true")
+    if parameters:
+        sql += " WITH (" + ", ".join(parameters) + ")"
+    conn.execute(sql.encode())
+
+
+def drop_publication(conn: psycopg.Connection, name: str) -> None:
+    conn.execute(f"DROP PUBLICATION IF EXISTS {quote_ident(name)}".encode())

@@ -1,0 +1,425 @@
+"""The logical replication reader: START_REPLICATION over pgoutput, keepalives and feedback.
+
+Transport is libpq through psycopg's low-level ``pq`` binding, so authentication, TLS and
+connection options behave exactly as for every other libpq client; the protocol on top (frames,
+feedback) is ours (see :mod:`.replication_protocol`) because the feedback rule matters too much to
+leave to a driver: the flush position we report is exactly the LSN the caller passed to
+:meth:`LogicalReplicationReader.confirm`, never more. (psycopg2, for instance, moves the flush
+position forward on server keepalives by itself.)
+
+A lost connection is re-established with backoff; replication then restarts from the confirmed LSN
+(or the start LSN if nothing was confirmed), so the server sends every unconfirmed transaction
+again. The reader reports that with a :class:`StreamRestarted` item so the consumer can drop any
+partial transaction and skip what it already holds.
+"""
+
+from __future__ import annotations
+
+import select
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import TracebackType
+
+import psycopg
+from psycopg import pq
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from ..lsn import format_lsn
+from ..pgoutput import Decoder, PgOutputMessage
+from .errors import (
+    ReplicationConnectionLost,
+    ReplicationError,
+    ReplicationProtocolError,
+    ServerFeatureError,
+    SlotInUseError,
+    SlotNotFoundError,
+)
+from .replication_protocol import (
+    XLOGDATA_HEADER_SIZE,
+    build_standby_status_update,
+    parse_keepalive,
+    parse_xlogdata_header,
+)
+
+__all__ = [
+    "LogicalReplicationReader",
+    "ReconnectPolicy",
+    "ReplicationOptions",
+    "StreamRestarted",
+    "WalMessage",
+    "quote_ident",
+    "quote_literal",
+]
+
+# SQLSTATE classes after which the connection is gone but a new one may work.
+_TRANSIENT_SQLSTATE_PREFIXES = ("08", "57")
+_OBJECT_IN_USE = "55006"
+_UNDEFINED_OBJECT = "42704"
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicationOptions:
+    """What START_REPLICATION asks of pgoutput.
+
+    ``streaming`` is ``"off"``, ``"on"`` (protocol >= 2) or ``"parallel"`` (protocol >= 4, server
+    16+). ``origin`` is ``"any"`` or ``"none"`` (server 16+); ``None`` leaves the server default.
+    """
+
+    slot_name: str
+    publication_names: tuple[str, ...]
+    proto_version: int = 1
+    messages: bool = True
+    streaming: str = "off"
+    binary: bool = False
+    two_phase: bool = False
+    origin: str | None = None
+    status_interval: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not self.slot_name:
+            raise ValueError("slot_name must not be empty")
+        if not self.publication_names:
+            raise ValueError("publication_names must name at least one publication")
+        if self.streaming not in ("off", "on", "parallel"):
+            raise ValueError(f"streaming must be off, on or parallel, not {self.streaming!r}")
+        if self.streaming == "on" and self.proto_version < 2:
+            raise ValueError("streaming=on needs proto_version >= 2")
+        if self.streaming == "parallel" and self.proto_version < 4:
+            raise ValueError("streaming=parallel needs proto_version >= 4")
+        if self.two_phase and self.proto_version < 3:
+            raise ValueError("two_phase needs proto_version >= 3")
+        if self.origin not in (None, "any", "none"):
+            raise ValueError(f"origin must be 'any' or 'none', not {self.origin!r}")
+        if self.status_interval <= 0:
+            raise ValueError("status_interval must be positive")
+
+    def start_replication_command(self, start_lsn: int, server_version: int) -> str:
+        if self.two_phase and server_version < 150000:
+            raise ServerFeatureError("two_phase needs PostgreSQL 15 or later")
+        if (self.streaming == "parallel" or self.origin is not None) and server_version < 160000:
+            raise ServerFeatureError("streaming=parallel and origin need PostgreSQL 16 or later")
+        options = [
+            ("proto_version", str(self.proto_version)),
+            ("publication_names", ",".join(quote_ident(name) for name in self.publication_names)),
+            ("messages", "true" if self.messages else "false"),
+            ("binary", "true" if self.binary else "false"),
+        ]
+        if self.proto_version >= 2:
+            options.append(("streaming", self.streaming))
+        if self.two_phase:
+            options.append(("two_phase", "true"))
+        if self.origin is not None:
+            options.append(("origin", self.origin))
+        rendered = ", ".join(f"{quote_ident(key)} {quote_literal(value)}" for key, value in options)
+        return f"START_REPLICATION SLOT {quote_ident(self.slot_name)} LOGICAL {format_lsn(start_lsn)} ({rendered})"
+
+
+@dataclass(frozen=True, slots=True)
+class ReconnectPolicy:
+    """How hard to try when the replication connection breaks (``attempts=0``: never)."""
+
+    attempts: int = 6
+    initial_delay: float = 0.2
+    max_delay: float = 10.0
+
+
+@dataclass(slots=True)
+class WalMessage:
+    """One decoded pgoutput message and the WAL positions of the XLogData frame that carried it."""
+
+    data_start: int
+    wal_end: int
+    send_time_us: int
+    message: PgOutputMessage
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRestarted:
+    """The connection was re-established; the server now re-sends everything after ``start_lsn``."""
+
+    start_lsn: int
+    reason: str
+
+
+class LogicalReplicationReader:
+    """Reads one logical slot with pgoutput; see the module docstring for the guarantees."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        options: ReplicationOptions,
+        *,
+        start_lsn: int = 0,
+        reconnect: ReconnectPolicy | None = None,
+        application_name: str = "sparkcdc",
+    ) -> None:
+        params = conninfo_to_dict(conninfo)
+        params.setdefault("connect_timeout", "10")
+        params.setdefault("application_name", application_name)
+        params.update(replication="database", client_encoding="UTF8")
+        self._conninfo = make_conninfo(**params)
+        self.options = options
+        self.reconnect_policy = reconnect or ReconnectPolicy()
+        self._start_lsn = start_lsn
+        self._confirmed_lsn = 0
+        self._received_lsn = 0
+        self._pgconn: pq.abc.PGconn | None = None
+        self._decoder = Decoder(options.proto_version)
+        self._last_status = 0.0
+        self._lock = threading.RLock()
+        self._restart_reason: str | None = None
+        self._started = False
+        self.restarts = 0
+        self.server_version = 0
+
+    # -- public API ------------------------------------------------------------------------------
+    @property
+    def confirmed_lsn(self) -> int:
+        """The highest LSN the caller confirmed (0 when nothing was)."""
+        return self._confirmed_lsn
+
+    @property
+    def received_lsn(self) -> int:
+        """The highest WAL position seen in a frame from the server."""
+        return self._received_lsn
+
+    @property
+    def connected(self) -> bool:
+        return self._pgconn is not None
+
+    def start(self) -> LogicalReplicationReader:
+        """Connect and issue START_REPLICATION (retrying per the reconnect policy)."""
+        with self._lock:
+            if not self._started:
+                self._connect_with_retries(first=True)
+                self._started = True
+        return self
+
+    def confirm(self, lsn: int) -> None:
+        """Allow the slot to move to ``lsn``: the caller has durably processed everything before it.
+
+        Confirmations only move forward; a lower value than an earlier one is ignored.
+        """
+        with self._lock:
+            if lsn <= self._confirmed_lsn:
+                return
+            self._confirmed_lsn = lsn
+            if self._pgconn is not None:
+                try:
+                    self._send_status(reply_requested=False)
+                except ReplicationConnectionLost as exc:
+                    self._drop_connection(str(exc))
+
+    def read(self, timeout: float | None = None) -> WalMessage | StreamRestarted | None:
+        """The next message, a :class:`StreamRestarted` after a reconnect, or ``None`` on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            if not self._started:
+                self.start()
+            while True:
+                if self._pgconn is None:
+                    self._connect_with_retries(first=False)
+                    reason, self._restart_reason = self._restart_reason, None
+                    self.restarts += 1
+                    return StreamRestarted(self._resume_lsn(), reason or "reconnected")
+                try:
+                    frame = self._next_frame(deadline)
+                except ReplicationConnectionLost as exc:
+                    if self.reconnect_policy.attempts <= 0:
+                        self._drop_connection(str(exc))
+                        raise
+                    self._drop_connection(str(exc))
+                    continue
+                if frame is None:
+                    return None
+                kind = frame[0]
+                if kind == 119:  # 'w' XLogData
+                    header = parse_xlogdata_header(frame)
+                    message = self._decoder.decode(frame[XLOGDATA_HEADER_SIZE:])
+                    if header.wal_end > self._received_lsn:
+                        self._received_lsn = header.wal_end
+                    return WalMessage(header.data_start, header.wal_end, header.send_time_us, message)
+                if kind == 107:  # 'k' keepalive
+                    keepalive = parse_keepalive(frame)
+                    if keepalive.wal_end > self._received_lsn:
+                        self._received_lsn = keepalive.wal_end
+                    if keepalive.reply_requested:
+                        self._send_status_or_drop()
+                    continue
+                raise ReplicationProtocolError(f"unknown replication frame type 0x{kind:02x}")
+
+    def __iter__(self) -> Iterator[WalMessage | StreamRestarted]:
+        while True:
+            item = self.read()
+            if item is not None:
+                yield item
+
+    def close(self) -> None:
+        """Send a last status update with the confirmed position, then disconnect."""
+        with self._lock:
+            if self._pgconn is not None:
+                try:
+                    self._send_status(reply_requested=False)
+                except ReplicationError:
+                    pass
+                self._drop_connection("closed")
+
+    def __enter__(self) -> LogicalReplicationReader:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def backend_pid(self) -> int | None:
+        """PID of the walsender serving us (handy for tests and for diagnosing a stuck slot)."""
+        return self._pgconn.backend_pid if self._pgconn is not None else None
+
+    # -- connection handling ---------------------------------------------------------------------
+    def _resume_lsn(self) -> int:
+        return max(self._start_lsn, self._confirmed_lsn)
+
+    def _connect_with_retries(self, *, first: bool) -> None:
+        policy = self.reconnect_policy
+        attempts = max(1, policy.attempts)
+        delay = policy.initial_delay
+        last_error: ReplicationError | None = None
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(delay)  # backoff between connection attempts, not synchronisation
+                delay = min(delay * 2, policy.max_delay)
+            try:
+                self._connect_and_start()
+                return
+            except (ReplicationConnectionLost, SlotInUseError) as exc:
+                last_error = exc
+        assert last_error is not None
+        what = "connect" if first else "reconnect"
+        raise type(last_error)(
+            f"could not {what} to slot {self.options.slot_name!r} after {attempts} attempts: {last_error}",
+            sqlstate=last_error.sqlstate,
+        ) from last_error
+
+    def _connect_and_start(self) -> None:
+        pgconn = pq.PGconn.connect(self._conninfo.encode())
+        if pgconn.status != pq.ConnStatus.OK:
+            message = pgconn.get_error_message()
+            pgconn.finish()
+            raise ReplicationConnectionLost(f"connection failed: {message.strip()}")
+        self.server_version = pgconn.server_version
+        command = self.options.start_replication_command(self._resume_lsn(), self.server_version)
+        pgconn.send_query(command.encode())
+        result = self._wait_result(pgconn)
+        if result.status != pq.ExecStatus.COPY_BOTH:
+            error = self._error_from_result(result, pgconn, f"START_REPLICATION on slot {self.options.slot_name!r}")
+            pgconn.finish()
+            raise error
+        self._pgconn = pgconn
+        self._decoder = Decoder(self.options.proto_version)
+        # Report the confirmed position at once: a reconnect must not leave the slot behind it.
+        if self._confirmed_lsn:
+            self._send_status_or_drop()
+        else:
+            self._last_status = time.monotonic()
+
+    @staticmethod
+    def _wait_result(pgconn: pq.abc.PGconn) -> pq.abc.PGresult:
+        try:
+            while True:
+                pgconn.consume_input()
+                if not pgconn.is_busy():
+                    break
+                select.select([pgconn.socket], [], [], 1.0)
+            result = pgconn.get_result()
+        except psycopg.OperationalError as exc:
+            raise ReplicationConnectionLost(f"connection lost: {exc}") from None
+        if result is None:
+            raise ReplicationConnectionLost("connection lost: no result for START_REPLICATION")
+        return result
+
+    def _error_from_result(self, result: pq.abc.PGresult, pgconn: pq.abc.PGconn, what: str) -> ReplicationError:
+        raw_state = result.error_field(pq.DiagnosticField.SQLSTATE)
+        sqlstate = raw_state.decode() if raw_state else None
+        message = (result.error_message or pgconn.error_message or b"").decode(errors="replace").strip()
+        text = f"{what} failed: {message}" if message else f"{what} failed with status {result.status.name}"
+        if sqlstate == _UNDEFINED_OBJECT and "slot" in message:
+            return SlotNotFoundError(text, sqlstate=sqlstate)
+        if sqlstate == _OBJECT_IN_USE:
+            return SlotInUseError(text, sqlstate=sqlstate)
+        if sqlstate is None or sqlstate.startswith(_TRANSIENT_SQLSTATE_PREFIXES) or pgconn.status != pq.ConnStatus.OK:
+            return ReplicationConnectionLost(text, sqlstate=sqlstate)
+        return ReplicationError(text, sqlstate=sqlstate)
+
+    def _drop_connection(self, reason: str) -> None:
+        pgconn, self._pgconn = self._pgconn, None
+        if pgconn is not None:
+            pgconn.finish()
+            self._restart_reason = reason
+
+    def _next_frame(self, deadline: float | None) -> memoryview | bytes | None:
+        pgconn = self._pgconn
+        assert pgconn is not None
+        interval = self.options.status_interval
+        while True:
+            try:
+                size, data = pgconn.get_copy_data(1)
+            except psycopg.OperationalError as exc:
+                raise ReplicationConnectionLost(f"connection lost: {exc}") from None
+            if size > 0:
+                return data
+            if size == -1:
+                self._raise_copy_end(pgconn)
+            now = time.monotonic()
+            if now - self._last_status >= interval:
+                self._send_status(reply_requested=False)
+            wait = self._last_status + interval - now
+            if deadline is not None:
+                if now >= deadline:
+                    return None
+                wait = min(wait, deadline - now)
+            select.select([pgconn.socket], [], [], max(wait, 0.0))
+            try:
+                pgconn.consume_input()
+            except psycopg.OperationalError as exc:
+                raise ReplicationConnectionLost(f"connection lost: {exc}") from None
+
+    def _raise_copy_end(self, pgconn: pq.abc.PGconn) -> None:
+        """The server ended COPY BOTH: an error (or a shutdown); never a normal end for us."""
+        try:
+            result = pgconn.get_result()
+        except psycopg.OperationalError as exc:
+            raise ReplicationConnectionLost(f"connection lost: {exc}") from None
+        if result is None or result.status == pq.ExecStatus.COMMAND_OK:
+            raise ReplicationConnectionLost("the server ended the replication stream")
+        raise self._error_from_result(result, pgconn, f"replication from slot {self.options.slot_name!r}")
+
+    def _send_status(self, *, reply_requested: bool) -> None:
+        pgconn = self._pgconn
+        assert pgconn is not None
+        confirmed = self._confirmed_lsn
+        frame = build_standby_status_update(
+            max(self._received_lsn, confirmed), confirmed, confirmed, reply_requested=reply_requested
+        )
+        try:
+            pgconn.put_copy_data(frame)
+            pgconn.flush()
+        except psycopg.OperationalError as exc:
+            raise ReplicationConnectionLost(f"connection lost while sending feedback: {exc}") from None
+        self._last_status = time.monotonic()
+
+    def _send_status_or_drop(self) -> None:
+        try:
+            self._send_status(reply_requested=False)
+        except ReplicationConnectionLost as exc:
+            self._drop_connection(str(exc))

@@ -1,0 +1,174 @@
+"""Replication slots: state, creation (with an exported snapshot), advance and drop.
+
+The SQL helpers take an open psycopg connection (autocommit) so callers decide about pooling and
+transactions. Slot creation with an exported snapshot needs its own replication connection that
+must stay open, idle, for as long as the snapshot is in use; :class:`ExportedSnapshotSlot` owns it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import TracebackType
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from ..lsn import format_lsn, parse_lsn
+from .errors import ReplicationError, SlotInUseError, SlotNotFoundError
+from .replication import quote_ident
+
+__all__ = [
+    "ExportedSnapshotSlot",
+    "SlotState",
+    "advance_slot",
+    "create_logical_slot",
+    "current_wal_lsn",
+    "drop_slot",
+    "get_slot",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SlotState:
+    """A row of ``pg_replication_slots`` (LSNs as ints, ``None`` when the server reports NULL)."""
+
+    slot_name: str
+    plugin: str | None
+    slot_type: str
+    database: str | None
+    temporary: bool
+    active: bool
+    active_pid: int | None
+    restart_lsn: int | None
+    confirmed_flush_lsn: int | None
+    two_phase: bool
+    wal_status: str | None
+
+
+def _lsn_or_none(text: str | None) -> int | None:
+    return None if text is None else parse_lsn(text)
+
+
+def current_wal_lsn(conn: psycopg.Connection) -> int:
+    """``pg_current_wal_lsn()``: the end of WAL written so far on the primary."""
+    row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+    assert row is not None
+    return parse_lsn(row[0])
+
+
+def get_slot(conn: psycopg.Connection, slot_name: str) -> SlotState | None:
+    row = conn.execute(
+        """SELECT slot_name::text, plugin::text, slot_type, database::text, temporary, active, active_pid,
+                  restart_lsn::text, confirmed_flush_lsn::text, two_phase, wal_status
+             FROM pg_replication_slots WHERE slot_name = %s""",
+        (slot_name,),
+    ).fetchone()
+    if row is None:
+        return None
+    return SlotState(
+        slot_name=row[0],
+        plugin=row[1],
+        slot_type=row[2],
+        database=row[3],
+        temporary=row[4],
+        active=row[5],
+        active_pid=row[6],
+        restart_lsn=_lsn_or_none(row[7]),
+        confirmed_flush_lsn=_lsn_or_none(row[8]),
+        two_phase=row[9],
+        wal_status=row[10],
+    )
+
+
+def create_logical_slot(
+    conn: psycopg.Connection, slot_name: str, *, plugin: str = "pgoutput", temporary: bool = False, two_phase: bool = False
+) -> int:
+    """Create a logical slot through SQL; returns its consistent point (no snapshot is exported)."""
+    row = conn.execute(
+        "SELECT lsn::text FROM pg_create_logical_replication_slot(%s, %s, %s, %s)", (slot_name, plugin, temporary, two_phase)
+    ).fetchone()
+    assert row is not None
+    return parse_lsn(row[0])
+
+
+def advance_slot(conn: psycopg.Connection, slot_name: str, lsn: int) -> int:
+    """``pg_replication_slot_advance``; returns the position the slot reached."""
+    try:
+        row = conn.execute("SELECT end_lsn::text FROM pg_replication_slot_advance(%s, %s::pg_lsn)", (slot_name, format_lsn(lsn))).fetchone()
+    except psycopg.errors.UndefinedObject as exc:
+        raise SlotNotFoundError(f"cannot advance slot {slot_name!r}: {exc}", sqlstate=exc.sqlstate) from None
+    except psycopg.errors.ObjectInUse as exc:
+        raise SlotInUseError(f"cannot advance slot {slot_name!r}: {exc}", sqlstate=exc.sqlstate) from None
+    assert row is not None
+    return parse_lsn(row[0])
+
+
+def drop_slot(conn: psycopg.Connection, slot_name: str, *, missing_ok: bool = True) -> bool:
+    """Drop the slot; ``False`` when it did not exist and ``missing_ok``."""
+    try:
+        conn.execute("SELECT pg_drop_replication_slot(%s)", (slot_name,))
+    except psycopg.errors.UndefinedObject as exc:
+        if missing_ok:
+            return False
+        raise SlotNotFoundError(f"cannot drop slot {slot_name!r}: {exc}", sqlstate=exc.sqlstate) from None
+    except psycopg.errors.ObjectInUse as exc:
+        raise SlotInUseError(f"cannot drop slot {slot_name!r}: {exc}", sqlstate=exc.sqlstate) from None
+    return True
+
+
+class ExportedSnapshotSlot:
+    """A logical slot created with ``SNAPSHOT 'export'``, and the connection that keeps it exported.
+
+    ``snapshot_name`` can be imported by any number of transactions (``SET TRANSACTION SNAPSHOT``)
+    while this object is open; they then see the database exactly as of ``consistent_point``, the
+    LSN from which streaming the slot yields every later change, which is what makes a snapshot
+    plus streaming seamless.
+    """
+
+    def __init__(
+        self, conninfo: str, slot_name: str, *, plugin: str = "pgoutput", temporary: bool = False, two_phase: bool = False
+    ) -> None:
+        params = conninfo_to_dict(conninfo)
+        params.update(replication="database")
+        params.setdefault("application_name", "sparkcdc-snapshot")
+        self._conn: psycopg.Connection | None = psycopg.connect(make_conninfo(**params), autocommit=True)
+        try:
+            options = ["SNAPSHOT 'export'"]
+            if two_phase:
+                options.append("TWO_PHASE")
+            command = (
+                f"CREATE_REPLICATION_SLOT {quote_ident(slot_name)} {'TEMPORARY ' if temporary else ''}"
+                f"LOGICAL {quote_ident(plugin)} ({', '.join(options)})"
+            )
+            cursor = self._conn.cursor()
+            cursor.execute(command.encode(), prepare=False)
+            row = cursor.fetchone()
+        except psycopg.errors.DuplicateObject as exc:
+            self.close()
+            raise ReplicationError(f"cannot create slot {slot_name!r}: it already exists", sqlstate=exc.sqlstate) from None
+        except psycopg.Error as exc:
+            self.close()
+            raise ReplicationError(f"cannot create slot {slot_name!r}: {exc}", sqlstate=exc.sqlstate) from None
+        assert row is not None
+        self.slot_name: str = row[0]
+        self.consistent_point: int = parse_lsn(row[1])
+        self.snapshot_name: str = row[2]
+        self.output_plugin: str = row[3]
+
+    @property
+    def is_open(self) -> bool:
+        return self._conn is not None
+
+    def close(self) -> None:
+        """End the export; transactions that already imported the snapshot are unaffected."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def __enter__(self) -> ExportedSnapshotSlot:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,64 @@
+"""Session-wide fixtures: one throwaway PostgreSQL cluster for the whole run.
+
+A test that uses the cluster and fails gets the server log lines written during that test attached
+to its report, which is usually where the reason is.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from sparkcdc.embedded_postgres import ThrowawayCluster
+
+_names = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[ThrowawayCluster]:
+    with ThrowawayCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def db(pg_cluster: ThrowawayCluster) -> Iterator[psycopg.Connection]:
+    """An autocommit connection to the session cluster."""
+    with psycopg.connect(pg_cluster.conninfo(), autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> str:
+    """A name for slots/publications/tables no other test uses (slot names: [a-z0-9_] only)."""
+    base = "".join(ch if ch.isalnum() else "_" for ch in request.node.name.lower())[:40]
+    return f"{base}_{next(_names)}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    cluster = _cluster_of(item)
+    item.stash[_LOG_OFFSET] = cluster.log_size() if cluster is not None else 0
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and call.when in ("setup", "call"):
+        cluster = _cluster_of(item)
+        if cluster is not None:
+            log = cluster.server_log(since_offset=item.stash.get(_LOG_OFFSET, 0))
+            report.sections.append(("PostgreSQL server log (this test)", log[-20000:] or "(empty)"))
+
+
+_LOG_OFFSET = pytest.StashKey[int]()
+
+
+def _cluster_of(item: pytest.Item) -> ThrowawayCluster | None:
+    # funcargs holds every fixture of the test's closure once it is set up.
+    cluster = getattr(item, "funcargs", {}).get("pg_cluster")
+    return cluster if isinstance(cluster, ThrowawayCluster) else None
