@@ -179,7 +179,10 @@ class LogicalReplicationReader:
         self._lock = threading.RLock()
         self._restart_reason: str | None = None
         self._started = False
+        #: Counters for monitoring (and for tests that wait on them rather than on time).
         self.restarts = 0
+        self.keepalives_received = 0
+        self.status_updates_sent = 0
         self.server_version = 0
 
     # -- public API ------------------------------------------------------------------------------
@@ -251,6 +254,7 @@ class LogicalReplicationReader:
                     return WalMessage(header.data_start, header.wal_end, header.send_time_us, message)
                 if kind == 107:  # 'k' keepalive
                     keepalive = parse_keepalive(frame)
+                    self.keepalives_received += 1
                     if keepalive.wal_end > self._received_lsn:
                         self._received_lsn = keepalive.wal_end
                     if keepalive.reply_requested:
@@ -417,6 +421,7 @@ class LogicalReplicationReader:
         except psycopg.OperationalError as exc:
             raise ReplicationConnectionLost(f"connection lost while sending feedback: {exc}") from None
         self._last_status = time.monotonic()
+        self.status_updates_sent += 1
 
     def _send_status_or_drop(self) -> None:
         try:

@@ -1,0 +1,45 @@
+"""SQL helpers for WAL positions and slots."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from sparkcdc.postgres import (
+    SlotNotFoundError,
+    advance_slot,
+    create_logical_slot,
+    current_wal_lsn,
+    drop_slot,
+    get_slot,
+)
+
+
+def test_current_wal_lsn_moves_forward(db: psycopg.Connection, unique_name: str) -> None:
+    before = current_wal_lsn(db)
+    db.execute(f"CREATE TABLE t_{unique_name} AS SELECT generate_series(1, 1000) AS x")
+    assert current_wal_lsn(db) > before
+
+
+def test_slot_lifecycle(db: psycopg.Connection, unique_name: str) -> None:
+    assert get_slot(db, unique_name) is None
+    consistent_point = create_logical_slot(db, unique_name)
+    state = get_slot(db, unique_name)
+    assert state is not None
+    assert (state.plugin, state.slot_type, state.database, state.active, state.active_pid) == (
+        "pgoutput", "logical", "postgres", False, None
+    )
+    assert state.confirmed_flush_lsn == consistent_point
+    assert state.restart_lsn is not None and state.restart_lsn <= consistent_point
+
+    db.execute(f"CREATE TABLE t_{unique_name} AS SELECT generate_series(1, 1000) AS x")
+    target = current_wal_lsn(db)
+    assert advance_slot(db, unique_name, target) == target
+    assert get_slot(db, unique_name).confirmed_flush_lsn == target  # type: ignore[union-attr]
+
+    assert drop_slot(db, unique_name) is True
+    assert drop_slot(db, unique_name) is False
+    with pytest.raises(SlotNotFoundError, match=unique_name):
+        drop_slot(db, unique_name, missing_ok=False)
+    with pytest.raises(SlotNotFoundError, match=unique_name):
+        advance_slot(db, unique_name, target)
