@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench clean venv
+.PHONY: test lint demo bench clean venv
 
 venv: $(STAMP)
 
@@ -15,7 +15,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+
+test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 demo: $(STAMP)

@@ -25,7 +25,13 @@ from _common import machine_summary, record_result  # noqa: E402
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
 from sparkcdc.lsn import format_lsn  # noqa: E402
 from sparkcdc.pgoutput import Commit, Insert  # noqa: E402
-from sparkcdc.postgres import LogicalReplicationReader, ReplicationOptions, WalMessage, create_logical_slot, current_wal_lsn  # noqa: E402
+from sparkcdc.postgres import (  # noqa: E402
+    LogicalReplicationReader,
+    ReplicationOptions,
+    WalMessage,
+    create_logical_slot,
+    current_wal_lsn,
+)
 
 TABLE_DDL = """CREATE TABLE bench (
     id bigint PRIMARY KEY, qty int, label text, price double precision, created timestamptz, active boolean)"""

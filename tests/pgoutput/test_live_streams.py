@@ -9,7 +9,6 @@ import pytest
 
 from sparkcdc.lsn import parse_lsn
 from sparkcdc.pgoutput import (
-    Decoder,
     UNCHANGED_TOAST,
     Begin,
     BeginPrepare,
@@ -32,7 +31,6 @@ from sparkcdc.pgoutput import (
     TypeMessage,
     Update,
 )
-
 from sparkcdc.postgres import LogicalReplicationReader, ReplicationOptions
 
 from ..support.capture import kinds, of_type, read_until, slot_capture

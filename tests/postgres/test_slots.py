@@ -6,12 +6,18 @@ import psycopg
 import pytest
 
 from sparkcdc.postgres import (
+    ReplicationError,
     SlotNotFoundError,
     advance_slot,
     create_logical_slot,
     current_wal_lsn,
+    drop_publication,
     drop_slot,
+    ensure_publication,
+    ensure_slot,
     get_slot,
+    publication_exists,
+    publication_tables,
 )
 
 
@@ -43,3 +49,27 @@ def test_slot_lifecycle(db: psycopg.Connection, unique_name: str) -> None:
         drop_slot(db, unique_name, missing_ok=False)
     with pytest.raises(SlotNotFoundError, match=unique_name):
         advance_slot(db, unique_name, target)
+
+
+def test_ensure_slot_creates_then_reuses(db: psycopg.Connection, unique_name: str) -> None:
+    created, was_created = ensure_slot(db, unique_name)
+    reused, was_created_again = ensure_slot(db, unique_name)
+    assert was_created and not was_created_again
+    assert reused.confirmed_flush_lsn == created.confirmed_flush_lsn
+    drop_slot(db, unique_name)
+
+
+def test_ensure_slot_refuses_a_slot_of_another_plugin(db: psycopg.Connection, unique_name: str) -> None:
+    create_logical_slot(db, unique_name, plugin="test_decoding")
+    with pytest.raises(ReplicationError, match=f"slot '{unique_name}' exists but is a logical slot for plugin 'test_decoding'"):
+        ensure_slot(db, unique_name)
+    drop_slot(db, unique_name)
+
+
+def test_ensure_publication_creates_then_reuses(db: psycopg.Connection, unique_name: str) -> None:
+    db.execute(f"CREATE TABLE t_{unique_name} (id int PRIMARY KEY)")
+    assert ensure_publication(db, unique_name, tables=[("public", f"t_{unique_name}")]) is True
+    assert ensure_publication(db, unique_name, tables=[]) is False
+    assert publication_tables(db, unique_name) == [("public", f"t_{unique_name}")]
+    drop_publication(db, unique_name)
+    assert not publication_exists(db, unique_name)

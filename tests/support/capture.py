@@ -6,15 +6,15 @@ frames, so decoder tests run on what the server really sends, never on hand-writ
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
 import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import psycopg
 
-from sparkcdc.pgoutput import Decoder, PgOutputMessage
 from sparkcdc.lsn import parse_lsn
+from sparkcdc.pgoutput import Decoder, PgOutputMessage
 from sparkcdc.postgres import LogicalReplicationReader, WalMessage, create_publication, drop_publication, drop_slot
 
 from .waiting import ConditionTimeout, wait_until

@@ -8,7 +8,7 @@ from .errors import (
     SlotInUseError,
     SlotNotFoundError,
 )
-from .publications import create_publication, drop_publication, publication_exists, publication_tables
+from .publications import create_publication, drop_publication, ensure_publication, publication_exists, publication_tables
 from .replication import (
     LogicalReplicationReader,
     ReconnectPolicy,
@@ -25,6 +25,7 @@ from .slots import (
     create_logical_slot,
     current_wal_lsn,
     drop_slot,
+    ensure_slot,
     get_slot,
 )
 
@@ -48,6 +49,8 @@ __all__ = [
     "current_wal_lsn",
     "drop_publication",
     "drop_slot",
+    "ensure_publication",
+    "ensure_slot",
     "get_slot",
     "publication_exists",
     "publication_tables",

@@ -8,7 +8,14 @@ import psycopg
 
 from .replication import quote_ident, quote_literal
 
-__all__ = ["create_publication", "drop_publication", "publication_exists", "publication_tables", "qualified_name"]
+__all__ = [
+    "create_publication",
+    "drop_publication",
+    "ensure_publication",
+    "publication_exists",
+    "publication_tables",
+    "qualified_name",
+]
 
 
 def qualified_name(schema: str, table: str) -> str:
@@ -53,3 +60,23 @@ def create_publication(
 
 def drop_publication(conn: psycopg.Connection, name: str) -> None:
     conn.execute(f"DROP PUBLICATION IF EXISTS {quote_ident(name)}".encode())
+
+
+def ensure_publication(
+    conn: psycopg.Connection,
+    name: str,
+    *,
+    tables: Sequence[tuple[str, str]] | None = None,
+) -> bool:
+    """Reuse the publication if it exists, else create it; returns whether it was created now.
+
+    An existing publication is left as it is: which tables it covers is the owner's decision (the
+    connector's ``publication.autocreate.mode`` decides whether to change it).
+    """
+    if publication_exists(conn, name):
+        return False
+    try:
+        create_publication(conn, name, tables=tables)
+    except psycopg.errors.DuplicateObject:
+        return False
+    return True

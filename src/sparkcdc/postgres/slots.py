@@ -24,6 +24,7 @@ __all__ = [
     "create_logical_slot",
     "current_wal_lsn",
     "drop_slot",
+    "ensure_slot",
     "get_slot",
 ]
 
@@ -89,6 +90,32 @@ def create_logical_slot(
     ).fetchone()
     assert row is not None
     return parse_lsn(row[0])
+
+
+def ensure_slot(conn: psycopg.Connection, slot_name: str, *, plugin: str = "pgoutput", two_phase: bool = False) -> tuple[SlotState, bool]:
+    """Reuse the logical slot if it exists (it must use ``plugin`` in this database), else create it.
+
+    Returns the slot's state and whether it was created now.
+    """
+    state = get_slot(conn, slot_name)
+    if state is None:
+        try:
+            create_logical_slot(conn, slot_name, plugin=plugin, two_phase=two_phase)
+        except psycopg.errors.DuplicateObject:
+            pass  # created concurrently: reuse it, after the same checks
+        else:
+            created = get_slot(conn, slot_name)
+            assert created is not None
+            return created, True
+        state = get_slot(conn, slot_name)
+        assert state is not None
+    database = conn.info.dbname
+    if state.slot_type != "logical" or state.plugin != plugin or state.database != database:
+        raise ReplicationError(
+            f"slot {slot_name!r} exists but is a {state.slot_type} slot for plugin {state.plugin!r} in database "
+            f"{state.database!r}; expected a logical {plugin!r} slot in {database!r}"
+        )
+    return state, False
 
 
 def advance_slot(conn: psycopg.Connection, slot_name: str, lsn: int) -> int:
