@@ -1,0 +1,126 @@
+"""The contract between PostgreSQL column types and Debezium's Connect representation.
+
+For each column the connector derives a :class:`ValueMapping`: the Connect schema of the field and a
+function from PostgreSQL's *text output* of a value (what pgoutput sends and what COPY ... TO STDOUT
+prints) to the JSON-ready payload value that JsonConverter would print for Debezium's value. Keeping
+payload values JSON-ready (bytes already base64, decimals already encoded, NaN already a string)
+lets serialization be one ``orjson.dumps`` per event.
+
+Converters receive the exact text PostgreSQL produced under the session settings sparkcdc pins on
+its own connections (``DateStyle=ISO``, ``IntervalStyle=postgres``, ``TimeZone=UTC``,
+``bytea_output=hex``, ``extra_float_digits=1``); see :data:`SESSION_SETTINGS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import ConnectorConfig
+from ..connect import ConnectSchema
+
+__all__ = [
+    "SESSION_SETTINGS",
+    "ColumnType",
+    "ConversionError",
+    "MappingOptions",
+    "UnsupportedTypeError",
+    "ValueMapping",
+]
+
+#: GUCs under which PostgreSQL's text output is what the converters parse.
+SESSION_SETTINGS: dict[str, str] = {
+    "DateStyle": "ISO, MDY",
+    "IntervalStyle": "postgres",
+    "TimeZone": "UTC",
+    "bytea_output": "hex",
+    "extra_float_digits": "1",
+    "lc_monetary": "C",
+}
+
+Converter = Callable[[str], Any]
+
+
+class ConversionError(ValueError):
+    """A value could not be converted; the message names the value and the target type."""
+
+
+class UnsupportedTypeError(LookupError):
+    """No mapping exists for a column type (and ``include.unknown.datatypes`` is off)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnType:
+    """A column's type as the mapping sees it, domains already resolved to their base type.
+
+    ``name`` is the base (root) type's ``typname`` (``int4``, ``varchar``, ``_int4`` for arrays,
+    ``geometry`` for PostGIS ...); ``modifier`` is the effective ``atttypmod`` (the domain's when
+    the column has none); ``declared_name`` is the column's own type name (the domain's name).
+    """
+
+    oid: int
+    name: str
+    namespace: str
+    modifier: int
+    declared_name: str
+    typtype: str = "b"
+    category: str = "U"
+    enum_labels: tuple[str, ...] = ()
+    element: ColumnType | None = None  # for arrays
+
+    @property
+    def is_array(self) -> bool:
+        return self.element is not None
+
+
+@dataclass(frozen=True)
+class MappingOptions:
+    """The connector options that change how values are represented."""
+
+    time_precision_mode: str = "adaptive"
+    decimal_handling_mode: str = "precise"
+    binary_handling_mode: str = "bytes"
+    hstore_handling_mode: str = "json"
+    interval_handling_mode: str = "numeric"
+    money_fraction_digits: int = 2
+    include_unknown_datatypes: bool = False
+    unavailable_value_placeholder: str = "__debezium_unavailable_value"
+
+    @classmethod
+    def from_config(cls, config: ConnectorConfig) -> MappingOptions:
+        return cls(
+            time_precision_mode=config.get("time.precision.mode") or "adaptive",
+            decimal_handling_mode=config.get("decimal.handling.mode") or "precise",
+            binary_handling_mode=config.get("binary.handling.mode") or "bytes",
+            hstore_handling_mode=config.get("hstore.handling.mode") or "json",
+            interval_handling_mode=config.get("interval.handling.mode") or "numeric",
+            money_fraction_digits=config.get_int("money.fraction.digits"),
+            include_unknown_datatypes=config.get_bool("include.unknown.datatypes"),
+            unavailable_value_placeholder=config.get("unavailable.value.placeholder") or "__debezium_unavailable_value",
+        )
+
+    @property
+    def placeholder_bytes(self) -> bytes:
+        """The placeholder as bytes; a ``hex:`` prefix means the rest is hex octets."""
+        text = self.unavailable_value_placeholder
+        if text.startswith("hex:"):
+            return bytes.fromhex(text[4:])
+        return text.encode("utf-8")
+
+
+@dataclass(frozen=True)
+class ValueMapping:
+    """How one column's values appear in events.
+
+    ``schema`` is the field's schema as a required (non-optional) schema without default; the
+    table layer applies optionality and defaults. ``zero`` is the value Debezium uses where a NOT
+    NULL column has no value (partial before-images) and for function defaults. ``toast`` is the
+    value for an unchanged TOAST column.
+    """
+
+    schema: ConnectSchema
+    convert: Converter
+    zero: Any = None
+    toast: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
