@@ -68,7 +68,7 @@ class TableInfo:
     columns: tuple[ColumnInfo, ...]
     primary_key: tuple[str, ...]
     replica_identity_index: tuple[str, ...] = ()
-    unique_indexes: tuple[tuple[str, ...], ...] = ()
+    unique_indexes: tuple[tuple[str, ...], ...] = ()  # unique, non-primary, without expressions; by index name
     _by_name: dict[str, ColumnInfo] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -76,6 +76,13 @@ class TableInfo:
 
     def column(self, name: str) -> ColumnInfo | None:
         return self._by_name.get(name)
+
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        """Debezium's key: the primary key, else the first unique index by name, else none."""
+        if self.primary_key:
+            return self.primary_key
+        return self.unique_indexes[0] if self.unique_indexes else ()
 
 
 _TYPE_QUERY = """
@@ -100,16 +107,18 @@ SELECT a.attname::text, a.attnum, a.atttypid, a.atttypmod, a.attnotnull, pg_get_
  ORDER BY a.attnum
 """
 
-# Index columns in index order; expression columns (attnum 0) cannot be key columns and are skipped.
+# Index columns in index order (expression columns, attnum 0, cannot be key columns). Ordered by
+# index name, as JDBC's getIndexInfo orders them: Debezium keys a table without a primary key by
+# the first unique index in that order.
 _INDEXES_QUERY = """
-SELECT i.indexrelid, i.indisprimary, i.indisreplident, i.indisunique,
+SELECT ic.relname::text, i.indisprimary, i.indisreplident, i.indisunique,
        ARRAY(SELECT a.attname::text FROM unnest(i.indkey) WITH ORDINALITY k(attnum, pos)
                JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
               ORDER BY k.pos),
-       i.indpred IS NULL AND i.indexprs IS NULL
-  FROM pg_index i
+       i.indexprs IS NULL
+  FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
  WHERE i.indrelid = %s AND i.indisvalid
- ORDER BY i.indexrelid
+ ORDER BY ic.relname
 """
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import select
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -27,6 +27,7 @@ from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ..lsn import format_lsn
+from ..text_format import TEXT_OUTPUT_SETTINGS, libpq_options
 from ..pgoutput import Decoder, PgOutputMessage
 from .errors import (
     ReplicationConnectionLost,
@@ -162,11 +163,17 @@ class LogicalReplicationReader:
         start_lsn: int = 0,
         reconnect: ReconnectPolicy | None = None,
         application_name: str = "sparkcdc",
+        server_settings: Mapping[str, str] | None = None,
     ) -> None:
+        """``server_settings`` are set on the walsender, and so shape the text of every value;
+        by default :data:`~sparkcdc.text_format.TEXT_OUTPUT_SETTINGS`."""
         params = conninfo_to_dict(conninfo)
         params.setdefault("connect_timeout", "10")
         params.setdefault("application_name", application_name)
         params.update(replication="database", client_encoding="UTF8")
+        settings = TEXT_OUTPUT_SETTINGS if server_settings is None else server_settings
+        if settings:
+            params["options"] = libpq_options(settings, params.get("options"))
         self._conninfo = make_conninfo(**params)
         self.options = options
         self.reconnect_policy = reconnect or ReconnectPolicy()

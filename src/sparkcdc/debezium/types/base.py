@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...text_format import TEXT_OUTPUT_SETTINGS
 from ..config import ConnectorConfig
 from ..connect import ConnectSchema
 
@@ -30,14 +31,7 @@ __all__ = [
 ]
 
 #: GUCs under which PostgreSQL's text output is what the converters parse.
-SESSION_SETTINGS: dict[str, str] = {
-    "DateStyle": "ISO, MDY",
-    "IntervalStyle": "postgres",
-    "TimeZone": "UTC",
-    "bytea_output": "hex",
-    "extra_float_digits": "1",
-    "lc_monetary": "C",
-}
+SESSION_SETTINGS = TEXT_OUTPUT_SETTINGS
 
 Converter = Callable[[str], Any]
 

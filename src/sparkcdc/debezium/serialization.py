@@ -1,0 +1,56 @@
+"""Kafka Connect JsonConverter output for records: ``{"schema": ..., "payload": ...}`` or the bare payload.
+
+The schema part of an event is the same for every event of a table, so its JSON is rendered once
+per schema object and spliced in front of each payload; per event only the payload is encoded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from .connect import ConnectSchema
+from .records import ChangeRecord, Header
+
+__all__ = ["JsonSerializer"]
+
+
+class JsonSerializer:
+    """Serializes keys, values and headers as JsonConverter does for the given ``schemas.enable``."""
+
+    def __init__(self, *, key_schemas: bool = True, value_schemas: bool = True, header_schemas: bool = True) -> None:
+        self.key_schemas = key_schemas
+        self.value_schemas = value_schemas
+        self.header_schemas = header_schemas
+        self._prefixes: dict[int, tuple[ConnectSchema, bytes]] = {}
+
+    def _prefix(self, schema: ConnectSchema | None) -> bytes:
+        if schema is None:
+            return b'{"schema":null,"payload":'
+        cached = self._prefixes.get(id(schema))
+        if cached is None or cached[0] is not schema:
+            cached = (schema, b'{"schema":' + orjson.dumps(schema.to_json()) + b',"payload":')
+            self._prefixes[id(schema)] = cached
+        return cached[1]
+
+    def encode(self, payload: Any, schema: ConnectSchema | None, *, with_schema: bool) -> bytes | None:
+        """One Connect (schema, value) pair; ``None`` when both are null (a tombstone or a null key)."""
+        if payload is None and schema is None:
+            return None
+        body = orjson.dumps(payload)
+        if not with_schema:
+            return body
+        return self._prefix(schema) + body + b"}"
+
+    def key(self, record: ChangeRecord) -> bytes | None:
+        return self.encode(record.key, record.key_schema, with_schema=self.key_schemas)
+
+    def value(self, record: ChangeRecord) -> bytes | None:
+        return self.encode(record.value, record.value_schema, with_schema=self.value_schemas)
+
+    def header(self, header: Header) -> bytes | None:
+        return self.encode(header.value, header.schema, with_schema=self.header_schemas)
+
+    def headers(self, record: ChangeRecord) -> list[tuple[str, bytes | None]]:
+        return [(h.name, self.header(h)) for h in record.headers]

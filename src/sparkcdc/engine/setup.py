@@ -1,0 +1,123 @@
+"""Server-side set-up as Debezium does it: the captured tables, the publication, replica identities.
+
+Behaviour confirmed against Debezium 3.6.3 (see docs/debezium-oracle-notes.md):
+
+* ``publication.autocreate.mode``: ``all_tables`` creates ``FOR ALL TABLES``; ``filtered`` creates
+  ``FOR TABLE <captured tables>``, and re-sets an existing publication's tables to the captured ones;
+  ``no_tables`` creates a publication without tables (logical decoding messages only); ``disabled``
+  requires the publication to exist.
+* A ``publish`` list is added only when inserts, updates or deletes are skipped; truncates stay
+  published (they are filtered in the connector per ``skipped.operations``).
+* Tables are captured (and snapshotted) in the order of ``table.include.list``; tables matched by
+  the same pattern, or all tables without an include list, in name order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import psycopg
+
+from ..debezium.config import ConfigError, ConnectorConfig
+from ..postgres.publications import create_publication, publication_exists, publication_tables, qualified_name
+from ..postgres.replication import quote_ident
+from .filters import TableFilter
+
+__all__ = ["SetupError", "apply_replica_identities", "captured_tables", "ensure_publication_for", "publish_operations"]
+
+
+class SetupError(RuntimeError):
+    """The database is not set up the way the configuration requires."""
+
+
+def captured_tables(conn: psycopg.Connection, config: ConnectorConfig) -> list[tuple[str, str]]:
+    rows = conn.execute(
+        """SELECT n.nspname::text, c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
+              AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'
+            ORDER BY 1, 2"""
+    ).fetchall()
+    table_filter = TableFilter(config)
+    tables = [(row[0], row[1]) for row in rows if table_filter(row[0], row[1])]
+    includes = [re.compile(p) for p in config.get_list("table.include.list")]
+    if includes:
+        def order(table: tuple[str, str]) -> int:
+            name = f"{table[0]}.{table[1]}"
+            return next(i for i, pattern in enumerate(includes) if pattern.fullmatch(name))
+
+        tables.sort(key=order)  # stable: name order within one pattern
+    return tables
+
+
+def publish_operations(config: ConnectorConfig) -> list[str] | None:
+    skipped = config.skipped_operations
+    if not skipped & {"c", "u", "d"}:
+        return None
+    names = {"c": "insert", "u": "update", "d": "delete"}
+    return [name for op, name in names.items() if op not in skipped] + ["truncate"]
+
+
+def ensure_publication_for(conn: psycopg.Connection, config: ConnectorConfig, tables: Sequence[tuple[str, str]]) -> None:
+    name = config.get("publication.name") or "dbz_publication"
+    mode = config.get("publication.autocreate.mode")
+    exists = publication_exists(conn, name)
+    publish = publish_operations(config)
+    via_root = config.get_bool("publish.via.partition.root")
+    if mode == "disabled":
+        if not exists:
+            raise SetupError(
+                f"publication {name!r} does not exist and publication.autocreate.mode is disabled; "
+                f"create it (CREATE PUBLICATION {quote_ident(name)} FOR TABLE ...) or change the mode"
+            )
+        return
+    if mode == "all_tables":
+        if not exists:
+            try:
+                create_publication(conn, name, tables=None, publish=publish, via_partition_root=via_root)
+            except psycopg.errors.InsufficientPrivilege as exc:
+                raise SetupError(
+                    f"cannot create publication {name!r} FOR ALL TABLES: {exc}; use publication.autocreate.mode=filtered"
+                ) from None
+        return
+    if mode == "no_tables":
+        if not exists:
+            create_publication(conn, name, tables=[], publish=publish, via_partition_root=via_root)
+        return
+    if mode == "filtered":
+        if not tables:
+            raise ConfigError("table.include.list", "no table matches the table/schema filters, so a filtered publication would be empty")
+        if not exists:
+            create_publication(conn, name, tables=tables, publish=publish, via_partition_root=via_root)
+        elif sorted(publication_tables(conn, name)) != sorted(tables):
+            listed = ", ".join(qualified_name(schema, table) for schema, table in tables)
+            conn.execute(f"ALTER PUBLICATION {quote_ident(name)} SET TABLE {listed}".encode())
+        return
+    raise ConfigError("publication.autocreate.mode", f"unknown mode {mode!r}")
+
+
+_IDENTITIES = {"FULL": "FULL", "DEFAULT": "DEFAULT", "NOTHING": "NOTHING"}
+
+
+def apply_replica_identities(conn: psycopg.Connection, config: ConnectorConfig, tables: Sequence[tuple[str, str]]) -> None:
+    """``replica.identity.autoset.values``: ``<table regex>:<FULL|DEFAULT|NOTHING|INDEX name>,...``."""
+    raw = config.get("replica.identity.autoset.values")
+    if not raw:
+        return
+    rules = []
+    for entry in raw.split(","):
+        if not entry.strip():
+            continue
+        pattern, sep, identity = entry.rpartition(":")
+        identity = identity.strip()
+        upper = identity.upper()
+        if not sep or not (upper in _IDENTITIES or upper.startswith("INDEX ")):
+            raise ConfigError("replica.identity.autoset.values", f"{entry.strip()!r} must be <table regex>:<FULL|DEFAULT|NOTHING|INDEX name>")
+        rules.append((re.compile(pattern.strip()), identity))
+    for schema, table in tables:
+        for pattern, identity in rules:
+            if pattern.fullmatch(f"{schema}.{table}"):
+                upper = identity.upper()
+                clause = _IDENTITIES[upper] if upper in _IDENTITIES else f"USING INDEX {quote_ident(identity[6:].strip())}"
+                conn.execute(f"ALTER TABLE {qualified_name(schema, table)} REPLICA IDENTITY {clause}".encode())
+                break

@@ -1,0 +1,245 @@
+"""The streaming step: decoded pgoutput messages in, Debezium change records out.
+
+A deterministic function of the message sequence (plus the wall clock for the envelope's own
+timestamps): the same messages give the same records, which is what lets a Spark batch be replayed.
+Transactions arrive whole and in commit order (sparkcdc reads with ``streaming`` off, so the server
+spills large transactions to its own disk), so every record knows its transaction's commit LSN;
+(commit LSN, ordinal) is the record's position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..debezium.config import ConnectorConfig
+from ..debezium.events import EventFactory
+from ..debezium.records import ChangeRecord
+from ..debezium.table import TableSchema
+from ..pgoutput.messages import (
+    Begin,
+    Commit,
+    Delete,
+    Insert,
+    LogicalMessage,
+    Origin,
+    Relation,
+    Truncate,
+    TypeMessage,
+    Update,
+)
+from ..postgres.replication import WalMessage
+from .tables import TableResolver
+
+__all__ = ["StreamingProcessor", "UnexpectedMessageError"]
+
+
+class UnexpectedMessageError(RuntimeError):
+    """A message the connector did not ask for, or one out of transaction order."""
+
+
+@dataclass
+class _Transaction:
+    xid: int
+    commit_lsn: int
+    commit_ts_us: int
+    origin: str | None = None
+    origin_lsn: int | None = None
+    ordinal: int = 0
+    data_events: int = 0
+    # Per data collection event counts in first-seen order (Debezium's END record lists them so);
+    # each transactional logical decoding message counts as a collection of its own, as in Debezium.
+    per_collection: dict[str, int] = field(default_factory=dict)
+    begin_emitted: bool = False
+
+
+class StreamingProcessor:
+    """Feeds on :class:`WalMessage` items; see the module docstring."""
+
+    def __init__(self, config: ConnectorConfig, resolver: TableResolver, events: EventFactory) -> None:
+        self.config = config
+        self.resolver = resolver
+        self.events = events
+        self.skipped = config.skipped_operations
+        self.tombstones = config.tombstones_on_delete
+        self.transaction_metadata = config.provide_transaction_metadata
+        #: End LSN of the last COMMIT (or non-transactional message) processed: ``source.sequence[0]``.
+        self.last_commit_lsn: int | None = None
+        self.last_commit_ts_us: int | None = None
+        self._tx: _Transaction | None = None
+
+    # -- dispatch --------------------------------------------------------------------------------
+    def process(self, item: WalMessage) -> list[ChangeRecord]:
+        message = item.message
+        if isinstance(message, (Insert, Update, Delete)):
+            return self._row_change(message, item.data_start)
+        if isinstance(message, Begin):
+            if self._tx is not None:
+                raise UnexpectedMessageError(f"BEGIN of xid {message.xid} inside transaction {self._tx.xid}")
+            self._tx = _Transaction(message.xid, message.final_lsn, message.commit_ts_us)
+            return []
+        if isinstance(message, Commit):
+            return self._commit(message)
+        if isinstance(message, Relation):
+            self.resolver.on_relation(message)
+            return []
+        if isinstance(message, TypeMessage):
+            return []
+        if isinstance(message, Origin):
+            tx = self._require_tx("ORIGIN")
+            tx.origin, tx.origin_lsn = message.name, message.origin_lsn
+            return []
+        if isinstance(message, Truncate):
+            return self._truncate(message, item.data_start)
+        if isinstance(message, LogicalMessage):
+            return self._logical_message(message)
+        raise UnexpectedMessageError(
+            f"{type(message).__name__} message at LSN {item.data_start}: the connector reads with streaming and two_phase off"
+        )
+
+    def _require_tx(self, what: str) -> _Transaction:
+        if self._tx is None:
+            raise UnexpectedMessageError(f"{what} outside a transaction")
+        return self._tx
+
+    # -- rows ------------------------------------------------------------------------------------
+    def _source(self, table: TableSchema, tx: _Transaction, lsn: int) -> dict[str, Any]:
+        return self.events.source(
+            schema=table.schema_name,
+            table=table.table_name,
+            ts_us=tx.commit_ts_us,
+            tx_id=tx.xid,
+            lsn=lsn,
+            last_commit_lsn=self.last_commit_lsn,
+            origin=tx.origin,
+            origin_lsn=tx.origin_lsn,
+        )
+
+    def _row_change(self, message: Insert | Update | Delete, lsn: int) -> list[ChangeRecord]:
+        tx = self._require_tx(type(message).__name__.upper())
+        table = self.resolver.for_relation_id(message.relation_id)
+        if table is None:
+            return []
+        out: list[ChangeRecord] = []
+        if isinstance(message, Insert):
+            if "c" not in self.skipped:
+                key = table.key(message.new_tuple)
+                out.extend(self._data(table, tx, lsn, "c", key, None, table.row(message.new_tuple)))
+        elif isinstance(message, Update):
+            old = message.old_tuple
+            if old is not None and table.has_key and table.key_changed(old, message.new_tuple):
+                out.extend(self._key_change(table, tx, lsn, old, message.new_tuple))
+            elif "u" not in self.skipped:
+                before = table.row(old) if old is not None else None
+                key = table.key(message.new_tuple)
+                out.extend(self._data(table, tx, lsn, "u", key, before, table.row(message.new_tuple)))
+        else:
+            if "d" not in self.skipped:
+                key = table.key(message.old_tuple)
+                out.extend(self._data(table, tx, lsn, "d", key, table.row(message.old_tuple), None))
+                if self.tombstones:
+                    out.append(self._positioned(self.events.tombstone(table, key), tx, lsn))
+        return out
+
+    def _key_change(
+        self, table: TableSchema, tx: _Transaction, lsn: int, old: tuple, new: tuple
+    ) -> list[ChangeRecord]:
+        """An UPDATE that changes the key: DELETE (old key) + tombstone + CREATE (new key)."""
+        old_key, new_key = table.key(old), table.key(new)
+        out = []
+        if "d" not in self.skipped:
+            header = (self.events.key_header("__debezium.newkey", table, new_key),)
+            out.extend(self._data(table, tx, lsn, "d", old_key, table.row(old), None, headers=header))
+            if self.tombstones:
+                out.append(self._positioned(self.events.tombstone(table, old_key, header), tx, lsn))
+        if "c" not in self.skipped:
+            header = (self.events.key_header("__debezium.oldkey", table, old_key),)
+            out.extend(self._data(table, tx, lsn, "c", new_key, None, table.row(new), headers=header))
+        return out
+
+    def _data(
+        self, table: TableSchema, tx: _Transaction, lsn: int, op: str, key: Any, before: Any, after: Any, headers: tuple = ()
+    ) -> list[ChangeRecord]:
+        """The record of one data event, preceded by the transaction's BEGIN record if it is the first."""
+        out = self._begin_if_first(tx, lsn)
+        block = self._transaction_block(tx, f"{table.schema_name}.{table.table_name}", lsn)
+        record = self.events.change(table, op, key, before, after, self._source(table, tx, lsn), transaction=block, headers=headers)
+        out.append(self._positioned(record, tx, lsn))
+        return out
+
+    def _positioned(self, record: ChangeRecord, tx: _Transaction, lsn: int) -> ChangeRecord:
+        record.lsn = lsn
+        record.commit_lsn = tx.commit_lsn
+        record.tx_id = tx.xid
+        record.source_ts_us = tx.commit_ts_us
+        record.ordinal = tx.ordinal
+        tx.ordinal += 1
+        return record
+
+    # -- transaction metadata --------------------------------------------------------------------
+    def _begin_if_first(self, tx: _Transaction, lsn: int) -> list[ChangeRecord]:
+        """BEGIN is emitted lazily, before the first event: a transaction with no captured events has none."""
+        if not self.transaction_metadata or tx.begin_emitted:
+            return []
+        tx.begin_emitted = True
+        record = self.events.transaction_record("BEGIN", f"{tx.xid}:{lsn}", tx.commit_ts_us // 1000)
+        return [self._positioned(record, tx, lsn)]
+
+    def _transaction_block(self, tx: _Transaction, collection: str, lsn: int) -> dict[str, Any] | None:
+        if not self.transaction_metadata:
+            return None
+        tx.data_events += 1
+        tx.per_collection[collection] = tx.per_collection.get(collection, 0) + 1
+        return {
+            "id": f"{tx.xid}:{lsn}",
+            "total_order": tx.data_events,
+            "data_collection_order": tx.per_collection[collection],
+        }
+
+    # -- other messages --------------------------------------------------------------------------
+    def _truncate(self, message: Truncate, lsn: int) -> list[ChangeRecord]:
+        tx = self._require_tx("TRUNCATE")
+        if "t" in self.skipped:
+            return []
+        out = []
+        for relation_id in message.relation_ids:
+            table = self.resolver.for_relation_id(relation_id)
+            if table is not None:
+                out.extend(self._data(table, tx, lsn, "t", None, None, None))
+        return out
+
+    def _logical_message(self, message: LogicalMessage) -> list[ChangeRecord]:
+        if not self.events.accepts_message_prefix(message.prefix):
+            return []
+        if message.transactional:
+            tx = self._require_tx("transactional MESSAGE")
+            source = self.events.source(
+                schema="", table="", ts_us=tx.commit_ts_us, tx_id=tx.xid, lsn=message.lsn,
+                last_commit_lsn=self.last_commit_lsn, origin=tx.origin, origin_lsn=tx.origin_lsn,
+            )
+            out = self._begin_if_first(tx, message.lsn)
+            block = self._transaction_block(tx, f"message:{message.prefix}#{tx.ordinal}", message.lsn)
+            record = self.events.message(message.prefix, message.content, source, block)
+            out.append(self._positioned(record, tx, message.lsn))
+            return out
+        # Debezium treats a non-transactional message as its own committed unit: the position moves
+        # to it first, and its time is the last commit's (it has none of its own).
+        self.last_commit_lsn = message.lsn
+        ts_us = self.last_commit_ts_us if self.last_commit_ts_us is not None else self.events.clock_ns() // 1000
+        source = self.events.source(schema="", table="", ts_us=ts_us, lsn=message.lsn, last_commit_lsn=self.last_commit_lsn)
+        record = self.events.message(message.prefix, message.content, source)
+        record.lsn = record.commit_lsn = message.lsn
+        return [record]
+
+    def _commit(self, message: Commit) -> list[ChangeRecord]:
+        tx = self._require_tx("COMMIT")
+        self._tx = None
+        self.last_commit_lsn = message.end_lsn
+        self.last_commit_ts_us = tx.commit_ts_us
+        if not tx.begin_emitted:
+            return []
+        collections = [(name.split("#", 1)[0], count) for name, count in tx.per_collection.items()]
+        record = self.events.transaction_record(
+            "END", f"{tx.xid}:{message.end_lsn}", tx.commit_ts_us // 1000, tx.data_events, collections
+        )
+        return [self._positioned(record, tx, message.end_lsn)]

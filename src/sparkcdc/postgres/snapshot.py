@@ -1,0 +1,96 @@
+"""Reading table contents inside one consistent snapshot, as text.
+
+A snapshot transaction imports the snapshot a slot exported at creation (``SET TRANSACTION
+SNAPSHOT``), so that every reader, in whichever process or Spark task, sees the database exactly as
+of the slot's consistent point. Rows are read with ``COPY ... TO STDOUT`` in text format, which runs
+each value through its type's output function exactly as pgoutput does, so snapshot rows and
+streamed rows share one converter path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from ..text_format import TEXT_OUTPUT_SETTINGS, libpq_options
+from .replication import quote_ident
+
+__all__ = ["ISOLATION_LEVELS", "SnapshotTransaction", "connect_with_text_settings"]
+
+#: snapshot.isolation.mode -> the SQL isolation clause Debezium uses.
+ISOLATION_LEVELS = {
+    "serializable": "SERIALIZABLE, READ ONLY, DEFERRABLE",
+    "repeatable_read": "REPEATABLE READ",
+    "read_committed": "READ COMMITTED",
+    "read_uncommitted": "READ UNCOMMITTED",
+}
+
+
+def connect_with_text_settings(conninfo: str, *, autocommit: bool = False, application_name: str = "sparkcdc") -> psycopg.Connection:
+    """A SQL connection whose value text output matches the replication connection's."""
+    params = conninfo_to_dict(conninfo)
+    params.setdefault("application_name", application_name)
+    params["options"] = libpq_options(TEXT_OUTPUT_SETTINGS, params.get("options"))
+    return psycopg.connect(make_conninfo(**params), autocommit=autocommit)
+
+
+class SnapshotTransaction:
+    """A read-only transaction that sees one snapshot; reads tables as rows of text values.
+
+    With ``snapshot_name`` the exported snapshot of a new slot is imported (REPEATABLE READ, as it
+    must be); without it the transaction takes its own snapshot at ``isolation``.
+    """
+
+    def __init__(self, conninfo: str, *, snapshot_name: str | None = None, isolation: str = "repeatable_read") -> None:
+        if isolation not in ISOLATION_LEVELS:
+            raise ValueError(f"unknown snapshot isolation {isolation!r}")
+        self.conn = connect_with_text_settings(conninfo, application_name="sparkcdc-snapshot")
+        try:
+            if snapshot_name is not None:
+                self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                self.conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot_name}'".encode())
+            else:
+                self.conn.execute(f"BEGIN ISOLATION LEVEL {ISOLATION_LEVELS[isolation]}".encode())
+        except psycopg.Error:
+            self.conn.close()
+            raise
+
+    def current_wal_lsn_text(self) -> str:
+        row = self.conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+        assert row is not None
+        return row[0]
+
+    def lock_tables(self, tables: Sequence[tuple[str, str]], timeout_ms: int) -> None:
+        """``snapshot.locking.mode=shared``: ACCESS SHARE locks, bounded by ``snapshot.lock.timeout.ms``."""
+        self.conn.execute(f"SET LOCAL lock_timeout = {int(timeout_ms)}".encode())
+        for schema, table in tables:
+            self.conn.execute(f"LOCK TABLE {quote_ident(schema)}.{quote_ident(table)} IN ACCESS SHARE MODE".encode())
+
+    def rows(self, query: str, column_count: int) -> Iterator[tuple[str | None, ...]]:
+        """Rows of ``query`` (a SELECT) as text values, streamed through COPY."""
+        with self.conn.cursor().copy(f"COPY ({query}) TO STDOUT".encode()) as copy:
+            copy.set_types(["text"] * column_count)
+            yield from copy.rows()
+
+    def table_rows(self, schema: str, table: str, columns: Sequence[str], where: str | None = None) -> Iterator[tuple[str | None, ...]]:
+        projection = ", ".join(quote_ident(c) for c in columns)
+        query = f"SELECT {projection} FROM {quote_ident(schema)}.{quote_ident(table)}"
+        if where:
+            query += f" WHERE {where}"
+        return self.rows(query, len(columns))
+
+    def close(self) -> None:
+        if not self.conn.closed:
+            self.conn.rollback()
+            self.conn.close()
+
+    def __enter__(self) -> SnapshotTransaction:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

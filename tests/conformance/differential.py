@@ -1,0 +1,235 @@
+"""Differential conformance: the same workload captured by real Debezium and by sparkcdc, compared.
+
+``capture_both`` runs Debezium (the oracle) and sparkcdc's in-process connector side by side, each
+with its own slot, against the session cluster; the workload runs once both stream; a closing
+logical decoding message marks the end for both. ``assert_same_records`` then compares every
+record of every topic in order: key, value and headers after JSON parsing, with only these fields
+ignored:
+
+* the envelope's ``ts_ms``/``ts_us``/``ts_ns`` (processing time) and ``source.version``;
+* for snapshot rows, ``source.ts_*`` (each connector's snapshot start) and ``source.txId``,
+  ``source.lsn``, ``source.sequence``: each connector snapshots through its own slot, so these are
+  the two slots' consistent points and the two snapshot transactions, which cannot coincide;
+* the ``__debezium.context.runId`` header (a new UUID per run, by design);
+* the ``data_collection`` names Debezium gives transactional logical decoding messages in END
+  records (a Java object identity string, ``...LogicalDecodingMessageId@<hash>``), and so the order
+  of ``data_collections`` when such an entry is among them (Debezium's order follows the names'
+  Java hash codes).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+
+from sparkcdc.debezium.config import ConnectorConfig
+from sparkcdc.debezium.serialization import JsonSerializer
+from sparkcdc.engine.connector import LocalConnector
+
+from ..support.waiting import wait_until
+from .oracle import SNAPSHOT_MARKERS, DebeziumOracle, OracleRecord, debezium_properties
+
+END_PREFIX = "conformance-end"
+
+
+class SparkcdcSession:
+    """sparkcdc's :class:`LocalConnector` in a thread, with the oracle session's API."""
+
+    def __init__(self, properties: Mapping[str, str]) -> None:
+        self.config = ConnectorConfig(properties)
+        self.connector = LocalConnector(self.config)
+        self.serializer = JsonSerializer()
+        self._records: list[OracleRecord] = []
+        self._lock = threading.Condition()
+        self._stop = threading.Event()
+        self._streaming = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="sparkcdc-conformance", daemon=True)
+
+    def start(self) -> None:
+        self.connector.start()
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            first = True
+            while not self._stop.is_set():
+                batch = self.connector.poll(0.05)
+                if first:
+                    self.connector._open_reader()  # streaming is set up once the snapshot is out
+                    self._streaming.set()
+                    first = False
+                if batch:
+                    converted = [self._convert(r) for r in batch]
+                    with self._lock:
+                        self._records.extend(converted)
+                        self._lock.notify_all()
+        except BaseException as exc:  # noqa: BLE001 - surfaced to the waiting test
+            self._error = exc
+            self._streaming.set()
+            with self._lock:
+                self._lock.notify_all()
+
+    def _convert(self, record: Any) -> OracleRecord:
+        key = self.serializer.key(record)
+        value = self.serializer.value(record)
+        headers = tuple((name, None if raw is None else raw.decode()) for name, raw in self.serializer.headers(record))
+        return OracleRecord(record.topic, None if key is None else key.decode(), None if value is None else value.decode(), headers)
+
+    @property
+    def records(self) -> list[OracleRecord]:
+        with self._lock:
+            return list(self._records)
+
+    def wait_streaming(self, timeout: float = 60) -> None:
+        self._streaming.wait(timeout)
+        if self._error is not None:
+            raise AssertionError(f"sparkcdc failed: {self._error!r}") from self._error
+
+    def wait_for(self, predicate: Callable[[list[OracleRecord]], Any], timeout: float = 60) -> list[OracleRecord]:
+        def ready() -> Any:
+            if self._error is not None:
+                raise AssertionError(f"sparkcdc failed: {self._error!r}") from self._error
+            return predicate(self.records)
+
+        wait_until(ready, timeout=timeout, what="sparkcdc records")
+        return self.records
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        self.connector.close()
+
+
+def _ends(records: list[OracleRecord]) -> bool:
+    return any(r.topic.endswith(".message") and r.key_payload == {"prefix": END_PREFIX} for r in records)
+
+
+@contextmanager
+def capture_both(
+    oracle: DebeziumOracle,
+    cluster: Any,
+    db: psycopg.Connection,
+    name: str,
+    tables: list[str],
+    **overrides: str,
+) -> Iterator[Callable[[], tuple[list[OracleRecord], list[OracleRecord]]]]:
+    """Start both connectors; the body runs the workload; calling the yielded function ends the
+    capture (with a closing message) and returns (debezium records, sparkcdc records)."""
+    dbz_props = debezium_properties(cluster, slot=f"{name}_d", publication=f"{name}_d", tables=tables, **overrides)
+    our_props = dict(dbz_props, **{"slot.name": f"{name}_s", "publication.name": f"{name}_s"})
+    with oracle.run(dbz_props) as debezium:
+        debezium.wait_streaming()
+        ours = SparkcdcSession(our_props)
+        ours.start()
+        try:
+            ours.wait_streaming()
+
+            def finish() -> tuple[list[OracleRecord], list[OracleRecord]]:
+                db.execute("SELECT pg_logical_emit_message(true, %s, 'x')", (END_PREFIX,))
+                theirs = debezium.wait_for(_ends, timeout=120)
+                mine = ours.wait_for(_ends, timeout=120)
+                return _until_end(theirs), _until_end(mine)
+
+            yield finish
+        finally:
+            ours.stop()
+            db.execute("DROP PUBLICATION IF EXISTS " + f'"{name}_s"')
+
+
+def _until_end(records: list[OracleRecord]) -> list[OracleRecord]:
+    out = []
+    for record in records:
+        if record.topic.endswith(".message") and record.key_payload == {"prefix": END_PREFIX}:
+            break
+        out.append(record)
+    # Drop the closing message's transaction records (BEGIN before it).
+    while out and out[-1].topic.endswith(".transaction") and out[-1].value_payload.get("status") == "BEGIN":
+        out.pop()
+    return out
+
+
+# -- normalization and comparison ---------------------------------------------------------------
+
+def normalize(record: OracleRecord) -> dict[str, Any]:
+    value = copy.deepcopy(record.value)
+    if value is not None and isinstance(value.get("payload"), dict):
+        payload = value["payload"]
+        for field in ("ts_ms", "ts_us", "ts_ns"):
+            if field in payload and "source" in payload:
+                payload[field] = "<processing time>"
+        source = payload.get("source")
+        if isinstance(source, dict):
+            source["version"] = "<version>"
+            if source.get("snapshot") in SNAPSHOT_MARKERS:
+                for field in ("ts_ms", "ts_us", "ts_ns", "txId", "lsn", "sequence"):
+                    source[field] = "<snapshot>"
+        collections = payload.get("data_collections") or []
+        for entry in collections:
+            name = entry.get("data_collection", "")
+            if "LogicalDecodingMessageId@" in name or name.startswith("message:"):
+                entry["data_collection"] = "<message>"
+        if any(entry["data_collection"] == "<message>" for entry in collections):
+            # Debezium orders these by the Java hash of each name, and a message's name holds a
+            # random identity hash: with a message among them the order is arbitrary.
+            collections.sort(key=lambda entry: (entry["data_collection"], entry["event_count"]))
+    headers = []
+    for name, header in record.headers:
+        if name == "__debezium.context.runId":
+            header = {**header, "payload": "<run id>"}
+        headers.append((name, header))
+    return {"topic": record.topic, "key": record.key, "value": value, "headers": headers}
+
+
+def json_differences(expected: Any, actual: Any, path: str = "") -> list[str]:
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        out = []
+        for key in expected.keys() | actual.keys():
+            if key not in actual:
+                out.append(f"{path}/{key}: missing in sparkcdc (Debezium: {expected[key]!r:.200})")
+            elif key not in expected:
+                out.append(f"{path}/{key}: only in sparkcdc ({actual[key]!r:.200})")
+            else:
+                out.extend(json_differences(expected[key], actual[key], f"{path}/{key}"))
+        return out
+    if isinstance(expected, list) and isinstance(actual, list):
+        if len(expected) != len(actual):
+            return [f"{path}: {len(expected)} items in Debezium, {len(actual)} in sparkcdc: {expected!r:.300} vs {actual!r:.300}"]
+        out = []
+        for index, (a, b) in enumerate(zip(expected, actual)):
+            out.extend(json_differences(a, b, f"{path}[{index}]"))
+        return out
+    if expected != actual or type(expected) is not type(actual):
+        return [f"{path}: Debezium {expected!r:.300} != sparkcdc {actual!r:.300}"]
+    return []
+
+
+def by_topic(records: list[OracleRecord]) -> dict[str, list[OracleRecord]]:
+    out: dict[str, list[OracleRecord]] = {}
+    for record in records:
+        out.setdefault(record.topic, []).append(record)
+    return out
+
+
+def assert_same_records(debezium: list[OracleRecord], ours: list[OracleRecord]) -> None:
+    """Every topic has the same records in the same order, equal after normalization."""
+    theirs_by_topic, ours_by_topic = by_topic(debezium), by_topic(ours)
+    problems: list[str] = []
+    for topic in sorted(theirs_by_topic.keys() | ours_by_topic.keys()):
+        expected, actual = theirs_by_topic.get(topic, []), ours_by_topic.get(topic, [])
+        if len(expected) != len(actual):
+            problems.append(
+                f"{topic}: Debezium sent {len(expected)} records, sparkcdc {len(actual)}:\n"
+                f"  Debezium: {[str(r) for r in expected][:12]}\n  sparkcdc: {[str(r) for r in actual][:12]}"
+            )
+        for index, (a, b) in enumerate(zip(expected, actual)):
+            differences = json_differences(normalize(a), normalize(b))
+            if differences:
+                problems.append(f"{topic} record {index} ({a}):\n    " + "\n    ".join(sorted(differences)[:25]))
+    if problems:
+        raise AssertionError(f"{len(problems)} difference(s) between Debezium and sparkcdc:\n" + "\n".join(problems[:30]))
