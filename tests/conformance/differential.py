@@ -201,7 +201,7 @@ def json_differences(expected: Any, actual: Any, path: str = "") -> list[str]:
         if len(expected) != len(actual):
             return [f"{path}: {len(expected)} items in Debezium, {len(actual)} in sparkcdc: {expected!r:.300} vs {actual!r:.300}"]
         out = []
-        for index, (a, b) in enumerate(zip(expected, actual)):
+        for index, (a, b) in enumerate(zip(expected, actual, strict=True)):
             out.extend(json_differences(a, b, f"{path}[{index}]"))
         return out
     if expected != actual or type(expected) is not type(actual):
@@ -227,9 +227,35 @@ def assert_same_records(debezium: list[OracleRecord], ours: list[OracleRecord]) 
                 f"{topic}: Debezium sent {len(expected)} records, sparkcdc {len(actual)}:\n"
                 f"  Debezium: {[str(r) for r in expected][:12]}\n  sparkcdc: {[str(r) for r in actual][:12]}"
             )
-        for index, (a, b) in enumerate(zip(expected, actual)):
+        for index, (a, b) in enumerate(zip(expected, actual, strict=False)):
             differences = json_differences(normalize(a), normalize(b))
             if differences:
                 problems.append(f"{topic} record {index} ({a}):\n    " + "\n    ".join(sorted(differences)[:25]))
     if problems:
         raise AssertionError(f"{len(problems)} difference(s) between Debezium and sparkcdc:\n" + "\n".join(problems[:30]))
+
+
+def run_conformance(
+    oracle: DebeziumOracle,
+    cluster: Any,
+    db: psycopg.Connection,
+    name: str,
+    *,
+    setup: list[str],
+    tables: list[str],
+    workload: list[str] | Callable[[], None],
+    **options: str,
+) -> tuple[list[OracleRecord], list[OracleRecord]]:
+    """Run ``setup`` SQL, capture ``workload`` with both connectors, assert they agree; return both."""
+    for statement in setup:
+        db.execute(statement)
+    with capture_both(oracle, cluster, db, name, tables, **options) as finish:
+        if callable(workload):
+            workload()
+        else:
+            for statement in workload:
+                db.execute(statement)
+        debezium, ours = finish()
+    assert debezium, "Debezium captured nothing: the workload does not exercise anything"
+    assert_same_records(debezium, ours)
+    return debezium, ours

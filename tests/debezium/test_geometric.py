@@ -51,7 +51,7 @@ def test_point_schema_is_debeziums() -> None:
     assert mapping is not None
     assert shape(mapping.schema) == (
         "struct", False, "io.debezium.data.geometry.Point", 1, "Geometry (POINT)",
-        (("x", "float64", False), ("y", "float64", False), ("wkb", "bytes", True), ("srid", "int32", True)),
+        (("x", "double", False), ("y", "double", False), ("wkb", "bytes", True), ("srid", "int32", True)),
     )  # fmt: skip
 
 

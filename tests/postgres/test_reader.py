@@ -22,6 +22,7 @@ from sparkcdc.postgres import (
     WalMessage,
     create_logical_slot,
     create_publication,
+    drop_slot,
     get_slot,
 )
 
@@ -37,8 +38,7 @@ def capture_setup(db: psycopg.Connection, unique_name: str) -> Iterator[tuple[st
     create_publication(db, unique_name, tables=[("public", table)])
     create_logical_slot(db, unique_name)
     yield table, ReplicationOptions(unique_name, (unique_name,), status_interval=0.2)
-    wait_until(lambda: not get_slot(db, unique_name).active, what="slot release")  # type: ignore[union-attr]
-    db.execute("SELECT pg_drop_replication_slot(%s)", (unique_name,))
+    drop_slot(db, unique_name, wait=30)
 
 
 def _transactions(db: psycopg.Connection, table: str, first: int, count: int) -> None:
@@ -204,7 +204,7 @@ def test_exported_snapshot_and_stream_meet_without_gap_or_overlap(
     with LogicalReplicationReader(pg_cluster.conninfo(), options, start_lsn=consistent_point) as reader:
         streamed = [m for tx in _read_commits(reader, 2) for m in tx if isinstance(m, Insert)]
     assert [int(m.new_tuple[0]) for m in streamed] == [40, 41, 50, 51]
-    db.execute("SELECT pg_drop_replication_slot(%s)", (unique_name,))
+    drop_slot(db, unique_name, wait=30)
 
 
 def test_exported_snapshot_slot_reports_existing_slot(db: psycopg.Connection, pg_cluster: ThrowawayCluster, unique_name: str) -> None:

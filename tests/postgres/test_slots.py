@@ -6,7 +6,10 @@ import psycopg
 import pytest
 
 from sparkcdc.postgres import (
+    LogicalReplicationReader,
     ReplicationError,
+    ReplicationOptions,
+    SlotInUseError,
     SlotNotFoundError,
     advance_slot,
     create_logical_slot,
@@ -73,3 +76,14 @@ def test_ensure_publication_creates_then_reuses(db: psycopg.Connection, unique_n
     assert publication_tables(db, unique_name) == [("public", f"t_{unique_name}")]
     drop_publication(db, unique_name)
     assert not publication_exists(db, unique_name)
+
+
+def test_drop_slot_waits_for_the_walsender_to_let_go(db: psycopg.Connection, pg_cluster, unique_name: str) -> None:
+    create_logical_slot(db, unique_name)
+    options = ReplicationOptions(unique_name, ("unused",))
+    reader = LogicalReplicationReader(pg_cluster.conninfo(), options).start()
+    with pytest.raises(SlotInUseError):
+        drop_slot(db, unique_name)  # still streaming: in use, no wait
+    reader.close()
+    assert drop_slot(db, unique_name, wait=30) is True
+    assert get_slot(db, unique_name) is None

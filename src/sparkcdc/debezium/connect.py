@@ -44,7 +44,8 @@ class _NoDefault:
 #: Marks a schema without a default (``None`` is a legitimate JSON default: null).
 NO_DEFAULT: Final = _NoDefault()
 
-PRIMITIVE_TYPES = frozenset({"int8", "int16", "int32", "int64", "float32", "float64", "boolean", "string", "bytes"})
+# Connect's FLOAT32/FLOAT64 are spelled "float"/"double" by JsonConverter; we use its spelling.
+PRIMITIVE_TYPES = frozenset({"int8", "int16", "int32", "int64", "float", "double", "boolean", "string", "bytes"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,11 +155,11 @@ def int64(optional: bool = False, name: str | None = None, version: int | None =
 
 
 def float32(optional: bool = False, name: str | None = None, version: int | None = None) -> ConnectSchema:
-    return _primitive("float32", optional, name, version)
+    return _primitive("float", optional, name, version)
 
 
 def float64(optional: bool = False, name: str | None = None, version: int | None = None) -> ConnectSchema:
-    return _primitive("float64", optional, name, version)
+    return _primitive("double", optional, name, version)
 
 
 def boolean(optional: bool = False, name: str | None = None, version: int | None = None) -> ConnectSchema:

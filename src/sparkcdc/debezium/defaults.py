@@ -24,8 +24,12 @@ _BOOLEANS = {"true": "t", "false": "f"}
 
 
 def default_value(expression: str | None, mapping: ValueMapping) -> Any:
-    """The JSON-ready schema default for ``expression``, or ``NO_DEFAULT``."""
-    if expression is None:
+    """The JSON-ready schema default for ``expression``, or ``NO_DEFAULT``.
+
+    A mapping can say that Debezium propagates no default for its type (``defaults_supported``) and
+    what a function default becomes when that differs from the NOT NULL fallback (``default_zero``).
+    """
+    if expression is None or not mapping.extra.get("defaults_supported", True):
         return NO_DEFAULT
     text = expression.strip()
     if text.upper().startswith("NULL"):
@@ -41,7 +45,8 @@ def default_value(expression: str | None, mapping: ValueMapping) -> Any:
         if number:
             literal = number.group(1)
         elif _FUNCTION.match(text):
-            return mapping.zero if mapping.zero is not None else NO_DEFAULT
+            zero = mapping.extra.get("default_zero", mapping.zero)
+            return zero if zero is not None else NO_DEFAULT
     if literal is None:
         return NO_DEFAULT
     try:

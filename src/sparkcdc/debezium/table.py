@@ -256,7 +256,8 @@ class TableSchemaFactory:
         return TableSchema(table, topic, key_schema, row_schema, envelope, [p for _, p in key_fields], [p for _, p in value_fields])
 
     def _field(self, column: ColumnDescription, mapping: ValueMapping, qualified: str) -> tuple[Field, _FieldPlan]:
-        schema = mapping.schema.as_optional(not column.not_null)
+        # Some types are optional in Debezium's schemas even on NOT NULL columns (PostGIS geometry).
+        schema = mapping.schema.as_optional(not column.not_null or bool(mapping.extra.get("always_optional")))
         default = default_value(column.default_expression, mapping)
         if default is not NO_DEFAULT:
             schema = schema.with_default(default)
@@ -270,5 +271,10 @@ class TableSchemaFactory:
         else:
             null_value = None
         name = self.field_names(column.name)
-        toast = mapping.toast if mapping.toast is not None else self.options.unavailable_value_placeholder
+        if mapping.extra.get("toast_null"):
+            toast = None  # Debezium has no placeholder for this type: an unchanged TOAST value is null
+        elif mapping.toast is not None:
+            toast = mapping.toast
+        else:
+            toast = self.options.placeholder_text
         return Field(name, schema), _FieldPlan(name, column.position, convert, null_value, toast)

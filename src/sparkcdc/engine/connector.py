@@ -19,7 +19,7 @@ from ..debezium.records import ChangeRecord
 from ..debezium.table import TableSchemaFactory
 from ..postgres.catalog import Catalog
 from ..postgres.replication import LogicalReplicationReader, ReplicationOptions, StreamRestarted, WalMessage
-from ..postgres.slots import ExportedSnapshotSlot, get_slot
+from ..postgres.slots import ExportedSnapshotSlot, drop_slot, get_slot
 from ..postgres.snapshot import SnapshotTransaction, connect_with_text_settings
 from .connection import conninfo_from_config
 from .filters import TableFilter
@@ -168,8 +168,7 @@ class LocalConnector:
             self._snapshot_tx.close()
         self._close_snapshot_slot()
         if self.config.get_bool("slot.drop.on.stop"):
-            self.admin.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
-                               (self.slot_name,))
+            drop_slot(self.admin, self.slot_name, wait=30)
         self.admin.close()
 
     def __enter__(self) -> LocalConnector:

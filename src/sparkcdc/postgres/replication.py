@@ -27,8 +27,8 @@ from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ..lsn import format_lsn
-from ..text_format import TEXT_OUTPUT_SETTINGS, libpq_options
 from ..pgoutput import Decoder, PgOutputMessage
+from ..text_format import TEXT_OUTPUT_SETTINGS, libpq_options
 from .errors import (
     ReplicationConnectionLost,
     ReplicationError,

@@ -7,6 +7,7 @@ must stay open, idle, for as long as the snapshot is in use; :class:`ExportedSna
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -130,17 +131,26 @@ def advance_slot(conn: psycopg.Connection, slot_name: str, lsn: int) -> int:
     return parse_lsn(row[0])
 
 
-def drop_slot(conn: psycopg.Connection, slot_name: str, *, missing_ok: bool = True) -> bool:
-    """Drop the slot; ``False`` when it did not exist and ``missing_ok``."""
-    try:
-        conn.execute("SELECT pg_drop_replication_slot(%s)", (slot_name,))
-    except psycopg.errors.UndefinedObject as exc:
-        if missing_ok:
-            return False
-        raise SlotNotFoundError(f"cannot drop slot {slot_name!r}: {exc}", sqlstate=exc.sqlstate) from None
-    except psycopg.errors.ObjectInUse as exc:
-        raise SlotInUseError(f"cannot drop slot {slot_name!r}: {exc}", sqlstate=exc.sqlstate) from None
-    return True
+def drop_slot(conn: psycopg.Connection, slot_name: str, *, missing_ok: bool = True, wait: float = 0.0) -> bool:
+    """Drop the slot; ``False`` when it did not exist and ``missing_ok``.
+
+    A walsender releases its slot only after its client has gone, a moment after the client closed
+    the connection; ``wait`` gives it that many seconds before "slot in use" is an error.
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            conn.execute("SELECT pg_drop_replication_slot(%s)", (slot_name,))
+        except psycopg.errors.UndefinedObject as exc:
+            if missing_ok:
+                return False
+            raise SlotNotFoundError(f"cannot drop slot {slot_name!r}: {exc}", sqlstate=exc.sqlstate) from None
+        except psycopg.errors.ObjectInUse as exc:
+            if time.monotonic() >= deadline:
+                raise SlotInUseError(f"cannot drop slot {slot_name!r}: {exc}", sqlstate=exc.sqlstate) from None
+            time.sleep(0.02)  # poll interval while the old walsender exits
+            continue
+        return True
 
 
 class ExportedSnapshotSlot:

@@ -47,7 +47,8 @@ class SnapshotTransaction:
     def __init__(self, conninfo: str, *, snapshot_name: str | None = None, isolation: str = "repeatable_read") -> None:
         if isolation not in ISOLATION_LEVELS:
             raise ValueError(f"unknown snapshot isolation {isolation!r}")
-        self.conn = connect_with_text_settings(conninfo, application_name="sparkcdc-snapshot")
+        # Autocommit, so that our BEGIN (with its isolation level) is the transaction's first statement.
+        self.conn = connect_with_text_settings(conninfo, autocommit=True, application_name="sparkcdc-snapshot")
         try:
             if snapshot_name is not None:
                 self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -84,8 +85,10 @@ class SnapshotTransaction:
 
     def close(self) -> None:
         if not self.conn.closed:
-            self.conn.rollback()
-            self.conn.close()
+            try:
+                self.conn.execute("ROLLBACK")
+            finally:
+                self.conn.close()
 
     def __enter__(self) -> SnapshotTransaction:
         return self

@@ -95,6 +95,11 @@ class MappingOptions:
         )
 
     @property
+    def placeholder_text(self) -> str:
+        """The placeholder as text columns carry it (a ``hex:`` value decoded, as Debezium does)."""
+        return self.placeholder_bytes.decode("utf-8", errors="replace")
+
+    @property
     def placeholder_bytes(self) -> bytes:
         """The placeholder as bytes; a ``hex:`` prefix means the rest is hex octets."""
         text = self.unavailable_value_placeholder

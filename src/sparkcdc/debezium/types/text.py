@@ -101,7 +101,7 @@ def _identity(text: str) -> str:
 
 def map_text_type(column: ColumnType, options: MappingOptions) -> ValueMapping | None:
     name = column.name
-    placeholder = options.unavailable_value_placeholder
+    placeholder = options.placeholder_text
     if name in _STRING_TYPES:
         return ValueMapping(string(), _identity, zero="", toast=placeholder)
     schema_name = _NAMED_STRINGS.get(name)

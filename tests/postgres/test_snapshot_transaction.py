@@ -1,0 +1,28 @@
+"""Snapshot transactions: the isolation level is really applied, and an exported snapshot is imported."""
+
+from __future__ import annotations
+
+import psycopg
+
+from sparkcdc.postgres.slots import ExportedSnapshotSlot, drop_slot
+from sparkcdc.postgres.snapshot import SnapshotTransaction
+
+
+def test_isolation_level_is_applied(pg_cluster) -> None:
+    with SnapshotTransaction(pg_cluster.conninfo(), isolation="serializable") as tx:
+        row = tx.conn.execute("SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')").fetchone()
+    assert row == ("serializable", "on")
+
+
+def test_exported_snapshot_is_imported_and_rows_come_as_text(db: psycopg.Connection, pg_cluster, unique_name: str) -> None:
+    t = f"t_{unique_name}"
+    db.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, c char(4), b bytea, a int[])")
+    db.execute(f"INSERT INTO {t} VALUES (1, 'x', '\\x01ff', '{{1,NULL}}')")
+    with ExportedSnapshotSlot(pg_cluster.conninfo(), unique_name) as slot:
+        db.execute(f"INSERT INTO {t} VALUES (2, 'y', NULL, NULL)")
+        with SnapshotTransaction(pg_cluster.conninfo(), snapshot_name=slot.snapshot_name) as tx:
+            level = tx.conn.execute("SELECT current_setting('transaction_isolation')").fetchone()
+            rows = list(tx.table_rows("public", t, ["id", "c", "b", "a"]))
+    drop_slot(db, unique_name, wait=30)
+    assert level == ("repeatable read",)
+    assert rows == [("1", "x   ", "\\x01ff", "{1,NULL}")]
