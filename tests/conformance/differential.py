@@ -106,8 +106,29 @@ class SparkcdcSession:
         self.connector.close()
 
 
+def _is_end(record: OracleRecord) -> bool:
+    return record.op == "m" and record.key_payload == {"prefix": END_PREFIX}
+
+
 def _ends(records: list[OracleRecord]) -> bool:
-    return any(r.topic.endswith(".message") and r.key_payload == {"prefix": END_PREFIX} for r in records)
+    return any(_is_end(r) for r in records)
+
+
+class Capture:
+    """Both running sessions; ``finish()`` ends the capture and returns (Debezium's, sparkcdc's) records."""
+
+    def __init__(self, debezium: Any, ours: SparkcdcSession, db: psycopg.Connection) -> None:
+        self.debezium = debezium
+        self.ours = ours
+        self.db = db
+
+    def finish(self) -> tuple[list[OracleRecord], list[OracleRecord]]:
+        self.db.execute("SELECT pg_logical_emit_message(true, %s, 'x')", (END_PREFIX,))
+        theirs = self.debezium.wait_for(_ends, timeout=120)
+        mine = self.ours.wait_for(_ends, timeout=120)
+        return _until_end(theirs), _until_end(mine)
+
+    __call__ = finish
 
 
 @contextmanager
@@ -118,9 +139,9 @@ def capture_both(
     name: str,
     tables: list[str],
     **overrides: str,
-) -> Iterator[Callable[[], tuple[list[OracleRecord], list[OracleRecord]]]]:
-    """Start both connectors; the body runs the workload; calling the yielded function ends the
-    capture (with a closing message) and returns (debezium records, sparkcdc records)."""
+) -> Iterator[Capture]:
+    """Start both connectors; the body runs the workload; calling the yielded :class:`Capture` ends
+    the capture (with a closing message) and returns (debezium records, sparkcdc records)."""
     dbz_props = debezium_properties(cluster, slot=f"{name}_d", publication=f"{name}_d", tables=tables, **overrides)
     our_props = dict(dbz_props, **{"slot.name": f"{name}_s", "publication.name": f"{name}_s"})
     with oracle.run(dbz_props) as debezium:
@@ -129,14 +150,7 @@ def capture_both(
         ours.start()
         try:
             ours.wait_streaming()
-
-            def finish() -> tuple[list[OracleRecord], list[OracleRecord]]:
-                db.execute("SELECT pg_logical_emit_message(true, %s, 'x')", (END_PREFIX,))
-                theirs = debezium.wait_for(_ends, timeout=120)
-                mine = ours.wait_for(_ends, timeout=120)
-                return _until_end(theirs), _until_end(mine)
-
-            yield finish
+            yield Capture(debezium, ours, db)
         finally:
             ours.stop()
             db.execute("DROP PUBLICATION IF EXISTS " + f'"{name}_s"')
@@ -145,11 +159,11 @@ def capture_both(
 def _until_end(records: list[OracleRecord]) -> list[OracleRecord]:
     out = []
     for record in records:
-        if record.topic.endswith(".message") and record.key_payload == {"prefix": END_PREFIX}:
+        if _is_end(record):
             break
         out.append(record)
     # Drop the closing message's transaction records (BEGIN before it).
-    while out and out[-1].topic.endswith(".transaction") and out[-1].value_payload.get("status") == "BEGIN":
+    while out and out[-1].value_payload and out[-1].value_payload.get("status") == "BEGIN":
         out.pop()
     return out
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-__all__ = ["PROPERTIES", "ConfigError", "ConnectorConfig", "Property", "split_list"]
+__all__ = ["PROPERTIES", "ConfigError", "ConnectorConfig", "Property", "compile_patterns", "split_list"]
 
 
 class ConfigError(ValueError):
@@ -64,6 +64,11 @@ def split_list(raw: str | None) -> list[str]:
         return []
     parts = re.split(r"(?<!,),(?!,)", raw)
     return [part.replace(",,", ",").strip() for part in parts if part.strip()]
+
+
+def compile_patterns(raw: str | None) -> list[re.Pattern[str]]:
+    """A regex list property, compiled as Debezium does: case-insensitive, matched in full."""
+    return [re.compile(pattern, re.IGNORECASE) for pattern in split_list(raw)]
 
 
 def _positive(raw: str) -> str | None:
@@ -272,6 +277,9 @@ class ConnectorConfig:
 
     def get_list(self, name: str) -> list[str]:
         return split_list(self.get(name))
+
+    def get_patterns(self, name: str) -> list[re.Pattern[str]]:
+        return compile_patterns(self.get(name))
 
     def items_matching(self, pattern: re.Pattern[str]) -> Iterable[tuple[re.Match[str], str]]:
         for name, value in self.raw.items():

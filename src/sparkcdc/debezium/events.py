@@ -7,7 +7,6 @@ except for the wall-clock fields (envelope ``ts_ms/ts_us/ts_ns``, and the heartb
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -63,8 +62,8 @@ class EventFactory:
         self.tombstones = config.tombstones_on_delete
         self.context_headers: tuple[Header, ...] = ()
         self.binary_mode = config.get("binary.handling.mode") or "bytes"
-        include = [re.compile(p) for p in config.get_list("message.prefix.include.list")]
-        exclude = [re.compile(p) for p in config.get_list("message.prefix.exclude.list")]
+        include = config.get_patterns("message.prefix.include.list")
+        exclude = config.get_patterns("message.prefix.exclude.list")
         self._message_filter: Callable[[str], bool] = (
             (lambda prefix: any(p.fullmatch(prefix) for p in include)) if include
             else (lambda prefix: not any(p.fullmatch(prefix) for p in exclude))

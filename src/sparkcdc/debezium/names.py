@@ -1,15 +1,13 @@
 """Topic names and the adjustment of schema and field names, as Debezium does them.
 
 Topics are sanitized for Kafka (anything but ``A-Za-z0-9._-`` becomes ``_``). Connect schema names
-and field names are adjusted per ``schema.name.adjustment.mode`` / ``field.name.adjustment.mode``:
-``none`` leaves them alone, ``avro`` replaces invalid characters with ``_``, ``avro_unicode``
-with ``_uXXXX``.
+and field names are adjusted per ``schema.name.adjustment.mode`` / ``field.name.adjustment.mode``
+(see :class:`NameAdjuster`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 __all__ = [
     "NameAdjuster",
@@ -24,22 +22,25 @@ def sanitize_topic(name: str) -> str:
     return _TOPIC_INVALID.sub("_", name)
 
 
-def _avro_valid(char: str, position: int, allow_dots: bool) -> bool:
-    if char == "_" or ("A" <= char <= "Z") or ("a" <= char <= "z"):
-        return True
-    if position == 0:
-        return False
-    return ("0" <= char <= "9") or (allow_dots and char == ".")
+def _letter(unit: int) -> bool:
+    return 0x41 <= unit <= 0x5A or 0x61 <= unit <= 0x7A
 
 
 class NameAdjuster:
-    """Adjusts schema names (dots allowed: they separate namespaces) or field names (no dots)."""
+    """Adjusts schema names (dots allowed: they separate namespaces) or field names (no dots).
+
+    As Debezium's ``SchemaNameAdjuster``, per UTF-16 code unit: ``avro`` replaces an invalid unit
+    with ``_`` (a leading digit is kept after the ``_``, so ``9lives`` becomes ``_9lives``);
+    ``avro_unicode`` replaces it with ``_uXXXX`` and, ``_`` being its escape character, treats
+    ``_`` itself as invalid.
+    """
 
     def __init__(self, mode: str, *, allow_dots: bool) -> None:
         if mode not in ("none", "avro", "avro_unicode"):
             raise ValueError(f"unknown name adjustment mode {mode!r}")
         self.mode = mode
         self.allow_dots = allow_dots
+        self._unicode = mode == "avro_unicode"
         self._cache: dict[str, str] = {}
 
     def __call__(self, name: str) -> str:
@@ -50,11 +51,28 @@ class NameAdjuster:
             cached = self._cache[name] = self._adjust(name)
         return cached
 
+    def _valid_first(self, unit: int) -> bool:
+        return _letter(unit) or (unit == 0x5F and not self._unicode)
+
+    def _valid_other(self, unit: int) -> bool:
+        return self._valid_first(unit) or 0x30 <= unit <= 0x39 or (self.allow_dots and unit == 0x2E)
+
+    def _replace(self, unit: int) -> str:
+        return f"_u{unit:04x}" if self._unicode else "_"
+
     def _adjust(self, name: str) -> str:
-        replace: Callable[[str], str] = (lambda c: "_") if self.mode == "avro" else (lambda c: f"_u{ord(c):04x}")
-        out = []
-        for position, char in enumerate(name):
-            out.append(char if _avro_valid(char, position, self.allow_dots) else replace(char))
+        if not name:
+            return name
+        encoded = name.encode("utf-16-be")
+        units = [int.from_bytes(encoded[i : i + 2], "big") for i in range(0, len(encoded), 2)]
+        out: list[str] = []
+        for position, unit in enumerate(units):
+            if (self._valid_first(unit) if position == 0 else self._valid_other(unit)):
+                out.append(chr(unit))
+                continue
+            out.append(self._replace(unit))
+            if position == 0 and not self._unicode and chr(unit).isdigit():
+                out.append(chr(unit))
         return "".join(out)
 
 

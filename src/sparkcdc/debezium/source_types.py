@@ -67,10 +67,33 @@ def column_scale(column: ColumnType) -> int:
     return 0
 
 
-def source_type_parameters(column_name: str, column: ColumnType) -> dict[str, str]:
-    return {
-        "__debezium.source.column.type": column.declared_name.upper(),
-        "__debezium.source.column.length": str(column_length(column)),
-        "__debezium.source.column.scale": str(column_scale(column)),
-        "__debezium.source.column.name": column_name,
-    }
+_SERIALS = {"int2": "SMALLSERIAL", "int4": "SERIAL", "int8": "BIGSERIAL"}
+UNCONSTRAINED_NUMERIC_LENGTH = 131089  # pgjdbc's display size of an unconstrained numeric
+
+
+def source_type_parameters(
+    column_name: str, column: ColumnType, *, snapshot: bool = False, default_expression: str | None = None
+) -> dict[str, str]:
+    """The parameters; ``snapshot``: for the snapshot's schema, which Debezium takes from pgjdbc's
+    ``getColumns`` (streaming's comes from the Relation message and Debezium's type registry).
+
+    The two differ for integer columns defaulting to ``nextval(...)``, which pgjdbc names
+    ``SERIAL``/``SMALLSERIAL``/``BIGSERIAL``, and for an unconstrained ``numeric`` column: length 0
+    and no scale in the snapshot, length 131089 and scale 0 when streaming (a domain over it has
+    131089 and 0 in both).
+    """
+    type_name = column.declared_name.upper()
+    if snapshot and default_expression is not None and "nextval(" in default_expression:
+        type_name = _SERIALS.get(column.declared_name, type_name)
+    parameters = {"__debezium.source.column.type": type_name}
+    if column.name == "numeric" and column.modifier == -1 and column.element is None:
+        if snapshot and column.declared_name == column.name:
+            parameters["__debezium.source.column.length"] = "0"
+        else:
+            parameters["__debezium.source.column.length"] = str(UNCONSTRAINED_NUMERIC_LENGTH)
+            parameters["__debezium.source.column.scale"] = "0"
+    else:
+        parameters["__debezium.source.column.length"] = str(column_length(column))
+        parameters["__debezium.source.column.scale"] = str(column_scale(column))
+    parameters["__debezium.source.column.name"] = column_name
+    return parameters

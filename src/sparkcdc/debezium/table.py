@@ -9,24 +9,23 @@ the per-event hot path.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..pgoutput.messages import UNCHANGED_TOAST
-from .config import ConfigError, ConnectorConfig, split_list
+from .column_rules import ColumnRules
+from .config import ConfigError, ConnectorConfig
 from .connect import NO_DEFAULT, ConnectSchema, Field, struct
 from .defaults import default_value
 from .names import NameAdjuster, TopicNamer
 from .schemas import envelope_schema
-from .source_types import source_type_parameters
+from .source_types import column_length, source_type_parameters
 from .types import ColumnType, MappingOptions, ValueMapping, map_type
+from .types.text import STREAMING_UNRESOLVED
 
 __all__ = [
     "ColumnDescription",
-    "ColumnSelection",
     "TableDescription",
     "TableSchema",
     "TableSchemaFactory",
@@ -83,7 +82,7 @@ class TableSchema:
         self.envelope_schema = envelope
         self._key_fields = tuple(key_fields)
         self._value_fields = tuple(value_fields)
-        self.key_positions = tuple(f.position for f in key_fields)
+        self.key_positions = tuple(f.position for f in key_fields if f.position >= 0)
 
     @property
     def schema_name(self) -> str:
@@ -115,99 +114,12 @@ class TableSchema:
             return None
         out: dict[str, Any] = {}
         for plan in self._key_fields:
-            value = values[plan.position]
+            value = values[plan.position] if plan.position >= 0 else None  # -1: a column the snapshot does not read
             out[plan.name] = plan.null_value if value is None else plan.convert(value)
         return out
 
     def key_changed(self, old: Sequence[Any], new: Sequence[Any]) -> bool:
         return any(old[p] != new[p] and old[p] is not UNCHANGED_TOAST for p in self.key_positions)
-
-
-class ColumnSelection:
-    """``column.include.list`` / ``column.exclude.list`` on ``schema.table.column``."""
-
-    def __init__(self, config: ConnectorConfig) -> None:
-        self._include = [re.compile(p) for p in config.get_list("column.include.list")]
-        self._exclude = [re.compile(p) for p in config.get_list("column.exclude.list")]
-
-    def __call__(self, qualified_column: str) -> bool:
-        if self._include:
-            return any(p.fullmatch(qualified_column) for p in self._include)
-        return not any(p.fullmatch(qualified_column) for p in self._exclude)
-
-
-_TRUNCATE = re.compile(r"column\.truncate\.to\.(\d+)\.chars")
-_MASK = re.compile(r"column\.mask\.with\.(\d+)\.chars")
-_HASH = re.compile(r"column\.mask\.hash\.(.+?)\.with\.salt\.(.+)")
-
-
-class _ColumnRules:
-    """The per-column rules of the configuration, compiled once."""
-
-    def __init__(self, config: ConnectorConfig) -> None:
-        def compiled(raw: str) -> list[re.Pattern[str]]:
-            return [re.compile(p) for p in split_list(raw)]
-
-        self.truncate = [(int(m.group(1)), compiled(v)) for m, v in config.items_matching(_TRUNCATE)]
-        self.mask = [(int(m.group(1)), compiled(v)) for m, v in config.items_matching(_MASK)]
-        self.hash = []
-        for match, value in config.items_matching(_HASH):
-            algorithm = match.group(1)
-            try:
-                hashlib.new(_java_digest_name(algorithm))
-            except ValueError:
-                raise ConfigError(match.group(0), f"unknown hash algorithm {algorithm!r}") from None
-            self.hash.append((algorithm, match.group(2), compiled(value)))
-        self.propagate_columns = compiled(config.get("column.propagate.source.type") or "")
-        self.propagate_types = compiled(config.get("datatype.propagate.source.type") or "")
-        self.key_columns: list[tuple[re.Pattern[str], list[str]]] = []
-        for entry in (config.get("message.key.columns") or "").split(";"):
-            if entry.strip():
-                table_pattern, _, columns = entry.partition(":")
-                self.key_columns.append((re.compile(table_pattern.strip()), [c.strip() for c in columns.split(",") if c.strip()]))
-
-    def transform(self, qualified: str, convert: Callable[[str], Any]) -> Callable[[str], Any]:
-        for length, patterns in self.truncate:
-            if any(p.fullmatch(qualified) for p in patterns):
-                inner_t, n = convert, length
-                convert = lambda text, inner=inner_t, n=n: _truncate(inner(text), n)  # noqa: E731
-        for length, patterns in self.mask:
-            if any(p.fullmatch(qualified) for p in patterns):
-                masked = "*" * length
-                convert = lambda text, masked=masked: masked  # noqa: E731
-        for algorithm, salt, patterns in self.hash:
-            if any(p.fullmatch(qualified) for p in patterns):
-                inner_h = convert
-                convert = lambda text, inner=inner_h, a=algorithm, s=salt: _hashed(inner(text), a, s)  # noqa: E731
-        return convert
-
-    def propagates(self, qualified: str, type_name: str) -> bool:
-        return any(p.fullmatch(qualified) for p in self.propagate_columns) or any(
-            p.fullmatch(type_name) for p in self.propagate_types
-        )
-
-    def key_override(self, qualified_table: str) -> list[str] | None:
-        for pattern, columns in self.key_columns:
-            if pattern.fullmatch(qualified_table):
-                return columns
-        return None
-
-
-def _truncate(value: Any, length: int) -> Any:
-    return value[:length] if isinstance(value, str) else value
-
-
-def _java_digest_name(algorithm: str) -> str:
-    return algorithm.replace("-", "").lower()
-
-
-def _hashed(value: Any, algorithm: str, salt: str) -> Any:
-    if not isinstance(value, str):
-        return value
-    digest = hashlib.new(_java_digest_name(algorithm))
-    digest.update(salt.encode("utf-8"))
-    digest.update(value.encode("utf-8"))
-    return digest.hexdigest()
 
 
 class TableSchemaFactory:
@@ -225,29 +137,34 @@ class TableSchemaFactory:
         )
         self.schema_names = NameAdjuster(config.get("schema.name.adjustment.mode") or "none", allow_dots=True)
         self.field_names = NameAdjuster(config.get("field.name.adjustment.mode") or "none", allow_dots=False)
-        self.columns = ColumnSelection(config)
-        self.rules = _ColumnRules(config)
+        self.rules = ColumnRules(config)
 
-    def build(self, table: TableDescription) -> TableSchema:
+    def build(self, table: TableDescription, *, snapshot: bool = False) -> TableSchema:
+        """``snapshot``: the schema for snapshot rows, which differs from the streaming one only for
+        key columns that ``column.*.list`` filters out (see :meth:`_key_field`)."""
         topic = self.topics.data_change_topic(table.schema, table.name)
         qualified_table = table.qualified_name
         override = self.rules.key_override(qualified_table)
         key_names = tuple(override) if override is not None else table.primary_key
         value_fields: list[tuple[Field, _FieldPlan]] = []
-        by_name: dict[str, tuple[Field, _FieldPlan]] = {}
+        key_candidates: dict[str, tuple[ColumnDescription, ValueMapping, bool]] = {}
         for column in table.columns:
             mapping = map_type(column.type, self.options)
             if mapping is None:
                 continue  # unknown type and include.unknown.datatypes is off: Debezium drops the column
+            if not snapshot and mapping.extra.get(STREAMING_UNRESOLVED) and not self.options.include_unknown_datatypes:
+                # Debezium's streaming path cannot read this type: null, or the NOT NULL fallback.
+                missing_value = mapping.zero if column.not_null else None
+                mapping = replace(mapping, convert=lambda _text, value=missing_value: value)
             qualified = f"{qualified_table}.{column.name}"
-            built = self._field(column, mapping, qualified)
-            by_name[column.name] = built
-            if self.columns(qualified):
-                value_fields.append(built)  # key columns stay in the key even when filtered out here
-        missing = [name for name in key_names if name not in by_name]
+            selected = self.rules.selected(qualified)
+            key_candidates[column.name] = (column, mapping, selected)
+            if selected:
+                value_fields.append(self._value_field(column, mapping, qualified, snapshot))
+        missing = [name for name in key_names if name not in key_candidates]
         if missing and override is not None:
             raise ConfigError("message.key.columns", f"table {qualified_table} has no column(s) {', '.join(missing)}")
-        key_fields = [by_name[name] for name in key_names if name in by_name]
+        key_fields = [self._key_field(*key_candidates[name], snapshot) for name in key_names if name in key_candidates]
 
         prefix = self.schema_names(topic)
         row_schema = struct([f for f, _ in value_fields], optional=True, name=f"{prefix}.Value")
@@ -255,15 +172,46 @@ class TableSchemaFactory:
         envelope = envelope_schema(row_schema, f"{prefix}.Envelope")
         return TableSchema(table, topic, key_schema, row_schema, envelope, [p for _, p in key_fields], [p for _, p in value_fields])
 
-    def _field(self, column: ColumnDescription, mapping: ValueMapping, qualified: str) -> tuple[Field, _FieldPlan]:
+    def _key_field(
+        self, column: ColumnDescription, mapping: ValueMapping, selected: bool, snapshot: bool
+    ) -> tuple[Field, _FieldPlan]:
+        """A key field: the plain column, without value transformations or their parameters.
+
+        A key column that the column filters exclude behaves as in Debezium: the snapshot does not
+        read it (so a NOT NULL column shows its fallback value), and streaming marks it optional.
+        """
+        field, plan = self._field(column, mapping, mapping.convert, {})
+        if selected:
+            return field, plan
+        if snapshot:
+            return field, _FieldPlan(plan.name, -1, plan.convert, plan.null_value, plan.toast)
+        return Field(field.name, field.schema.as_optional(True)), plan
+
+    def _value_field(
+        self, column: ColumnDescription, mapping: ValueMapping, qualified: str, snapshot: bool
+    ) -> tuple[Field, _FieldPlan]:
+        parameters: dict[str, str] = {}
+        if self.rules.propagates(qualified, f"{column_table(qualified)}.{column.type.declared_name}"):
+            parameters.update(
+                source_type_parameters(column.name, column.type, snapshot=snapshot, default_expression=column.default_expression)
+            )
+        convert, added, mask = self.rules.value_transform(qualified, mapping.convert, column_length(column.type))
+        parameters.update(added)
+        field, plan = self._field(column, mapping, convert, parameters)
+        if mask is not None:
+            plan = _FieldPlan(plan.name, plan.position, convert, mask, mask)
+        return field, plan
+
+    def _field(
+        self, column: ColumnDescription, mapping: ValueMapping, convert: Callable[[str], Any], parameters: dict[str, str]
+    ) -> tuple[Field, _FieldPlan]:
         # Some types are optional in Debezium's schemas even on NOT NULL columns (PostGIS geometry).
         schema = mapping.schema.as_optional(not column.not_null or bool(mapping.extra.get("always_optional")))
-        default = default_value(column.default_expression, mapping)
+        default = default_value(column.default_expression, mapping, column.type)
         if default is not NO_DEFAULT:
             schema = schema.with_default(default)
-        if self.rules.propagates(qualified, column.type.declared_name):
-            schema = schema.add_parameters(source_type_parameters(column.name, column.type))
-        convert = self.rules.transform(qualified, mapping.convert)
+        if parameters:
+            schema = schema.add_parameters(parameters)
         if default is not NO_DEFAULT:
             null_value = default
         elif column.not_null:
@@ -278,3 +226,8 @@ class TableSchemaFactory:
         else:
             toast = self.options.placeholder_text
         return Field(name, schema), _FieldPlan(name, column.position, convert, null_value, toast)
+
+
+def column_table(qualified_column: str) -> str:
+    """``schema.table.column`` -> ``schema.table``."""
+    return qualified_column.rsplit(".", 1)[0]

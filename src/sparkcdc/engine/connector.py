@@ -7,7 +7,6 @@ one thread, which is what tests, the conformance suite and small deployments nee
 
 from __future__ import annotations
 
-import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -23,6 +22,7 @@ from ..postgres.slots import ExportedSnapshotSlot, drop_slot, get_slot
 from ..postgres.snapshot import SnapshotTransaction, connect_with_text_settings
 from .connection import conninfo_from_config
 from .filters import TableFilter
+from .heartbeat import HeartbeatTimer
 from .setup import apply_replica_identities, captured_tables, ensure_publication_for
 from .snapshot import SnapshotContext, snapshot_records
 from .streaming import StreamingProcessor
@@ -47,6 +47,8 @@ class LocalConnector:
         self.resolver = TableResolver(Catalog(self.admin), self.factory, TableFilter(config))
         self.processor = StreamingProcessor(config, self.resolver, self.events)
         self.slot_name = config.get("slot.name") or "debezium"
+        self.heartbeat = HeartbeatTimer(config.get_int("heartbeat.interval.ms"))
+        self.heartbeat_query = config.get("heartbeat.action.query")
         self.tables: list[tuple[str, str]] = []
         self.start_lsn = 0
         self._reader: LogicalReplicationReader | None = None
@@ -83,8 +85,8 @@ class LocalConnector:
         tx = self._snapshot_tx = SnapshotTransaction(self.conninfo, snapshot_name=snapshot_name, isolation=isolation)
         tx_id_row = tx.conn.execute("SELECT txid_current()").fetchone()
         context = SnapshotContext(lsn=self.start_lsn, tx_id=int(tx_id_row[0]) if tx_id_row else None, ts_us=time.time_ns() // 1000)
-        include = self.config.get_list("snapshot.include.collection.list")
-        tables = [t for t in self.tables if not include or any(_matches(p, t) for p in include)]
+        include = self.config.get_patterns("snapshot.include.collection.list")
+        tables = [t for t in self.tables if not include or any(p.fullmatch(f"{t[0]}.{t[1]}") for p in include)]
         if self.config.get("snapshot.locking.mode") == "shared":
             tx.lock_tables(tables, self.config.get_int("snapshot.lock.timeout.ms"))
         plans = []
@@ -94,6 +96,10 @@ class LocalConnector:
             plans.append((table_schema, _LazyRows(tx, self.config, schema, table, columns)))
         try:
             yield from snapshot_records(self.events, context, plans)
+            # Debezium's offset carries the snapshot's time into streaming; a non-transactional
+            # message before the first streamed commit reports it (see StreamingProcessor).
+            if self.processor.last_commit_ts_us is None:
+                self.processor.last_commit_ts_us = context.ts_us
         finally:
             tx.close()
             self._close_snapshot_slot()
@@ -133,11 +139,21 @@ class LocalConnector:
         out: list[ChangeRecord] = []
         deadline = time.monotonic() + timeout
         while True:
-            remaining = deadline - time.monotonic()
-            item = reader.read(timeout=max(remaining, 0.0))
-            if item is None:
+            wait = max(deadline - time.monotonic(), 0.0)
+            if self.heartbeat.enabled:
+                wait = min(wait, self.heartbeat.interval)
+            item = reader.read(timeout=wait)
+            if item is not None:
+                out.extend(self.handle(item))
+            if self.heartbeat.due():
+                out.append(self._heartbeat())
+            if item is None and time.monotonic() >= deadline:
                 return out
-            out.extend(self.handle(item))
+
+    def _heartbeat(self) -> ChangeRecord:
+        if self.heartbeat_query:
+            self.admin.execute(self.heartbeat_query.encode())
+        return self.events.heartbeat()
 
     def handle(self, item: WalMessage | StreamRestarted) -> list[ChangeRecord]:
         if isinstance(item, StreamRestarted):
@@ -178,10 +194,6 @@ class LocalConnector:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-
-def _matches(pattern: str, table: tuple[str, str]) -> bool:
-    return re.fullmatch(pattern, f"{table[0]}.{table[1]}") is not None
 
 
 class _LazyRows:

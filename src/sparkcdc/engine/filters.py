@@ -1,12 +1,10 @@
 """Which tables the connector captures: schema/table include and exclude lists, as Debezium reads them.
 
-Patterns are anchored regular expressions; schema lists match the schema name, table lists match
-``schema.table``. System schemas are never captured (``table.ignore.builtin``).
+Patterns are anchored, case-insensitive regular expressions; schema lists match the schema name,
+table lists match ``schema.table``. System schemas are never captured (``table.ignore.builtin``).
 """
 
 from __future__ import annotations
-
-import re
 
 from ..debezium.config import ConnectorConfig
 
@@ -17,13 +15,10 @@ _BUILTIN_SCHEMAS = frozenset({"pg_catalog", "information_schema"})
 
 class TableFilter:
     def __init__(self, config: ConnectorConfig) -> None:
-        def compiled(name: str) -> list[re.Pattern[str]]:
-            return [re.compile(p) for p in config.get_list(name)]
-
-        self._schema_include = compiled("schema.include.list")
-        self._schema_exclude = compiled("schema.exclude.list")
-        self._table_include = compiled("table.include.list")
-        self._table_exclude = compiled("table.exclude.list")
+        self._schema_include = config.get_patterns("schema.include.list")
+        self._schema_exclude = config.get_patterns("schema.exclude.list")
+        self._table_include = config.get_patterns("table.include.list")
+        self._table_exclude = config.get_patterns("table.exclude.list")
         self._ignore_builtin = config.get_bool("table.ignore.builtin")
 
     def __call__(self, schema: str, table: str) -> bool:

@@ -40,7 +40,7 @@ def captured_tables(conn: psycopg.Connection, config: ConnectorConfig) -> list[t
     ).fetchall()
     table_filter = TableFilter(config)
     tables = [(row[0], row[1]) for row in rows if table_filter(row[0], row[1])]
-    includes = [re.compile(p) for p in config.get_list("table.include.list")]
+    includes = config.get_patterns("table.include.list")
     if includes:
         def order(table: tuple[str, str]) -> int:
             name = f"{table[0]}.{table[1]}"

@@ -1,9 +1,10 @@
 """Snapshot rows as Debezium ``r`` records, with Debezium's snapshot markers.
 
-Markers: the last row of the last table is ``last`` (whatever follows: Debezium buffers one record
-and marks the final one when the snapshot completes), the last row of any other table
-``last_in_data_collection``, the first row of the first table ``first``, the first row of other
-tables ``first_in_data_collection``, every other row ``true``. All rows of one snapshot share its
+Markers, in order of precedence: the final row of the snapshot is ``last`` (Debezium buffers one
+record and marks the final one when the snapshot completes), the first row of the first table
+``first`` (even when it is also its table's last row), the last row of any table
+``last_in_data_collection``, the first row of any other table ``first_in_data_collection``, every
+other row ``true``. All rows of one snapshot share its
 LSN (the slot's consistent point), its transaction id and its start time.
 """
 
@@ -27,10 +28,12 @@ class SnapshotContext:
 
 
 def _marker(row_index: int, is_last_row: bool, table_index: int, table_count: int) -> str:
+    if row_index == 0 and table_index == 0 and not (is_last_row and table_count == 1):
+        return "first"
     if is_last_row:
         return "last" if table_index == table_count - 1 else "last_in_data_collection"
     if row_index == 0:
-        return "first" if table_index == 0 else "first_in_data_collection"
+        return "first_in_data_collection"
     return "true"
 
 
@@ -41,6 +44,7 @@ def snapshot_records(
 ) -> Iterator[ChangeRecord]:
     """``r`` records for each table's rows, in order; reads one row ahead to know the last one."""
     pending: ChangeRecord | None = None
+    ordinal = 0
     for table_index, (table, rows) in enumerate(tables):
         iterator = iter(rows)
         current = next(iterator, None)
@@ -48,7 +52,8 @@ def snapshot_records(
         while current is not None:
             following = next(iterator, None)
             marker = _marker(row_index, following is None, table_index, len(tables))
-            record = _read_record(events, context, table, current, marker, row_index)
+            record = _read_record(events, context, table, current, marker, ordinal)
+            ordinal += 1
             if pending is not None:
                 yield pending
             pending = record

@@ -16,6 +16,7 @@ from ..debezium.config import ConnectorConfig
 from ..debezium.events import EventFactory
 from ..debezium.records import ChangeRecord
 from ..debezium.table import TableSchema
+from ..debezium.types.hstore import java_hashmap_order
 from ..pgoutput.messages import (
     Begin,
     Commit,
@@ -238,7 +239,10 @@ class StreamingProcessor:
         self.last_commit_ts_us = tx.commit_ts_us
         if not tx.begin_emitted:
             return []
-        collections = [(name.split("#", 1)[0], count) for name, count in tx.per_collection.items()]
+        # Debezium counts per collection in a java.util.HashMap keyed by name, and lists them in
+        # that map's iteration order.
+        names = list(tx.per_collection)
+        collections = [(names[i].split("#", 1)[0], tx.per_collection[names[i]]) for i in java_hashmap_order(names)]
         record = self.events.transaction_record(
             "END", f"{tx.xid}:{message.end_lsn}", tx.commit_ts_us // 1000, tx.data_events, collections
         )

@@ -74,7 +74,7 @@ class TableResolver:
         """Snapshot: the schema of a table as the catalog describes it now."""
         info = self.catalog.table_by_name(schema, table)
         columns = [(c.name, c.type_oid, c.type_modifier) for c in info.columns if not c.generated]
-        return self.factory.build(self._describe(schema, table, columns, info))
+        return self.factory.build(self._describe(schema, table, columns, info), snapshot=True)
 
     def _describe(self, schema: str, table: str, columns: Sequence[tuple[str, int, int]], info: TableInfo) -> TableDescription:
         described = []

@@ -10,6 +10,7 @@ from .base import ColumnType, ConversionError, MappingOptions, ValueMapping
 
 __all__ = [
     "BITS_NAME",
+    "STREAMING_UNRESOLVED",
     "ENUM_NAME",
     "JSON_NAME",
     "binary_mapping",
@@ -25,11 +26,16 @@ ENUM_NAME = "io.debezium.data.Enum"
 BITS_NAME = "io.debezium.data.Bits"
 TSVECTOR_NAME = "io.debezium.data.Tsvector"
 
+# ``isbn`` (from the isn extension) is the one extension type Debezium knows by name: a plain string.
 _STRING_TYPES = frozenset({"text", "varchar", "bpchar", "char", "name", "citext", "inet", "cidr", "macaddr", "macaddr8",
-                           "int4range", "int8range", "numrange", "tsrange", "tstzrange", "daterange"})
+                           "int4range", "int8range", "numrange", "tsrange", "tstzrange", "daterange", "isbn"})
 _NAMED_STRINGS = {"json": JSON_NAME, "jsonb": JSON_NAME, "xml": XML_NAME, "uuid": UUID_NAME, "ltree": LTREE_NAME,
                   "tsvector": TSVECTOR_NAME}
-_ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+
+#: ``ValueMapping.extra`` key: Debezium's streaming path has no resolver for the type, so a streamed
+#: value is null (then the NOT NULL fallback) unless ``include.unknown.datatypes`` is on; snapshot
+#: rows, read through JDBC, carry the value. Debezium 3.6.3 does this for ``name``.
+STREAMING_UNRESOLVED = "streaming_unresolved"
 
 
 def decode_bytea(text: str) -> bytes:
@@ -50,9 +56,16 @@ def decode_bytea(text: str) -> bytes:
             out.append(0x5C)
             i += 2
         else:
-            out.append(int(text[i + 1 : i + 4], 8))
+            octal = text[i + 1 : i + 4]
+            if len(octal) != 3 or not set(octal) <= _OCTAL_DIGITS or octal[0] > "3":
+                raise ConversionError(f"{text[:40]!r} is not escape-format bytea")
+            out.append(int(octal, 8))
             i += 4
     return bytes(out)
+
+
+_OCTAL_DIGITS = frozenset("01234567")
+_BIT_DIGITS = frozenset("01")
 
 
 def encode_binary(data: bytes, mode: str) -> str:
@@ -78,17 +91,24 @@ def binary_mapping(to_bytes: Callable[[str], bytes], options: MappingOptions) ->
 
 def _bits_to_bytes(text: str) -> str:
     """A bit string, most significant bit first -> base64 of its value's little-endian bytes."""
-    try:
-        value = int(text, 2) if text else 0
-    except ValueError:
-        raise ConversionError(f"{text!r} is not a bit string") from None
+    if not set(text) <= _BIT_DIGITS:
+        raise ConversionError(f"{text!r} is not a bit string")
+    value = int(text, 2) if text else 0
     return base64.b64encode(value.to_bytes((value.bit_length() + 7) // 8, "little")).decode("ascii")
+
+
+def _bit_boolean(text: str) -> bool:
+    if text == "1":
+        return True
+    if text == "0":
+        return False
+    raise ConversionError(f"{text!r} is not a bit(1) value")
 
 
 def _bits_mapping(column: ColumnType) -> ValueMapping:
     length = column.modifier
     if length == 1:
-        return ValueMapping(boolean(), lambda text: text == "1", zero=False)
+        return ValueMapping(boolean(), _bit_boolean, zero=False)
     if length < 0:
         length = 2147483647
     schema = bytes_(name=BITS_NAME, version=1).with_parameters({"length": str(length)})
@@ -103,11 +123,12 @@ def map_text_type(column: ColumnType, options: MappingOptions) -> ValueMapping |
     name = column.name
     placeholder = options.placeholder_text
     if name in _STRING_TYPES:
-        return ValueMapping(string(), _identity, zero="", toast=placeholder)
+        extra = {STREAMING_UNRESOLVED: True} if name == "name" else {}
+        return ValueMapping(string(), _identity, zero="", toast=placeholder, extra=extra)
     schema_name = _NAMED_STRINGS.get(name)
     if schema_name is not None:
-        zero = {"json": "{}", "jsonb": "{}", "uuid": _ZERO_UUID}.get(name, "")
-        return ValueMapping(string(name=schema_name, version=1), _identity, zero=zero, toast=placeholder)
+        # The NOT NULL fallback is the empty string for these too (not "{}" or the zero UUID).
+        return ValueMapping(string(name=schema_name, version=1), _identity, zero="", toast=placeholder)
     if name == "bytea":
         return binary_mapping(decode_bytea, options)
     if name in ("bit", "varbit"):
