@@ -15,6 +15,7 @@ class Header:
     name: str
     value: Any  # JSON-ready
     schema: ConnectSchema | None
+    constant: bool = False  # the same object on every record, so its serialized form can be cached
 
 
 @dataclass(slots=True)

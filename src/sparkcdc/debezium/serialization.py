@@ -24,6 +24,7 @@ class JsonSerializer:
         self.value_schemas = value_schemas
         self.header_schemas = header_schemas
         self._prefixes: dict[int, tuple[ConnectSchema, bytes]] = {}
+        self._constant_headers: dict[int, tuple[Header, bytes | None]] = {}
 
     def _prefix(self, schema: ConnectSchema | None) -> bytes:
         if schema is None:
@@ -52,5 +53,13 @@ class JsonSerializer:
     def header(self, header: Header) -> bytes | None:
         return self.encode(header.value, header.schema, with_schema=self.header_schemas)
 
+    def constant_header(self, header: Header) -> bytes | None:
+        """For headers that are the same object on every record (Debezium's context headers)."""
+        cached = self._constant_headers.get(id(header))
+        if cached is None or cached[0] is not header:
+            cached = (header, self.header(header))
+            self._constant_headers[id(header)] = cached
+        return cached[1]
+
     def headers(self, record: ChangeRecord) -> list[tuple[str, bytes | None]]:
-        return [(h.name, self.header(h)) for h in record.headers]
+        return [(h.name, self.constant_header(h) if h.constant else self.header(h)) for h in record.headers]

