@@ -567,3 +567,119 @@ def test_live_calendar_matches_postgresql(db: psycopg.Connection) -> None:
     for ts_text, micros, date_text, days in rows:
         assert timestamp.convert(ts_text) == micros, ts_text
         assert date.convert(date_text) == days, date_text
+
+
+# -- snapshot rows (JDBC objects) and literal defaults, as observed end to end (test_temporal_conformance) ---
+
+
+@pytest.mark.parametrize(
+    ("mode", "text", "expected"),
+    [
+        # java.sql.Date's toLocalDate(): ±infinity are the dates of pgjdbc's millisecond sentinels, the era is dropped.
+        ("adaptive", "infinity", -622191234),
+        ("adaptive", "-infinity", -625821272),
+        ("connect", "infinity", -622191234),
+        ("nanoseconds", "-infinity", -625821272),
+        ("isostring", "infinity", "+292278994-08-16Z"),
+        ("isostring", "-infinity", "+292269055-12-02Z"),
+        ("adaptive", "0044-03-15 BC", -703383),
+        ("isostring", "0044-03-15 BC", "0044-03-15Z"),
+        ("isostring", "4713-01-01 BC", "4713-01-01Z"),
+        # Julian/Gregorian gap: the lenient calendar moves 1582-10-10 ten days on.
+        ("isostring", "1582-10-10", "1582-10-20Z"),
+        ("isostring", "1582-10-04", "1582-10-04Z"),
+        ("isostring", "1582-10-15", "1582-10-15Z"),
+        ("adaptive", "2016-11-04", 17109),
+        ("isostring", "12345-06-07", "+12345-06-07Z"),
+    ],
+)
+def test_snapshot_dates_go_through_java_sql_date(mode: str, text: str, expected: Any) -> None:
+    converter = mapping("date", mode=mode).snapshot_convert
+    assert converter is not None
+    assert converter(text) == expected
+
+
+def test_only_dates_have_a_snapshot_converter() -> None:
+    for type_name in ("time", "timetz", "timestamp", "timestamptz", "interval"):
+        for mode in MODES:
+            assert mapping(type_name, mode=mode).snapshot_convert is None  # read with getString: the streamed text
+
+
+def default(type_name: str, literal: str, modifier: int = -1, mode: str = "adaptive") -> Any:
+    return mapping(type_name, modifier, mode).extra["default_literal"](literal)
+
+
+@pytest.mark.parametrize(
+    ("type_name", "modifier", "mode", "literal", "expected"),
+    [
+        # DATE: LocalDateTime.MAX/MIN, epoch day cast to int.
+        ("date", -1, "adaptive", "infinity", 169560311),
+        ("date", -1, "connect", "infinity", 169560311),
+        ("date", -1, "adaptive", "-infinity", -170999002),
+        ("date", -1, "isostring", "infinity", "+999999999-12-31Z"),
+        ("date", -1, "adaptive", "0044-03-15 BC", -735160),
+        ("date", -1, "isostring", "2020-01-02", "2020-01-02Z"),
+        # TIME '24:00:00': LocalTime.MAX.
+        ("time", -1, "adaptive", "24:00:00", 86399999999),
+        ("time", 3, "adaptive", "24:00:00", 86399999),
+        ("time", -1, "connect", "24:00:00", 86399999),
+        ("time", -1, "isostring", "24:00:00", "23:59:59.999999999Z"),
+        ("time", -1, "nanoseconds", "24:00:00", 86399999999999),
+        ("time", -1, "adaptive", "13:14:15", 47655000000),
+        # TIMESTAMP ±infinity: OffsetDateTime.MAX/MIN.
+        ("timestamp", -1, "adaptive", "infinity", -9223372036853775810),
+        ("timestamp", -1, "microseconds", "-infinity", -(1 << 63)),
+        ("timestamp", -1, "isostring", "infinity", "+999999999-12-31T23:59:59.999999999Z"),
+        ("timestamp", -1, "isostring", "-infinity", "-999999999-01-01T00:00:00Z"),
+        ("timestamp", -1, "adaptive", "2020-01-02 03:04:05.678", 1577934245678000),
+        ("timestamptz", -1, "adaptive", "2020-01-02 01:04:05.678+00", "2020-01-02T01:04:05.678000Z"),
+    ],
+)
+def test_literal_defaults_follow_pgjdbc_timestamputils(type_name: str, modifier: int, mode: str, literal: str, expected: Any) -> None:
+    assert default(type_name, literal, modifier, mode) == expected
+
+
+@pytest.mark.parametrize(
+    ("type_name", "modifier", "mode", "literal"),
+    [
+        ("timestamp", -1, "connect", "infinity"),
+        ("timestamp", 3, "adaptive", "infinity"),
+        ("timestamp", -1, "nanoseconds", "-infinity"),
+        ("timestamptz", -1, "adaptive", "infinity"),
+        ("timestamptz", 0, "isostring", "-infinity"),
+    ],
+)
+def test_literal_defaults_debezium_cannot_convert(type_name: str, modifier: int, mode: str, literal: str) -> None:
+    with pytest.raises(ConversionError):
+        default(type_name, literal, modifier, mode)
+
+
+def test_range_errors_are_unrepresentable_values() -> None:
+    from sparkcdc.debezium.types.base import UnrepresentableValueError
+
+    assert issubclass(TemporalRangeError, UnrepresentableValueError)
+    with pytest.raises(UnrepresentableValueError):
+        convert("timestamp", "1000-06-30 12:00:00", mode="nanoseconds")
+
+
+def test_table_layer_nulls_unrepresentable_values_of_optional_columns() -> None:
+    from sparkcdc.debezium.config import ConnectorConfig
+    from sparkcdc.debezium.table import ColumnDescription, TableDescription, TableSchemaFactory
+
+    timestamp = ColumnType(oid=1114, name="timestamp", namespace="pg_catalog", modifier=-1, declared_name="timestamp")
+    date = ColumnType(oid=1082, name="date", namespace="pg_catalog", modifier=-1, declared_name="date")
+    table = TableDescription("public", "t", (
+        ColumnDescription("ts", timestamp, False, None, 0),
+        ColumnDescription("required", timestamp, True, None, 1),
+        ColumnDescription("d", date, False, None, 2),
+    ), ())
+    config = ConnectorConfig({"topic.prefix": "p", "database.hostname": "h", "database.user": "u", "database.dbname": "d",
+                              "time.precision.mode": "nanoseconds"})
+    factory = TableSchemaFactory(config)
+    streaming, snapshot = factory.build(table), factory.build(table, snapshot=True)
+    assert streaming.row(["1000-06-30 12:00:00", "2000-01-01 00:00:00", "infinity"]) == {
+        "ts": None, "required": 946684800000000000, "d": DATE_POSITIVE_INFINITY_DAYS,
+    }
+    assert snapshot.row([None, "2000-01-01 00:00:00", "infinity"])["d"] == -622191234  # the JDBC path
+    with pytest.raises(TemporalRangeError):
+        streaming.row([None, "1000-06-30 12:00:00", None])  # Debezium's null fails the required field

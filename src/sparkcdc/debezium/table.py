@@ -22,6 +22,7 @@ from .names import NameAdjuster, TopicNamer
 from .schemas import envelope_schema
 from .source_types import column_length, source_type_parameters
 from .types import ColumnType, MappingOptions, ValueMapping, map_type
+from .types.base import UnrepresentableValueError
 from .types.text import STREAMING_UNRESOLVED
 
 __all__ = [
@@ -60,6 +61,7 @@ class _FieldPlan:
     convert: Callable[[str], Any]
     null_value: Any  # what a NULL (or a missing value of a NOT NULL column) becomes
     toast: Any  # what an unchanged TOAST value becomes
+    optional: bool = True  # an unrepresentable value (UnrepresentableValueError) becomes null only then
 
 
 class TableSchema:
@@ -106,7 +108,12 @@ class TableSchema:
             elif value is UNCHANGED_TOAST:
                 out[plan.name] = plan.toast
             else:
-                out[plan.name] = plan.convert(value)
+                try:
+                    out[plan.name] = plan.convert(value)
+                except UnrepresentableValueError:
+                    if not plan.optional:
+                        raise  # Debezium's null fails the required field, and so the event
+                    out[plan.name] = None  # Debezium logs "Failed to convert value" and emits null
         return out
 
     def key(self, values: Sequence[Any]) -> dict[str, Any] | None:
@@ -156,6 +163,8 @@ class TableSchemaFactory:
                 # Debezium's streaming path cannot read this type: null, or the NOT NULL fallback.
                 missing_value = mapping.zero if column.not_null else None
                 mapping = replace(mapping, convert=lambda _text, value=missing_value: value)
+            if snapshot and mapping.snapshot_convert is not None:
+                mapping = replace(mapping, convert=mapping.snapshot_convert)  # Debezium reads these via JDBC objects
             qualified = f"{qualified_table}.{column.name}"
             selected = self.rules.selected(qualified)
             key_candidates[column.name] = (column, mapping, selected)
@@ -225,7 +234,7 @@ class TableSchemaFactory:
             toast = mapping.toast
         else:
             toast = self.options.placeholder_text
-        return Field(name, schema), _FieldPlan(name, column.position, convert, null_value, toast)
+        return Field(name, schema), _FieldPlan(name, column.position, convert, null_value, toast, schema.optional)
 
 
 def column_table(qualified_column: str) -> str:

@@ -85,6 +85,11 @@ class SnapshotTransaction:
 
     def close(self) -> None:
         if not self.conn.closed:
+            if self.conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.ACTIVE:
+                # A COPY abandoned half-way (a conversion failed): its suspended generator holds the
+                # connection's lock, so a ROLLBACK would wait forever. Closing ends the transaction.
+                self.conn.close()
+                return
             try:
                 self.conn.execute("ROLLBACK")
             finally:

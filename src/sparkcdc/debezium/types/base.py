@@ -26,6 +26,7 @@ __all__ = [
     "ColumnType",
     "ConversionError",
     "MappingOptions",
+    "UnrepresentableValueError",
     "UnsupportedTypeError",
     "ValueMapping",
 ]
@@ -38,6 +39,11 @@ Converter = Callable[[str], Any]
 
 class ConversionError(ValueError):
     """A value could not be converted; the message names the value and the target type."""
+
+
+class UnrepresentableValueError(ConversionError):
+    """A valid value that Debezium's converter cannot represent in the chosen schema: Debezium logs a
+    warning and emits null (so an event needing it in a required field fails)."""
 
 
 class UnsupportedTypeError(LookupError):
@@ -115,7 +121,9 @@ class ValueMapping:
     ``schema`` is the field's schema as a required (non-optional) schema without default; the
     table layer applies optionality and defaults. ``zero`` is the value Debezium uses where a NOT
     NULL column has no value (partial before-images) and for function defaults. ``toast`` is the
-    value for an unchanged TOAST column.
+    value for an unchanged TOAST column. ``snapshot_convert``, when set, replaces ``convert`` for
+    snapshot rows: Debezium reads those through JDBC (``ResultSet.getObject``), and for a few types
+    pgjdbc's Java object converts differently from the text pgoutput sends (DATE: see temporal.py).
     """
 
     schema: ConnectSchema
@@ -123,3 +131,4 @@ class ValueMapping:
     zero: Any = None
     toast: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    snapshot_convert: Converter | None = None

@@ -48,7 +48,7 @@ from decimal import ROUND_DOWN, Decimal
 from typing import Any
 
 from ..connect import int32, int64, string
-from .base import ColumnType, ConversionError, MappingOptions, ValueMapping
+from .base import ColumnType, ConversionError, MappingOptions, UnrepresentableValueError, ValueMapping
 
 __all__ = [
     "DATE_NEGATIVE_INFINITY_DAYS",
@@ -100,8 +100,12 @@ TIMETZ_END_OF_DAY = "00:00:00Z"
 
 _LONG_MAX = (1 << 63) - 1
 _LONG_MIN = -(1 << 63)
+_INT_MIN = -(1 << 31)
+#: ``ValueMapping.extra`` key of the literal-default parser (``defaults.DEFAULT_LITERAL``).
+DEFAULT_LITERAL = "default_literal"
 _MICROS_PER_SECOND = 1_000_000
 _MICROS_PER_DAY = 86_400_000_000
+_NANOS_PER_DAY = _MICROS_PER_DAY * 1000
 _EPOCH_ORDINAL = 719_163  # date(1970, 1, 1).toordinal()
 _DAYS_PER_400_YEARS = 146_097
 _MAX_ORDINAL = 3_652_059  # date(9999, 12, 31).toordinal()
@@ -118,11 +122,11 @@ _DAY_CACHE: dict[str, int] = {}
 _ISO_DATE_CACHE: dict[int, str] = {}
 
 
-class TemporalRangeError(ConversionError):
+class TemporalRangeError(UnrepresentableValueError):
     """A valid PostgreSQL value that Debezium's chosen representation cannot hold.
 
     Debezium logs a warning and emits null when the column is optional and fails the event only
-    for NOT NULL columns, so the table layer should catch this and emit null for optional fields.
+    for NOT NULL columns; the table layer emits null for optional fields.
     """
 
 
@@ -445,6 +449,42 @@ _timestamptz = _guard("timestamptz", _parse_timestamptz)
 _interval = _guard("interval", parse_interval)
 
 
+#: Epoch days of LocalDate.MAX / LocalDate.MIN.
+_LOCAL_DATE_MAX_DAYS = 365_241_780_471
+_LOCAL_DATE_MIN_DAYS = -365_243_219_162
+#: The dates pgjdbc's ``DATE_POSITIVE/NEGATIVE_INFINITY`` milliseconds fall on, as ``java.sql.Date``'s
+#: ``toLocalDate()`` reports them (+292278994-08-16, and 292269055-12-02 BC with the era dropped).
+_JDBC_DATE_INFINITY = {"infinity": epoch_day(292_278_994, 8, 16), "-infinity": epoch_day(292_269_055, 12, 2)}
+_GREGORIAN_GAP_START = epoch_day(1582, 10, 5)
+_GREGORIAN_GAP_END = epoch_day(1582, 10, 15)
+
+
+def _wrap_int(value: int) -> int:
+    """Java's ``(int)`` cast of a ``long``: the low 32 bits, signed."""
+    return ((value - _INT_MIN) % (1 << 32)) + _INT_MIN
+
+
+def _jdbc_date_days(text: str) -> int:
+    """Epoch day of the ``LocalDate`` Debezium's snapshot gets for DATE text.
+
+    The snapshot reads DATE with ``ResultSet.getObject`` (a ``java.sql.Date``, built by pgjdbc in
+    the JVM's Julian/Gregorian calendar) and Debezium calls ``toLocalDate()``, which keeps the
+    calendar fields but not the era: ``0044-03-15 BC`` becomes 0044-03-15 (AD), and ``±infinity``
+    (pgjdbc's millisecond sentinels) become the dates those instants fall on, era dropped too.
+    Dates inside the Julian-to-Gregorian gap (1582-10-05 .. 14) are shifted the way the lenient
+    calendar shifts them.
+    """
+    special = _JDBC_DATE_INFINITY.get(text)
+    if special is not None:
+        return special
+    if text[-3:] == " BC":
+        return _date(text[:-3])  # the year of era, read as an AD year
+    days = _date(text)
+    if _GREGORIAN_GAP_START <= days < _GREGORIAN_GAP_END:
+        days += 10  # the Julian calendar's 1582-10-05 .. 14 is ten days after Gregorian's
+    return days
+
+
 def _date_mapping(mode: str) -> ValueMapping:
     def to_days(text: str) -> int:
         if text[-1:] == "y":
@@ -462,12 +502,109 @@ def _date_mapping(mode: str) -> ValueMapping:
                 return f"{text}Z"
             return f"{format_iso_date(days)}Z"
 
-        return ValueMapping(string(name=ISO_DATE_NAME, version=1), to_iso, zero="1970-01-01Z")
+        def snapshot_iso(text: str) -> str:
+            return f"{format_iso_date(_jdbc_date_days(text))}Z"
+
+        return ValueMapping(
+            string(name=ISO_DATE_NAME, version=1),
+            to_iso,
+            zero="1970-01-01Z",
+            extra={DEFAULT_LITERAL: _date_default(mode)},
+            snapshot_convert=snapshot_iso,
+        )
+
+    def snapshot_days(text: str) -> int:
+        return _wrap_int(_jdbc_date_days(text))  # Date.toEpochDay casts the long epoch day to int
+
     name = CONNECT_DATE_NAME if mode == "connect" else DATE_NAME
-    return ValueMapping(int32(name=name, version=1), to_days, zero=0)
+    return ValueMapping(
+        int32(name=name, version=1),
+        to_days,
+        zero=0,
+        extra={DEFAULT_LITERAL: _date_default(mode)},
+        snapshot_convert=snapshot_days,
+    )
+
+
+# -- literal column defaults --------------------------------------------------------------------------
+# Debezium parses a temporal default's literal with pgjdbc's TimestampUtils into a Java object and
+# runs the column's converter on that object: DATE -> LocalDateTime (toLocalDateTime), TIME ->
+# LocalTime (toLocalTime), TIMESTAMP -> OffsetDateTime (toOffsetDateTime), TIMESTAMPTZ -> the same
+# at UTC. That differs from a streamed value only where pgjdbc has special values: 'infinity' and
+# '-infinity' become the MAX/MIN objects (not pgjdbc's sentinels), and TIME '24:00:00' becomes
+# LocalTime.MAX (23:59:59.999999999). The functions below return the default, or raise
+# ConversionError where Debezium's conversion throws (it then exports no default).
+
+
+def _date_default(mode: str) -> Callable[[str], Any]:
+    def parse(literal: str) -> Any:
+        if literal == "infinity" or literal == "-infinity":
+            days = _LOCAL_DATE_MAX_DAYS if literal == "infinity" else _LOCAL_DATE_MIN_DAYS
+        else:
+            days = _date(literal)
+        if mode == "isostring":
+            return f"{format_iso_date(days)}Z"
+        return _wrap_int(days)  # io.debezium.time.Date casts LocalDate.MAX's epoch day to int: 169560311
+
+    return parse
+
+
+def _time_default(mapping: ValueMapping, mode: str, precision: int) -> Callable[[str], Any]:
+    convert = mapping.convert
+
+    def parse(literal: str) -> Any:
+        if not literal.startswith("24:00:00"):
+            return convert(literal)
+        # LocalTime.MAX, in the column's representation.
+        if mode == "isostring":
+            return "23:59:59.999999999Z"
+        if mode == "nanoseconds":
+            return _NANOS_PER_DAY - 1
+        if mode == "connect" or (mode == "adaptive" and precision <= 3):
+            return _MICROS_PER_DAY // 1000 - 1
+        return _MICROS_PER_DAY - 1
+
+    return parse
+
+
+def _timestamp_default(mapping: ValueMapping, mode: str, precision: int) -> Callable[[str], Any]:
+    convert = mapping.convert
+
+    def parse(literal: str) -> Any:
+        if literal != "infinity" and literal != "-infinity":
+            return convert(literal)
+        positive = literal == "infinity"
+        # OffsetDateTime.MAX / MIN: only the ISO string and the microsecond conversion (saturating,
+        # then overflowing on the nanos: Long.MAX + 999999) survive; the others throw.
+        if mode == "isostring":
+            return "+999999999-12-31T23:59:59.999999999Z" if positive else "-999999999-01-01T00:00:00Z"
+        millis = mode == "connect" or (mode in ("adaptive", "adaptive_time_microseconds") and precision <= 3)
+        if mode == "nanoseconds" or millis:
+            raise TemporalRangeError(f"timestamp default {literal!r} has no {mode} representation")
+        return _wrap_long(_LONG_MAX + 999_999) if positive else _LONG_MIN
+
+    return parse
+
+
+def _timestamptz_default(mapping: ValueMapping) -> Callable[[str], Any]:
+    convert = mapping.convert
+
+    def parse(literal: str) -> Any:
+        if literal == "infinity" or literal == "-infinity":
+            # OffsetDateTime.MAX/MIN.atZoneSameInstant(UTC) is outside LocalDateTime's range: throws.
+            raise TemporalRangeError(f"timestamptz default {literal!r} cannot be moved to UTC")
+        return convert(literal)
+
+    return parse
 
 
 def _time_mapping(precision: int, mode: str) -> ValueMapping:
+    mapping = _plain_time_mapping(precision, mode)
+    mapping.extra[DEFAULT_LITERAL] = _time_default(mapping, mode, precision)
+    return mapping
+
+
+def _plain_time_mapping(precision: int, mode: str) -> ValueMapping:
     if mode == "isostring":
 
         def to_iso(text: str) -> str:
@@ -511,6 +648,12 @@ def _to_iso_timestamp(text: str) -> str:
 
 
 def _timestamp_mapping(precision: int, mode: str) -> ValueMapping:
+    mapping = _plain_timestamp_mapping(precision, mode)
+    mapping.extra[DEFAULT_LITERAL] = _timestamp_default(mapping, mode, precision)
+    return mapping
+
+
+def _plain_timestamp_mapping(precision: int, mode: str) -> ValueMapping:
     if mode == "isostring":
         return ValueMapping(string(name=ISO_TIMESTAMP_NAME, version=1), _to_iso_timestamp, zero="1970-01-01T00:00:00Z")
     if mode == "nanoseconds":
@@ -545,12 +688,14 @@ def _timestamptz_mapping(precision: int) -> ValueMapping:
         return _format_iso_datetime(_timestamptz(text), width)
 
     default_zero = f"1970-01-01T00:00:00.{'0' * width}Z" if width > 0 else "1970-01-01T00:00:00Z"
-    return ValueMapping(
+    mapping = ValueMapping(
         string(name=ZONED_TIMESTAMP_NAME, version=1),
         to_zoned,
         zero="1970-01-01T00:00:00Z",
         extra={"default_zero": default_zero},
     )
+    mapping.extra[DEFAULT_LITERAL] = _timestamptz_default(mapping)
+    return mapping
 
 
 def _timetz_mapping() -> ValueMapping:
