@@ -223,12 +223,72 @@ def test_infinity_inside_temporal_arrays() -> None:
         9223372036825200000, -9223372036832400000, 1478267490123456]  # fmt: skip
 
 
+# Observed end to end (tests/conformance/test_structured_types_conformance.py::test_temporal_arrays): the
+# elements are pgjdbc's java.sql objects, the same in the snapshot and in streaming.
+JDBC_ELEMENTS = [
+    # element, mode, array text, expected
+    (scalar("date"), "isostring", "{infinity,-infinity}", ["+292278994-08-16Z", "+292269055-12-02Z"]),
+    (scalar("date"), "adaptive", "{0044-03-15 BC,1582-10-10,1582-10-15}", [-703383, -141422, -141427]),
+    (scalar("date"), "isostring", "{0044-03-15 BC,1582-10-10,12345-06-07}", ["0044-03-15Z", "1582-10-20Z", "+12345-06-07Z"]),
+    (scalar("time"), "adaptive", "{23:59:59.999999,24:00:00}", [86399999000, 0]),
+    (scalar("time", 3), "adaptive", "{13:51:30.123,24:00:00}", [49890123, 0]),
+    (scalar("time"), "isostring", "{23:59:59.999999}", ["23:59:59.999Z"]),
+    (scalar("time"), "nanoseconds", "{23:59:59.999999}", [86399999000000]),
+    (scalar("timetz"), "adaptive", "{23:59:59.999999-03,24:00:00+00,00:00:00+14}", ["02:59:59Z", "00:00:00Z", "10:00:00Z"]),
+    (scalar("timestamp"), "adaptive", '{"0044-03-15 12:00:00.25 BC","1000-06-30 12:00:00","2020-04-01 12:51:03.5"}',
+     [-63517953599750000, -30594110400000000, 1585745463500000]),
+    (scalar("timestamp", 3), "adaptive", '{"1582-10-10 10:00:00"}', [-12218824800000]),
+    (scalar("timestamp"), "isostring", '{"0044-03-15 12:00:00.25 BC","1000-06-30 12:00:00","1582-10-10 10:00:00"}',
+     ["-0043-03-13T12:00:00.25Z", "1000-07-06T12:00:00Z", "1582-10-20T10:00:00Z"]),
+    (scalar("timestamptz"), "adaptive", '{"0044-03-15 12:00:00.25+00 BC","1000-06-30 12:00:00+00"}',
+     ["0044-03-15T12:00:00.250000Z", "1000-06-30T12:00:00.000000Z"]),
+]
+
+
+@pytest.mark.parametrize(("element", "mode", "text", "expected"), JDBC_ELEMENTS)
+def test_temporal_elements_are_java_sql_objects(element: ColumnType, mode: str, text: str, expected: list[Any]) -> None:
+    assert mapping_for(element, MappingOptions(time_precision_mode=mode)).convert(text) == expected
+
+
+def test_nano_timestamp_elements_out_of_range_are_null() -> None:
+    convert = mapping_for(scalar("timestamp"), MappingOptions(time_precision_mode="nanoseconds")).convert
+    assert convert('{infinity,"2020-01-01 00:00:00","1000-06-30 12:00:00"}') == [(1 << 63) - 1, 1577836800000000000, None]
+
+
+def test_ltree_array_with_a_null_element_is_null() -> None:
+    ltree = scalar("ltree", typtype="b")
+    assert mapping_for(ltree).convert('{NULL,"Ship.Frigate"}') is None
+    assert mapping_for(ltree).convert('{"",Ship.Frigate}') == ["", "Ship.Frigate"]
+
+
 def test_element_errors_name_the_array() -> None:
     with pytest.raises(ConversionError, match=r"array of int4 '\{1,x\}'"):
         mapping_for(scalar("int4")).convert("{1,x}")
 
 
 # -- TOAST -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("mode", "scalar_toast_null"), [("bytes", False), ("hex", False), ("base64", True), ("base64-url-safe", True)])
+def test_bytea_toast_per_binary_mode(mode: str, scalar_toast_null: bool) -> None:
+    # Observed end to end (test_unchanged_toast_bytea_in_binary_modes): Debezium's base64 converters
+    # turn its placeholder into null, hex keeps the placeholder string, bytes its bytes.
+    options = MappingOptions(binary_handling_mode=mode)
+    bytea = map_type(scalar("bytea"), options)
+    assert bytea is not None
+    assert bool(bytea.extra.get("toast_null")) is scalar_toast_null
+    if mode == "hex":
+        assert bytea.toast == "__debezium_unavailable_value"
+    array_mapping = mapping_for(scalar("bytea"), options)
+    assert (array_mapping.toast is None) is (mode != "bytes")
+
+
+def test_full_replica_identity_fills_unchanged_toast_from_the_old_row() -> None:
+    from sparkcdc.engine.streaming import _resolve_unchanged_toast
+    from sparkcdc.pgoutput.messages import UNCHANGED_TOAST
+
+    old = ("1", "big value", None, "x")
+    assert _resolve_unchanged_toast(old, ("1", UNCHANGED_TOAST, UNCHANGED_TOAST, "y")) == ("1", "big value", UNCHANGED_TOAST, "y")
 
 
 def test_toast_placeholders_from_the_facts() -> None:

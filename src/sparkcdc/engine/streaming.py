@@ -18,6 +18,7 @@ from ..debezium.records import ChangeRecord
 from ..debezium.table import TableSchema
 from ..debezium.types.hstore import java_hashmap_order
 from ..pgoutput.messages import (
+    UNCHANGED_TOAST,
     Begin,
     Commit,
     Delete,
@@ -119,6 +120,8 @@ class StreamingProcessor:
                 self._data(out, table, tx, lsn, "c", table.key(new), None, table.row(new))
         elif kind is Update:
             old, new = message.old_tuple, message.new_tuple  # type: ignore[union-attr]
+            if old is not None and UNCHANGED_TOAST in new:
+                new = _resolve_unchanged_toast(old, new)
             if old is not None and table.has_key and table.key_changed(old, new):
                 self._key_change(out, table, tx, lsn, old, new)
             elif "u" not in self.skipped:
@@ -236,3 +239,15 @@ class StreamingProcessor:
             "END", f"{tx.xid}:{message.end_lsn}", tx.commit_ts_us // 1000, tx.data_events, collections
         )
         return [self._positioned(record, tx, message.end_lsn)]
+
+
+def _resolve_unchanged_toast(old: Any, new: Any) -> tuple[Any, ...]:
+    """An UPDATE's new tuple with unchanged TOAST values taken from the old tuple where it has them.
+
+    Debezium caches the old row's values of TOAST-able columns and uses them for the new row's
+    unchanged ones: with REPLICA IDENTITY FULL the after-image is complete; with a key-only old
+    tuple the other columns stay unchanged (placeholders).
+    """
+    return tuple(
+        o if n is UNCHANGED_TOAST and o is not None and o is not UNCHANGED_TOAST else n for o, n in zip(old, new, strict=True)
+    )

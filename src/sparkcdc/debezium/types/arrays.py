@@ -17,9 +17,11 @@ Debezium 3.6's rules, checked against the real connector (3.6.3, pgoutput):
   one element; it converts to null for most element types (``{{1,2},{3,4}}`` -> ``[null,null]``)
   and to an unreproducible ``[Ljava.lang.String;@1a2b3c`` for string-like ones. Here every
   top-level sub-array becomes null (and, as above, a null in required items nulls the column).
-* ``numeric[]`` holding ``NaN`` or ``±Infinity`` is null as a whole (pgjdbc cannot read it).
-* ``±infinity`` inside ``date[]`` and ``-infinity`` inside ``timestamptz[]`` differ from the scalar
-  columns (pgjdbc's sentinels are converted as ordinary dates/instants), see ``_DATE_INFINITY_DAYS``.
+* ``numeric[]`` holding ``NaN`` or ``±Infinity`` is null as a whole (pgjdbc cannot read it), and so
+  is ``ltree[]`` holding a NULL element (Debezium's converter calls ``toString()`` on each element).
+* Temporal elements are pgjdbc's ``java.sql`` objects (in the snapshot and in streaming): ``±infinity``
+  in ``date[]``, ``-infinity`` in ``timestamptz[]``, BC and pre-1582 dates, and TIME fractions all
+  differ from the scalar columns; see ``temporal.jdbc_array_element``.
 * Unchanged TOAST: text/varchar/bpchar/json/jsonb arrays -> ``[placeholder]``; int4/date arrays
   and int8 arrays -> the placeholder's bytes as signed numbers; bytea arrays -> ``[placeholder
   bytes]`` in ``binary.handling.mode=bytes`` (null in the string modes: Debezium's byte[] does not
@@ -36,6 +38,7 @@ from typing import Any
 
 from ..connect import ConnectSchema, array
 from .base import ColumnType, ConversionError, MappingOptions, ValueMapping
+from .temporal import jdbc_array_element
 from .text import encode_binary, unknown_mapping
 
 __all__ = [
@@ -167,39 +170,11 @@ def _skip_nested(text: str, body: str, position: int) -> int:
 
 # -- converters --------------------------------------------------------------------------------------
 
-# Inside arrays pgjdbc turns ±infinity into java.sql.Date/Timestamp sentinels that Debezium then
-# converts like ordinary instants (Debezium 3.6.3, JVM time zone UTC, adaptive mode), unlike the
-# scalar columns. DATE: LocalDate -1701532-04-06 / -1711471-07-23 (epoch days below).
-_DATE_INFINITY_DAYS = {"infinity": -622191234, "-infinity": -625821272}
-_DATE_INFINITY_ISO = {"infinity": "-1701532-04-06Z", "-infinity": "-1711471-07-23Z"}
-# TIMESTAMPTZ: 'infinity' stays "infinity", '-infinity' becomes this instant (printed per precision).
-_TIMESTAMPTZ_NEGATIVE_INFINITY = "292269055-12-02 23:00:00+00"
-
-
-def _array_element_converter(element_name: str, mapping: ValueMapping) -> Callable[[str], Any]:
-    """The element converter, with the array-only treatment of ±infinity for DATE and TIMESTAMPTZ."""
-    convert = mapping.convert
-    if element_name == "date":
-        specials = _DATE_INFINITY_DAYS if mapping.schema.type == "int32" else _DATE_INFINITY_ISO
-
-        def convert_date(text: str) -> Any:
-            special = specials.get(text)
-            return convert(text) if special is None else special
-
-        return convert_date
-    if element_name == "timestamptz":
-
-        def convert_timestamptz(text: str) -> Any:
-            return convert(_TIMESTAMPTZ_NEGATIVE_INFINITY if text == "-infinity" else text)
-
-        return convert_timestamptz
-    return convert
-
-
-
 def _array_converter(
     element_name: str, convert_element: Callable[[str], Any], delimiter: str, items_optional: bool, numeric: bool
 ) -> Callable[[str], list[Any] | None]:
+    null_element_fails = element_name == "ltree"
+
     """text -> list of converted elements (NULLs and sub-arrays -> None), per Debezium's rules.
 
     ``numeric``: pgjdbc reads the elements as BigDecimal, so NaN/Infinity make the value null.
@@ -212,9 +187,11 @@ def _array_converter(
         try:
             values = [convert_element(e) if isinstance(e, str) else None for e in elements]
         except ConversionError as error:
-            raise ConversionError(f"array of {element_name} {text[:80]!r}: {error}") from None
-        if not items_optional and None in values:
-            return None  # a null in required items fails Debezium's validation: the column is null
+            raise type(error)(f"array of {element_name} {text[:80]!r}: {error}") from None
+        if None in values and (not items_optional or null_element_fails):
+            # A null in required items fails Debezium's validation; ltree's array converter calls
+            # toString() on every element. Either way the column is null.
+            return None
         return values
 
     return convert
@@ -272,7 +249,8 @@ def map_array_type(
     items_optional = element.name in OPTIONAL_ITEM_ELEMENTS and not is_domain
     items: ConnectSchema = element_mapping.schema.as_optional(items_optional)
     delimiter = _DELIMITERS.get(element.name, ",")
-    convert_element = _array_element_converter(element.name, element_mapping) if not is_domain else element_mapping.convert
+    # Temporal elements are java.sql objects in Debezium (PgArray.getArray()), see temporal.jdbc_array_element.
+    convert_element = (None if is_domain else jdbc_array_element(element, options)) or element_mapping.convert
     numeric = element.name == "numeric" and not is_domain
     convert = _array_converter(element.declared_name, convert_element, delimiter, items_optional, numeric)
     toast = None if is_domain else _toast(element.name, options)

@@ -62,6 +62,8 @@ __all__ = [
     "civil_from_epoch_day",
     "epoch_day",
     "format_iso_date",
+    "jdbc_array_element",
+    "julian_epoch_day",
     "map_temporal_type",
     "parse_interval",
 ]
@@ -154,6 +156,13 @@ def civil_from_epoch_day(days: int) -> tuple[int, int, int]:
     cycles, rest = divmod(ordinal - 1, _DAYS_PER_400_YEARS)
     date = _dt.date.fromordinal(rest + 1)
     return date.year + 400 * cycles, date.month, date.day
+
+
+def julian_epoch_day(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 (Gregorian) of a date in the proleptic Julian calendar (year 0 = 1 BC)."""
+    shift = (14 - month) // 12
+    y, m = year + 4800 - shift, month + 12 * shift - 3
+    return day + (153 * m + 2) // 5 + 365 * y + y // 4 - 32083 - 2440588
 
 
 def _java_year(year: int) -> str:
@@ -749,3 +758,95 @@ def map_temporal_type(column: ColumnType, options: MappingOptions) -> ValueMappi
     if name == "time":
         return _time_mapping(_precision(column.modifier), mode)
     return _timestamp_mapping(_precision(column.modifier), mode)
+
+
+# -- array elements: java.sql objects -------------------------------------------------------------------
+# Debezium reads array elements through pgjdbc's PgArray.getArray(), in the snapshot and in streaming
+# alike, so temporal elements arrive as java.sql.Date / Time / Timestamp built in the JVM's
+# Julian/Gregorian calendar (UTC). What survives depends on how Debezium then reads each object:
+# DATE and TIMESTAMPTZ keep the calendar fields (era dropped, 1582-10-05..14 moved ten days on),
+# TIMESTAMP keeps the instant (dates before 1582-10-15 read as Julian dates), TIME keeps
+# milliseconds (24:00:00 wraps to 0) and TIMETZ whole seconds.
+
+
+def _hybrid_days(text: str, end: int, bc: bool) -> int:
+    """Epoch day of the instant java.util.GregorianCalendar gives the date fields in ``text[:end]``."""
+    days = _date_days(text, end, bc)
+    if days >= _GREGORIAN_GAP_END:
+        return days
+    year, month, day = int(text[: end - 6]), int(text[end - 5 : end - 3]), int(text[end - 2 : end])
+    return julian_epoch_day(1 - year if bc else year, month, day)
+
+
+def _jdbc_timestamp_micros(text: str) -> int:
+    """TIMESTAMP element text -> epoch microseconds of the java.sql.Timestamp pgjdbc builds."""
+    if text[-1:] == "y":
+        return _timestamp_micros(text)
+    try:
+        bc = text.endswith(" BC")
+        end = len(text) - 3 if bc else len(text)
+        space = text.index(" ")
+        return _hybrid_days(text, space, bc) * _MICROS_PER_DAY + _clock_micros(text, space + 1, end)
+    except (ValueError, IndexError):
+        raise ConversionError(f"{text!r} is not a valid PostgreSQL timestamp value") from None
+
+
+def _jdbc_timestamptz_text(text: str) -> str:
+    """TIMESTAMPTZ element text with the era dropped and gap dates moved, as Debezium reads its fields."""
+    if text == "-infinity":
+        return "292269055-12-02 23:00:00+00"  # pgjdbc's -infinity instant, era dropped
+    if text[-3:] == " BC":
+        text = text[:-3]
+    if text.startswith("1582-10-"):
+        day = int(text[8:10])
+        if 5 <= day <= 14:
+            text = f"1582-10-{day + 10}{text[10:]}"
+    return text
+
+
+def jdbc_array_element(column: ColumnType, options: MappingOptions) -> Callable[[str], Any] | None:
+    """The converter of a temporal array element (``column`` is the element type), or None."""
+    name = column.name
+    if name not in ("date", "time", "timetz", "timestamp", "timestamptz"):
+        return None
+    mode = _time_precision_mode(options)
+    precision = _precision(column.modifier)
+    if name == "date":
+        if mode == "isostring":
+            return lambda text: f"{format_iso_date(_jdbc_date_days(text))}Z"
+        return lambda text: _wrap_int(_jdbc_date_days(text))
+    if name == "timetz":
+        return lambda text: f"{_format_clock(_timetz(text) // _MICROS_PER_SECOND * _MICROS_PER_SECOND, 0)}Z"
+    if name == "timestamptz":
+        to_zoned = _timestamptz_mapping(precision).convert
+        return lambda text: to_zoned(_jdbc_timestamptz_text(text))
+    millis = mode == "connect" or (mode in ("adaptive", "adaptive_time_microseconds") and precision <= 3)
+    if name == "time":
+        millis = mode == "connect" or (mode == "adaptive" and precision <= 3)
+
+        def time_micros(text: str) -> int:
+            return _time(text) // 1000 * 1000 % _MICROS_PER_DAY
+
+        if mode == "isostring":
+            return lambda text: f"{_format_clock(time_micros(text), 0)}Z"
+        if mode == "nanoseconds":
+            return lambda text: time_micros(text) * 1000
+        if millis:
+            return lambda text: time_micros(text) // 1000
+        return time_micros
+    if mode == "isostring":
+        return lambda text: _format_iso_datetime(_jdbc_timestamp_micros(text), 0)
+    if mode == "nanoseconds":
+
+        def to_nanos(text: str) -> int | None:
+            micros = _jdbc_timestamp_micros(text)
+            if micros in (TIMESTAMP_POSITIVE_INFINITY_MICROS, TIMESTAMP_NEGATIVE_INFINITY_MICROS):
+                return _to_nanos(text)
+            if not _MIN_NANO_TIMESTAMP_MICROS <= micros <= _MAX_NANO_TIMESTAMP_MICROS:
+                return None  # Debezium logs "Failed to convert value" and nulls just this element
+            return micros * 1000
+
+        return to_nanos
+    if millis:
+        return lambda text: _jdbc_timestamp_micros(text) // 1000
+    return lambda text: _java_epoch_micros(_jdbc_timestamp_micros(text))

@@ -86,7 +86,9 @@ def binary_mapping(to_bytes: Callable[[str], bytes], options: MappingOptions) ->
         return encode_binary(to_bytes(text), mode)
 
     toast = options.unavailable_value_placeholder if mode == "hex" else encode_binary(options.placeholder_bytes, mode)
-    return ValueMapping(schema, convert, zero=encode_binary(b"", mode), toast=toast)
+    # Debezium's base64 converters do not take its placeholder object: an unchanged TOAST value is null.
+    extra = {"toast_null": True} if mode in ("base64", "base64-url-safe") else {}
+    return ValueMapping(schema, convert, zero=encode_binary(b"", mode), toast=toast, extra=extra)
 
 
 def _bits_to_bytes(text: str) -> str:
