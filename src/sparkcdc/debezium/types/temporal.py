@@ -35,9 +35,17 @@ Debezium 3.6.3 classes themselves on the same texts. The quirks worth knowing:
 * ``"missing_value_fails": True`` for TIMESTAMP in ``nanoseconds`` mode: Debezium's converter
   returns null before the NOT NULL fallback applies, so an event that needs the fallback fails.
 
-Literal column defaults are *not* converted with these converters by Debezium (it parses them with
-pgjdbc's ``TimestampUtils``, which uses the Julian calendar before 1582 and differs on ``24:00:00``
-and ``infinity``); that belongs to the default-value layer.
+Three other paths, each observed end to end (``tests/conformance/test_temporal_conformance.py``):
+
+* Snapshot rows: Debezium reads DATE through JDBC (a ``java.sql.Date``), every other temporal type
+  as text. ``ValueMapping.snapshot_convert`` of DATE reproduces ``toLocalDate()`` of that object:
+  era dropped, 1582-10-05..14 moved ten days on, ``±infinity`` the dates of pgjdbc's sentinels.
+* Literal defaults (``extra["default_literal"]``, used by ``defaults.py``): pgjdbc's
+  ``TimestampUtils`` objects, which differ from values only on ``±infinity`` (MAX/MIN objects) and
+  ``24:00:00`` (``LocalTime.MAX``).
+* Array elements (:func:`jdbc_array_element`): ``java.sql`` objects in the snapshot and in
+  streaming alike (TIMESTAMP[] read as instants of the Julian/Gregorian calendar, TIME[] in
+  milliseconds, TIMETZ[] in seconds, DATE[] and TIMESTAMPTZ[] by calendar fields without era).
 """
 
 from __future__ import annotations
