@@ -31,7 +31,14 @@ from .connect import NO_DEFAULT
 from .types.base import ColumnType, ConversionError, ValueMapping
 from .types.numeric import numeric_modifier, plain_string
 
-__all__ = ["debezium_type_name", "default_value"]
+__all__ = ["DEFAULT_LITERAL", "debezium_type_name", "default_value"]
+
+#: ``ValueMapping.extra`` key: a function from the literal Debezium extracted out of a default
+#: expression (``2020-01-02`` out of ``'2020-01-02'::date``) to the schema default, for types whose
+#: literals Debezium does not parse like values (temporal types: pgjdbc's ``TimestampUtils``). It
+#: raises ``ConversionError``/``ValueError`` or returns None for "no default". Without it the
+#: literal goes through the mapping's converter.
+DEFAULT_LITERAL = "default_literal"
 
 # Java's Pattern "^[(]?[A-Za-z0-9_.]+\((?:.+(?:, ?.+)*)?\)": a name, "(", and a ")" later on the line.
 _FUNCTION = re.compile(r"[(]?[A-Za-z0-9_.]+\([^\n\r\u0085\u2028\u2029]*\)")
@@ -216,6 +223,15 @@ def _literal_value(type_name: str, raw: str, mapping: ValueMapping, column: Colu
         return _convert(mapping, str(uuid.UUID(raw)))
     if type_name == "bit" and len(raw) == 1:
         return raw == "1"  # Debezium treats a one-character bit default as a boolean
+    parser = mapping.extra.get(DEFAULT_LITERAL)
+    if parser is not None:  # the type parses literals its own way (pgjdbc's TimestampUtils for temporals)
+        try:
+            value = parser(raw)
+        except (ConversionError, ValueError, ArithmeticError):
+            raise _NoDefault from None
+        if value is None:
+            raise _NoDefault
+        return value
     return _convert(mapping, raw)
 
 
