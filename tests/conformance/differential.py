@@ -87,9 +87,11 @@ class SparkcdcSession:
             return list(self._records)
 
     def wait_streaming(self, timeout: float = 60) -> None:
-        self._streaming.wait(timeout)
+        started = self._streaming.wait(timeout)
         if self._error is not None:
             raise AssertionError(f"sparkcdc failed: {self._error!r}") from self._error
+        if not started:
+            raise AssertionError(f"sparkcdc did not finish its snapshot and start streaming within {timeout} s")
 
     def wait_for(self, predicate: Callable[[list[OracleRecord]], Any], timeout: float = 60) -> list[OracleRecord]:
         def ready() -> Any:
