@@ -181,7 +181,7 @@ class EventFactory:
             "ts_ms": ts_us // 1000,
             "snapshot": "false",
             "db": self.database,
-            "sequence": sequence_text(last_commit_lsn, lsn),
+            "sequence": f'["{last_commit_lsn}","{lsn}"]' if last_commit_lsn is not None else f'[null,"{lsn}"]',
             "ts_us": ts_us,
             "ts_ns": ts_us * 1000,
             "schema": table.schema_name,

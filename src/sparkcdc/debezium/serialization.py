@@ -25,6 +25,7 @@ class JsonSerializer:
         self.header_schemas = header_schemas
         self._prefixes: dict[int, tuple[ConnectSchema, bytes]] = {}
         self._constant_headers: dict[int, tuple[Header, bytes | None]] = {}
+        self._constant_header_lists: dict[int, tuple[tuple[Header, ...], list[tuple[str, bytes | None]]]] = {}
 
     def _prefix(self, schema: ConnectSchema | None) -> bytes:
         if schema is None:
@@ -42,7 +43,15 @@ class JsonSerializer:
         body = orjson.dumps(payload)
         if not with_schema:
             return body
-        return self._prefix(schema) + body + b"}"
+        return b"".join((self._prefix(schema), body, b"}"))
+
+    def record(self, record: ChangeRecord) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]:
+        """Key, value and headers of a record in one call (what sinks use per record)."""
+        return (
+            self.encode(record.key, record.key_schema, with_schema=self.key_schemas),
+            self.encode(record.value, record.value_schema, with_schema=self.value_schemas),
+            self.headers(record),
+        )
 
     def key(self, record: ChangeRecord) -> bytes | None:
         return self.encode(record.key, record.key_schema, with_schema=self.key_schemas)
@@ -62,4 +71,12 @@ class JsonSerializer:
         return cached[1]
 
     def headers(self, record: ChangeRecord) -> list[tuple[str, bytes | None]]:
-        return [(h.name, self.constant_header(h) if h.constant else self.header(h)) for h in record.headers]
+        """The serialized headers (treat the list as read-only: an all-constant one is shared)."""
+        headers = record.headers
+        cached = self._constant_header_lists.get(id(headers))
+        if cached is not None and cached[0] is headers:
+            return cached[1]
+        out = [(h.name, self.constant_header(h) if h.constant else self.header(h)) for h in headers]
+        if headers and all(h.constant for h in headers):
+            self._constant_header_lists[id(headers)] = (headers, out)
+        return out

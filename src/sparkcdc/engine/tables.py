@@ -45,6 +45,8 @@ class TableResolver:
         self.factory = factory
         self.table_filter = table_filter
         self._by_relation: dict[int, TableSchema | None] = {}
+        #: Relation OID -> schema (``None``: not captured), for the hot path; read-only outside.
+        self.captured_by_relation = self._by_relation
         self._relations: dict[int, Relation] = {}
 
     def on_relation(self, relation: Relation) -> TableSchema | None:

@@ -358,10 +358,21 @@ class Decoder:
         return code
 
     def _insert(self, buf: bytes) -> Insert:
+        end = len(buf)
+        if not self.in_stream and end >= 6 and buf[5] == _NEW:
+            # The common case, inlined: no xid, a complete relation OID, then 'N'.
+            relation_id = _U32.unpack_from(buf, 1)[0]
+            if buf.isascii():
+                new_tuple, pos = _read_ascii_tuple(buf, buf.decode("ascii"), 6, end, "Insert", "new tuple")
+            else:
+                new_tuple, pos = _read_tuple(buf, 6, end, "Insert", "new tuple")
+            if pos != end:
+                self._expect_end(buf, pos, "Insert")
+            return Insert(None, relation_id, new_tuple)
         xid, relation_id, pos = self._row_header(buf, "Insert")
         self._part_byte(buf, pos, "Insert", b"N", "new tuple marker")
-        new_tuple, pos = _read_tuple(buf, pos + 1, len(buf), "Insert", "new tuple")
-        if pos != len(buf):
+        new_tuple, pos = _read_tuple(buf, pos + 1, end, "Insert", "new tuple")
+        if pos != end:
             self._expect_end(buf, pos, "Insert")
         return Insert(xid, relation_id, new_tuple)
 

@@ -28,6 +28,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ..lsn import format_lsn
 from ..pgoutput import Decoder, PgOutputMessage
+from ..pgoutput.messages import PG_EPOCH_OFFSET_US
 from ..text_format import TEXT_OUTPUT_SETTINGS, libpq_options
 from .errors import (
     ReplicationConnectionLost,
@@ -41,7 +42,9 @@ from .replication_protocol import (
     XLOGDATA_HEADER_SIZE,
     build_standby_status_update,
     parse_keepalive,
-    parse_xlogdata_header,
+)
+from .replication_protocol import (
+    XLOGDATA_STRUCT as _XLOGDATA,
 )
 
 __all__ = [
@@ -295,12 +298,14 @@ class LogicalReplicationReader:
     def _item(self, frame: memoryview | bytes) -> WalMessage | None:
         """A data frame as a WalMessage; a keepalive is answered (if asked) and gives ``None``."""
         kind = frame[0]
-        if kind == 119:  # 'w' XLogData
-            header = parse_xlogdata_header(frame)
+        if kind == 119:  # 'w' XLogData (header parsed inline: this runs once per change)
+            if len(frame) < XLOGDATA_HEADER_SIZE:
+                raise ReplicationProtocolError(f"XLogData frame of {len(frame)} bytes is shorter than its 25-byte header")
+            _, data_start, wal_end, sent = _XLOGDATA.unpack_from(frame)
             message = self._decoder.decode(frame[XLOGDATA_HEADER_SIZE:])
-            if header.wal_end > self._received_lsn:
-                self._received_lsn = header.wal_end
-            return WalMessage(header.data_start, header.wal_end, header.send_time_us, message)
+            if wal_end > self._received_lsn:
+                self._received_lsn = wal_end
+            return WalMessage(data_start, wal_end, sent + PG_EPOCH_OFFSET_US, message)
         if kind == 107:  # 'k' keepalive
             keepalive = parse_keepalive(frame)
             self.keepalives_received += 1

@@ -16,6 +16,7 @@ from .errors import ReplicationProtocolError
 
 __all__ = [
     "XLOGDATA_HEADER_SIZE",
+    "XLOGDATA_STRUCT",
     "PrimaryKeepalive",
     "XLogDataHeader",
     "build_standby_status_update",
@@ -24,7 +25,7 @@ __all__ = [
 ]
 
 XLOGDATA_HEADER_SIZE = 25
-_XLOGDATA = struct.Struct(">cQQq")
+XLOGDATA_STRUCT = _XLOGDATA = struct.Struct(">cQQq")
 _KEEPALIVE = struct.Struct(">cQqB")
 _STATUS = struct.Struct(">cQQQqB")
 

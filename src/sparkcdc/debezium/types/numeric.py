@@ -420,7 +420,9 @@ def _integer_converter(kind: str, bits: int):
     low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
     def convert(text: str) -> int:
-        if _INTEGER_TEXT.fullmatch(text):
+        # Strict (ASCII digits, optional minus; no '+', spaces or '_' that int() accepts), but
+        # with string methods rather than a regular expression: this runs for every integer.
+        if text.isascii() and (text.isdigit() or (text[:1] == "-" and text[1:].isdigit())):
             value = int(text)
             if low <= value <= high:
                 return value
