@@ -29,3 +29,23 @@ def test_change_events_of_every_kind(debezium_oracle, pg_cluster, db: psycopg.Co
         debezium, ours = finish()
     assert any(r.op == "r" for r in debezium) and any(r.op == "t" for r in debezium)
     assert_same_records(debezium, ours)
+
+
+def test_multi_table_truncate(debezium_oracle, pg_cluster, db: psycopg.Connection, unique_name: str) -> None:
+    """One TRUNCATE of several tables (CASCADE, RESTART IDENTITY): one ``t`` record per captured table."""
+    from .differential import run_conformance
+
+    parent, child, other = f"tp_{unique_name}", f"tc_{unique_name}", f"to_{unique_name}"
+    debezium, _ = run_conformance(
+        debezium_oracle, pg_cluster, db, unique_name,
+        setup=[
+            f"CREATE TABLE {parent} (id serial PRIMARY KEY)",
+            f"CREATE TABLE {child} (id serial PRIMARY KEY, parent int REFERENCES {parent})",
+            f"CREATE TABLE {other} (id serial PRIMARY KEY)",
+            f"INSERT INTO {parent} DEFAULT VALUES; INSERT INTO {child} (parent) VALUES (1); INSERT INTO {other} DEFAULT VALUES",
+        ],
+        tables=[f"public.{parent}", f"public.{child}", f"public.{other}"],
+        workload=[f"TRUNCATE {parent}, {other} RESTART IDENTITY CASCADE", f"INSERT INTO {other} DEFAULT VALUES"],
+        **{"skipped.operations": "none", "provide.transaction.metadata": "true"},
+    )
+    assert sorted(r.value_payload["source"]["table"] for r in debezium if r.op == "t") == sorted([parent, child, other])
