@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import psycopg
 from psycopg.conninfo import make_conninfo
 
-from ..debezium.config import ConnectorConfig
+from ..debezium.config import ConfigError, ConnectorConfig
+from ..postgres.snapshot import connect_with_text_settings
 
-__all__ = ["conninfo_from_config"]
+__all__ = ["conninfo_from_config", "initial_statements", "sql_connection"]
 
 _SSL_FILES = {
     "database.sslcert": "sslcert",
@@ -34,3 +36,36 @@ def conninfo_from_config(config: ConnectorConfig) -> str:
         if value:
             params[keyword] = value
     return make_conninfo(**params)
+
+
+def initial_statements(config: ConnectorConfig) -> list[str]:
+    """``database.initial.statements``: ``;``-separated, ``;;`` for a literal semicolon (as Debezium)."""
+    raw = config.get("database.initial.statements") or ""
+    statements, current, index = [], [], 0
+    while index < len(raw):
+        if raw[index] == ";":
+            if raw[index + 1 : index + 2] == ";":
+                current.append(";")
+                index += 2
+                continue
+            statements.append("".join(current).strip())
+            current = []
+        else:
+            current.append(raw[index])
+        index += 1
+    statements.append("".join(current).strip())
+    return [statement for statement in statements if statement]
+
+
+def sql_connection(config: ConnectorConfig, *, autocommit: bool = True, application_name: str = "sparkcdc") -> psycopg.Connection:
+    """A SQL connection with sparkcdc's text settings, after ``database.initial.statements``."""
+    conn = connect_with_text_settings(conninfo_from_config(config), autocommit=autocommit, application_name=application_name)
+    try:
+        for statement in initial_statements(config):
+            conn.execute(statement.encode())
+        if not autocommit:
+            conn.commit()
+    except psycopg.Error as exc:
+        conn.close()
+        raise ConfigError("database.initial.statements", f"failed on the server: {exc}") from exc
+    return conn

@@ -316,6 +316,20 @@ class LogicalReplicationReader:
             return None
         raise ReplicationProtocolError(f"unknown replication frame type 0x{kind:02x}")
 
+    def request_reply(self) -> None:
+        """Ask the walsender to answer with a keepalive at once.
+
+        A logical walsender's keepalive carries how far decoding has read the WAL, which is the only
+        way to learn that nothing more is coming below some LSN when no data arrives
+        (:attr:`received_lsn` moves when the answer is read).
+        """
+        with self._lock:
+            if self._pgconn is not None:
+                try:
+                    self._send_status(reply_requested=True)
+                except ReplicationConnectionLost as exc:
+                    self._drop_connection(str(exc))
+
     def __iter__(self) -> Iterator[WalMessage | StreamRestarted]:
         while True:
             item = self.read()

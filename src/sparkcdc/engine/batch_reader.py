@@ -1,0 +1,156 @@
+"""Reading one streaming micro-batch: the changes of a slot between two offsets, as records.
+
+Runs where the batch is read (a Spark task; tests call it directly). A batch (start, end] holds the
+transactions whose COMMIT record starts at or after ``start.lsn`` (where START_REPLICATION begins)
+and before ``end.lsn``; the driver picks ``end.lsn`` at a WAL record boundary, so that is the same
+as "whose COMMIT ends at or before ``end.lsn``", and the next batch, started at ``end.lsn``, holds
+exactly the rest. Whether a transaction belongs is known at its BEGIN (``final_lsn`` is the commit
+record's start), and transactions arrive in commit order, so reading stops at the first BEGIN (or
+non-transactional message) at or beyond the end.
+
+When no message comes, the walsender is asked for a keepalive, which tells how far decoding has
+read: once that passes ``end.lsn`` outside a transaction, the batch is complete. The slot is never
+confirmed here; the driver does that after Spark commits the batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+
+from ..debezium.config import ConnectorConfig
+from ..debezium.events import EventFactory
+from ..debezium.records import ChangeRecord
+from ..debezium.table import TableSchemaFactory
+from ..lsn import format_lsn
+from ..pgoutput.messages import Begin, LogicalMessage
+from ..postgres.catalog import Catalog
+from ..postgres.replication import LogicalReplicationReader, ReconnectPolicy, ReplicationOptions, StreamRestarted, WalMessage
+from .connection import conninfo_from_config, sql_connection
+from .filters import TableFilter
+from .offsets import SourceOffset
+from .state_store import StreamState, StreamStateStore
+from .streaming import StreamingProcessor
+from .tables import TableResolver
+
+__all__ = ["HEARTBEAT_MESSAGE_PREFIX", "StreamStalledError", "read_stream_range"]
+
+log = logging.getLogger(__name__)
+
+#: Prefix of the logical decoding messages sparkcdc emits as table-free heartbeats; never emitted as records.
+HEARTBEAT_MESSAGE_PREFIX = "sparkcdc-heartbeat"
+
+
+class StreamStalledError(RuntimeError):
+    """The walsender made no progress towards the batch's end for too long."""
+
+
+def read_stream_range(
+    config: ConnectorConfig,
+    start: SourceOffset,
+    end: SourceOffset,
+    *,
+    run_id: str,
+    state_store: StreamStateStore,
+    stall_timeout: float = 300.0,
+) -> Iterator[ChangeRecord]:
+    """The records of the batch (start, end], then a heartbeat record if the batch carries one."""
+    conninfo = conninfo_from_config(config)
+    admin = sql_connection(config, autocommit=True, application_name="sparkcdc-stream")
+    try:
+        factory = TableSchemaFactory(config)
+        events = EventFactory(config, admin.info.dbname, factory.topics)
+        events.set_run_id(run_id)
+        processor = StreamingProcessor(config, TableResolver(Catalog(admin), factory, TableFilter(config)), events)
+        state = state_store.read(start.lsn)
+        if state is None:
+            log.warning(
+                "no stream state for %s: source.sequence of the first transaction after it will start with null",
+                format_lsn(start.lsn),
+            )
+        else:
+            processor.last_commit_lsn, processor.last_commit_ts_us = state.last_commit_lsn, state.last_commit_ts_us
+        if end.lsn > start.lsn:
+            yield from _read(config, conninfo, processor, start.lsn, end.lsn, stall_timeout)
+        state_store.write(end.lsn, StreamState(processor.last_commit_lsn, processor.last_commit_ts_us))
+        if end.heartbeat != start.heartbeat:
+            yield events.heartbeat()
+    finally:
+        admin.close()
+
+
+def _read(
+    config: ConnectorConfig, conninfo: str, processor: StreamingProcessor, start_lsn: int, end_lsn: int, stall_timeout: float
+) -> Iterator[ChangeRecord]:
+    options = ReplicationOptions(
+        config.get("slot.name") or "debezium",
+        (config.get("publication.name") or "dbz_publication",),
+        proto_version=1,
+        messages=True,
+        status_interval=config.get_int("status.update.interval.ms") / 1000,
+    )
+    failure_mode = config.get("event.processing.failure.handling.mode")
+    # A task does not reconnect by itself: if the server goes away the task fails, Spark reports
+    # it, and the batch is read again from its start when the query restarts.
+    reconnect = ReconnectPolicy(attempts=config.get_int("slot.max.retries") + 1, initial_delay=0.5, max_delay=5.0)
+    reader = LogicalReplicationReader(conninfo, options, start_lsn=start_lsn, reconnect=reconnect)
+    reader.start()
+    try:
+        progress_at, progress_lsn = time.monotonic(), reader.received_lsn
+        while True:
+            items = reader.read_batch(timeout=0.2)
+            if not items:
+                if not processor.in_transaction and reader.received_lsn >= end_lsn:
+                    return
+                if reader.received_lsn != progress_lsn:
+                    progress_at, progress_lsn = time.monotonic(), reader.received_lsn
+                elif time.monotonic() - progress_at > stall_timeout:
+                    raise StreamStalledError(
+                        f"slot {options.slot_name!r}: no progress towards {format_lsn(end_lsn)} for {stall_timeout:.0f} s "
+                        f"(decoding has reached {format_lsn(reader.received_lsn)})"
+                    )
+                reader.request_reply()
+                continue
+            progress_at = time.monotonic()
+            cut, done = _cut(items, end_lsn)
+            if cut:
+                yield from _process(processor, cut, failure_mode)
+            if done:
+                return
+    finally:
+        reader.close()  # nothing was confirmed, so the last status update confirms nothing
+
+
+def _cut(items: list, end_lsn: int) -> tuple[list[WalMessage], bool]:
+    """The items that belong to the batch, and whether the batch ends within this list."""
+    for index, item in enumerate(items):
+        if isinstance(item, StreamRestarted):
+            raise RuntimeError(f"replication connection lost and re-established at {format_lsn(item.start_lsn)}: {item.reason}")
+        message = item.message
+        kind = type(message)
+        if kind is Begin:
+            if message.final_lsn >= end_lsn:
+                return items[:index], True
+        elif kind is LogicalMessage and not message.transactional and message.lsn > end_lsn:
+            return items[:index], True
+    return items, False
+
+
+def _process(processor: StreamingProcessor, items: list[WalMessage], failure_mode: str | None) -> list[ChangeRecord]:
+    items = [i for i in items if not _own_heartbeat(i)]
+    if failure_mode == "fail":
+        return processor.process_batch(items)
+    out: list[ChangeRecord] = []
+    for item in items:
+        try:
+            out.extend(processor.process(item))
+        except Exception as exc:  # noqa: BLE001 - event.processing.failure.handling.mode decides
+            if failure_mode == "warn":
+                log.warning("skipping the event at LSN %s: %s", format_lsn(item.data_start), exc)
+    return out
+
+
+def _own_heartbeat(item: WalMessage) -> bool:
+    message = item.message
+    return type(message) is LogicalMessage and message.prefix == HEARTBEAT_MESSAGE_PREFIX

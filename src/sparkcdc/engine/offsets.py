@@ -1,0 +1,100 @@
+"""Source offsets: what a streaming checkpoint records about the connector's position.
+
+Plain JSON-able dicts on the way in and out (Spark stores them in its offset log and compares them
+for equality to see whether there is new data). See docs/spark-source.md for the semantics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..lsn import format_lsn
+
+__all__ = ["OFFSET_VERSION", "OffsetError", "SnapshotSpec", "SourceOffset"]
+
+OFFSET_VERSION = 1
+
+
+class OffsetError(ValueError):
+    """A checkpointed offset cannot be used (wrong version, another slot or database, malformed)."""
+
+
+@dataclass(frozen=True)
+class SnapshotSpec:
+    """The initial snapshot a ``snapshot``-phase offset asks for."""
+
+    id: str
+    lsn: int  # the slot's consistent point: snapshot rows' source.lsn, and where streaming starts
+    xid: int | None  # the snapshot transaction's id: snapshot rows' source.txId
+    ts_us: int  # snapshot start time: snapshot rows' source.ts_*
+    tables: tuple[tuple[str, str], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "lsn": self.lsn, "xid": self.xid, "ts_us": self.ts_us, "tables": [list(t) for t in self.tables]}
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> SnapshotSpec:
+        return cls(str(raw["id"]), int(raw["lsn"]), None if raw.get("xid") is None else int(raw["xid"]), int(raw["ts_us"]),
+                   tuple((str(s), str(t)) for s, t in raw["tables"]))
+
+
+@dataclass(frozen=True)
+class SourceOffset:
+    slot: str
+    database: str
+    lsn: int
+    phase: str = "stream"  # "snapshot": the next batch is the snapshot described by ``snapshot``
+    snapshot: SnapshotSpec | None = None
+    heartbeat: int = 0
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.phase not in ("snapshot", "stream"):
+            raise OffsetError(f"unknown offset phase {self.phase!r}")
+        if self.phase == "snapshot" and self.snapshot is None:
+            raise OffsetError("a snapshot-phase offset needs its snapshot")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"v": OFFSET_VERSION, "slot": self.slot, "db": self.database, "phase": self.phase,
+                               "lsn": self.lsn, "lsn_text": format_lsn(self.lsn), "hb": self.heartbeat}
+        if self.snapshot is not None:
+            out["snapshot"] = self.snapshot.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any], *, slot: str | None = None, database: str | None = None) -> SourceOffset:
+        """Parse a checkpointed offset; ``slot``/``database`` are checked when given."""
+        try:
+            version = int(raw["v"])
+            if version != OFFSET_VERSION:
+                raise OffsetError(f"offset format version {version} is not supported (expected {OFFSET_VERSION})")
+            offset = cls(
+                slot=str(raw["slot"]),
+                database=str(raw["db"]),
+                lsn=int(raw["lsn"]),
+                phase=str(raw.get("phase", "stream")),
+                snapshot=SnapshotSpec.from_dict(raw["snapshot"]) if raw.get("snapshot") else None,
+                heartbeat=int(raw.get("hb", 0)),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, OffsetError):
+                raise
+            raise OffsetError(f"malformed offset {raw!r}: {exc}") from None
+        if slot is not None and offset.slot != slot:
+            raise OffsetError(
+                f"the checkpoint's offset belongs to slot {offset.slot!r}, but slot.name is {slot!r}; "
+                "use a new checkpoint location for another slot"
+            )
+        if database is not None and offset.database != database:
+            raise OffsetError(f"the checkpoint's offset belongs to database {offset.database!r}, not {database!r}")
+        return offset
+
+    def streaming_from(self, lsn: int) -> SourceOffset:
+        return replace(self, phase="stream", snapshot=None, lsn=lsn)
+
+    def at(self, lsn: int) -> SourceOffset:
+        return replace(self, lsn=lsn)
+
+    def with_heartbeat(self) -> SourceOffset:
+        return replace(self, heartbeat=self.heartbeat + 1)

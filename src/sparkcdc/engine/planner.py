@@ -1,0 +1,281 @@
+"""The driver side of the connector: set-up, offsets, batch planning, and confirming the slot.
+
+Runtime-independent (no Spark here): ``sparkcdc.spark.source`` calls these methods from Spark's
+``DataSourceStreamReader`` callbacks. See docs/spark-source.md for the design, in short:
+
+* ``initial_offset`` (a new query): set up tables, replica identities and the publication; decide
+  whether an initial snapshot is needed (``snapshot.mode``); if so, create the slot with an exported
+  snapshot, kept open here until the snapshot batch is committed.
+* ``latest_offset(start)``: the end of the next batch: the WAL insert position (a record boundary),
+  capped by ``sparkcdc.max.batch.wal.bytes`` and, for ``availableNow``, by the position at the start.
+* ``partitions(start, end)``: the snapshot's chunks, or the one stream range.
+* ``commit(end)``: only now does the slot move (``pg_replication_slot_advance``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from ..debezium.config import ConnectorConfig
+from ..lsn import format_lsn, parse_lsn
+from ..postgres.errors import SlotInUseError
+from ..postgres.slots import ExportedSnapshotSlot, SlotState, advance_slot, create_logical_slot, drop_slot, get_slot
+from ..postgres.snapshot import SnapshotTransaction
+from .batch_reader import HEARTBEAT_MESSAGE_PREFIX
+from .connection import conninfo_from_config, sql_connection
+from .heartbeat import HeartbeatTimer
+from .offsets import SnapshotSpec, SourceOffset
+from .setup import apply_replica_identities, captured_tables, ensure_publication_for
+from .state_store import StreamState, StreamStateStore, default_state_location
+
+__all__ = ["ConnectorPlanner", "SlotMismatchError", "StreamRange"]
+
+log = logging.getLogger(__name__)
+
+
+class SlotMismatchError(RuntimeError):
+    """The slot and the checkpointed offset disagree in a way that would lose or repeat changes."""
+
+
+@dataclass(frozen=True)
+class StreamRange:
+    """One streaming micro-batch, to be read by ``engine.batch_reader.read_stream_range``."""
+
+    start: dict[str, Any]
+    end: dict[str, Any]
+    state_location: str
+
+
+class ConnectorPlanner:
+    def __init__(self, config: ConnectorConfig, *, state_location: str | None = None, run_id: str | None = None) -> None:
+        self.config = config
+        self.conninfo = conninfo_from_config(config)
+        self.admin = sql_connection(config, autocommit=True, application_name="sparkcdc-driver")
+        self.database = self.admin.info.dbname
+        self.slot_name = config.get("slot.name") or "debezium"
+        self.run_id = run_id or str(uuid.uuid4())
+        self.state_location = str(state_location or config.get("sparkcdc.state.location")
+                                  or default_state_location(self.database, self.slot_name))
+        self.state_store = StreamStateStore(self.state_location)
+        self.mode = config.get("snapshot.mode") or "initial"
+        self.heartbeat = HeartbeatTimer(config.get_int("heartbeat.interval.ms"))
+        self.max_batch_bytes = config.get_int("sparkcdc.max.batch.wal.bytes")
+        self.available_now_target: int | None = None
+        self._export: ExportedSnapshotSlot | None = None
+        self._export_spec: SnapshotSpec | None = None
+        self._snapshot_tx: SnapshotTransaction | None = None
+        self._checked_resume = False
+        self.tables: list[tuple[str, str]] = []
+
+    # -- a new query -----------------------------------------------------------------------------
+    def initial_offset(self) -> dict[str, Any]:
+        self._set_up()
+        self._checked_resume = True
+        if self._snapshot_wanted(fresh=True):
+            return self._begin_snapshot().to_dict()
+        slot = self._ensure_slot()
+        return SourceOffset(self.slot_name, self.database, slot.confirmed_flush_lsn or 0).to_dict()
+
+    def _set_up(self) -> None:
+        self.tables = captured_tables(self.admin, self.config)
+        apply_replica_identities(self.admin, self.config, self.tables)
+        ensure_publication_for(self.admin, self.config, self.tables)
+
+    def _snapshot_wanted(self, *, fresh: bool, slot: SlotState | None = None) -> bool:
+        mode = self.mode
+        if mode == "configuration_based":
+            return fresh and self.config.get_bool("snapshot.mode.configuration.based.snapshot.data")
+        if mode in ("initial", "initial_only"):
+            return fresh
+        if mode == "always":
+            return True
+        if mode == "when_needed":
+            return fresh or slot is None or slot.wal_status == "lost"
+        return False  # no_data
+
+    @property
+    def streams(self) -> bool:
+        if self.mode == "initial_only":
+            return False
+        if self.mode == "configuration_based":
+            return self.config.get_bool("snapshot.mode.configuration.based.start.stream")
+        return True
+
+    def _ensure_slot(self) -> SlotState:
+        slot = get_slot(self.admin, self.slot_name)
+        if slot is None:
+            create_logical_slot(self.admin, self.slot_name)
+            slot = get_slot(self.admin, self.slot_name)
+            assert slot is not None
+        return slot
+
+    def _begin_snapshot(self) -> SourceOffset:
+        """A fresh slot with an exported snapshot; the offset of the snapshot batch's start."""
+        if get_slot(self.admin, self.slot_name) is not None:
+            # A snapshot must start where its slot starts: a slot at some older position would
+            # replay changes the snapshot already contains, so it is re-created.
+            log.warning("re-creating slot %s for a new initial snapshot (snapshot.mode=%s)", self.slot_name, self.mode)
+            drop_slot(self.admin, self.slot_name, wait=30)
+        self._close_snapshot()
+        self._export = ExportedSnapshotSlot(self.conninfo, self.slot_name, temporary=not self.streams)
+        self._snapshot_tx = SnapshotTransaction(self.conninfo, snapshot_name=self._export.snapshot_name)
+        xid_row = self._snapshot_tx.conn.execute("SELECT txid_current()").fetchone()
+        include = self.config.get_patterns("snapshot.include.collection.list")
+        tables = tuple(t for t in self.tables if not include or any(p.fullmatch(f"{t[0]}.{t[1]}") for p in include))
+        if self.config.get("snapshot.locking.mode") == "shared":
+            self._snapshot_tx.lock_tables(tables, self.config.get_int("snapshot.lock.timeout.ms"))
+        spec = SnapshotSpec(
+            id=str(uuid.uuid4()),
+            lsn=self._export.consistent_point,
+            xid=int(xid_row[0]) if xid_row else None,
+            ts_us=time.time_ns() // 1000,
+            tables=tables,
+        )
+        self._export_spec = spec
+        # Debezium carries the snapshot's time into streaming (see StreamingProcessor).
+        self.state_store.write(spec.lsn, StreamState(None, spec.ts_us))
+        return SourceOffset(self.slot_name, self.database, spec.lsn, phase="snapshot", snapshot=spec)
+
+    # -- offsets ---------------------------------------------------------------------------------
+    def parse(self, raw: dict[str, Any]) -> SourceOffset:
+        return SourceOffset.from_dict(raw, slot=self.slot_name, database=self.database)
+
+    def prepare_for_available_now(self) -> None:
+        """``--once``: the target is everything written to the WAL now."""
+        self.available_now_target = self._insert_lsn()
+
+    def latest_offset(self, start_raw: dict[str, Any]) -> dict[str, Any]:
+        start = self.parse(start_raw)
+        if not self._checked_resume:
+            self._checked_resume = True
+            resumed = self._resume(start)
+            if resumed is not None:
+                return resumed.to_dict()
+        if start.phase == "snapshot":
+            return start.streaming_from(start.lsn).to_dict()  # the snapshot batch; streaming then starts at its LSN
+        if not self.streams:
+            return start_raw
+        self._advance_slot(start.lsn)  # ``start`` ends a committed batch (see docs/spark-source.md)
+        end_lsn = self._insert_lsn()
+        if self.max_batch_bytes > 0:
+            end_lsn = min(end_lsn, start.lsn + self.max_batch_bytes)
+        if self.available_now_target is not None:
+            end_lsn = min(end_lsn, max(self.available_now_target, start.lsn))
+        end = start.at(max(end_lsn, start.lsn))
+        if self.available_now_target is None and self.heartbeat.due():
+            self._beat()
+            end = end.with_heartbeat().at(max(self._insert_lsn(), start.lsn))
+        return start_raw if end == start else end.to_dict()
+
+    def _resume(self, start: SourceOffset) -> SourceOffset | None:
+        """First ``latest_offset`` of a restarted query: check the slot against the checkpoint."""
+        self._set_up()
+        slot = get_slot(self.admin, self.slot_name)
+        if start.phase == "stream" and self._snapshot_wanted(fresh=False, slot=slot):
+            log.warning("snapshot.mode=%s: a new initial snapshot at restart", self.mode)
+            return self._begin_snapshot()
+        if start.phase == "snapshot":
+            return None  # the interrupted snapshot batch is read again (see partitions)
+        if slot is None:
+            raise SlotMismatchError(
+                f"slot {self.slot_name!r} does not exist, but the checkpoint resumes from {format_lsn(start.lsn)}: the changes "
+                "since then are lost; use snapshot.mode=when_needed to take a new snapshot, or start with a new checkpoint"
+            )
+        confirmed = slot.confirmed_flush_lsn or 0
+        if confirmed > start.lsn:
+            strategy = self.config.get("offset.mismatch.strategy")
+            message = (f"slot {self.slot_name!r} is at {format_lsn(confirmed)}, ahead of the checkpoint's "
+                       f"{format_lsn(start.lsn)}: the changes in between cannot be read again")
+            if strategy == "trust_offset":
+                raise SlotMismatchError(message + " (offset.mismatch.strategy=trust_offset)")
+            log.warning("%s; continuing from the slot (offset.mismatch.strategy=%s)", message, strategy)
+        return None
+
+    def _insert_lsn(self) -> int:
+        row = self.admin.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+        assert row is not None
+        return parse_lsn(row[0])
+
+    def _beat(self) -> None:
+        query = self.config.get("heartbeat.action.query")
+        if query:
+            self.admin.execute(query.encode())
+        else:
+            # Table-free: a logical decoding message moves the WAL (and so the slot) even when
+            # nothing captured changes; the stream reader never turns it into a record.
+            self.admin.execute("SELECT pg_logical_emit_message(false, %s, '')", (HEARTBEAT_MESSAGE_PREFIX,))
+
+    # -- planning --------------------------------------------------------------------------------
+    def partitions(self, start_raw: dict[str, Any], end_raw: dict[str, Any]) -> list[Any]:
+        start, end = self.parse(start_raw), self.parse(end_raw)
+        if start.phase == "snapshot":
+            return self._snapshot_partitions(start, end)
+        if end.phase == "snapshot" or (end.lsn <= start.lsn and end.heartbeat == start.heartbeat):
+            return []
+        return [StreamRange(start.to_dict(), end.to_dict(), self.state_location)]
+
+    def _snapshot_partitions(self, start: SourceOffset, end: SourceOffset) -> list[Any]:
+        from .snapshot_plan import plan_snapshot_chunks
+
+        assert start.snapshot is not None
+        if self._export is None or self._export_spec is None or self._export_spec.id != start.snapshot.id:
+            # The exported snapshot died with the driver that created it: snapshot again, from a
+            # new slot (see "The initial snapshot" in docs/spark-source.md).
+            log.warning("the exported snapshot of an interrupted initial snapshot is gone: taking a new one")
+            self._set_up()
+            self._begin_snapshot()
+            assert self._export_spec is not None
+            self.state_store.write(end.lsn, StreamState(None, self._export_spec.ts_us))
+        assert self._export is not None and self._snapshot_tx is not None and self._export_spec is not None
+        return plan_snapshot_chunks(self._snapshot_tx.conn, self.config, self._export_spec, self._export.snapshot_name)
+
+    # -- after Spark committed a batch -----------------------------------------------------------
+    def commit(self, end_raw: dict[str, Any]) -> None:
+        end = self.parse(end_raw)
+        if end.phase != "stream":
+            return
+        if self._export is not None:
+            self._close_snapshot()  # the snapshot batch is committed: its exported snapshot has served
+        if self.streams:
+            self._advance_slot(end.lsn)
+            self.state_store.prune(end.lsn)
+
+    def _advance_slot(self, lsn: int) -> None:
+        slot = get_slot(self.admin, self.slot_name)
+        if slot is None or (slot.confirmed_flush_lsn or 0) >= lsn:
+            return
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                advance_slot(self.admin, self.slot_name, lsn)
+                return
+            except SlotInUseError:
+                # The last batch's walsender may still be exiting after its task closed it.
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    # -- teardown --------------------------------------------------------------------------------
+    def _close_snapshot(self) -> None:
+        if self._snapshot_tx is not None:
+            self._snapshot_tx.close()
+            self._snapshot_tx = None
+        if self._export is not None:
+            self._export.close()
+            self._export = None
+
+    def stop(self) -> None:
+        self._close_snapshot()
+        if self.config.get_bool("slot.drop.on.stop"):
+            try:
+                drop_slot(self.admin, self.slot_name, wait=30)
+            except psycopg.Error as exc:
+                log.warning("slot.drop.on.stop: could not drop %s: %s", self.slot_name, exc)
+        self.admin.close()
+

@@ -1,0 +1,1 @@
+"""Streaming sinks for the ``postgres-cdc`` source's records."""

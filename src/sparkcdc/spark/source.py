@@ -1,0 +1,120 @@
+"""The ``postgres-cdc`` streaming data source (PySpark's Python Data Source API).
+
+A thin adapter: the driver-side callbacks go to :class:`~sparkcdc.engine.planner.ConnectorPlanner`,
+the executor-side ``read`` to the engine's snapshot-chunk and stream-range readers, whose records
+become Arrow batches. Usage::
+
+    from sparkcdc.spark.source import register
+    register(spark)
+    df = spark.readStream.format("postgres-cdc").options(**debezium_properties).load()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
+
+from .arrow import DDL_SCHEMA, record_batches
+from .options import config_from_options
+
+__all__ = ["PostgresCdcDataSource", "register"]
+
+
+class _Partition(InputPartition):
+    """A snapshot chunk or a stream range, with the configuration the executor needs."""
+
+    def __init__(self, properties: Mapping[str, str], work: Any, run_id: str) -> None:
+        super().__init__(work)
+        self.properties = dict(properties)
+        self.work = work
+        self.run_id = run_id
+
+
+class PostgresCdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: Mapping[str, str]) -> None:
+        # Spark also builds readers where no driver work happens (planning, executors): connect lazily.
+        self._options = dict(options)
+        self._config = config_from_options(self._options)
+        self._planner: Any = None
+
+    @property
+    def planner(self) -> Any:
+        if self._planner is None:
+            from ..engine.planner import ConnectorPlanner
+
+            self._planner = ConnectorPlanner(self._config)
+        return self._planner
+
+    def initialOffset(self) -> dict:  # noqa: N802 - Spark's method names
+        return self.planner.initial_offset()
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+        self.planner.prepare_for_available_now()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # noqa: N802
+        return self.planner.latest_offset(start)
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        planner = self.planner
+        return [_Partition(self._config.raw, work, planner.run_id) for work in planner.partitions(start, end)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return read_partition(partition)  # type: ignore[arg-type]
+
+    def commit(self, end: dict) -> None:
+        self.planner.commit(end)
+
+    def stop(self) -> None:
+        if self._planner is not None:
+            self._planner.stop()
+            self._planner = None
+
+
+def read_partition(partition: _Partition) -> Iterator[Any]:
+    """Executor side: the partition's records as Arrow record batches."""
+    from ..debezium.config import ConnectorConfig
+    from ..debezium.serialization import JsonSerializer
+    from ..engine.batch_reader import read_stream_range
+    from ..engine.offsets import SourceOffset
+    from ..engine.planner import StreamRange
+    from ..engine.state_store import StreamStateStore
+    from ..gc_policy import use_throughput_gc
+
+    use_throughput_gc()  # this Python worker does nothing but turn changes into records
+    config = ConnectorConfig(partition.properties)
+    serializer = JsonSerializer(
+        key_schemas=config.key_schemas_enable, value_schemas=config.value_schemas_enable, header_schemas=True
+    )
+    work = partition.work
+    if isinstance(work, StreamRange):
+        records = read_stream_range(
+            config, SourceOffset.from_dict(work.start), SourceOffset.from_dict(work.end),
+            run_id=partition.run_id, state_store=StreamStateStore(work.state_location),
+        )
+    else:
+        from ..engine.snapshot_reader import read_snapshot_chunk
+
+        records = read_snapshot_chunk(config, work, run_id=partition.run_id)
+    return record_batches(records, serializer)
+
+
+class PostgresCdcDataSource(DataSource):
+    """``spark.readStream.format("postgres-cdc")``: Debezium PostgreSQL connector properties as options."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "postgres-cdc"
+
+    def schema(self) -> str:
+        return DDL_SCHEMA
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:  # noqa: N802
+        return PostgresCdcStreamReader(self.options)
+
+
+def register(spark: SparkSession) -> None:
+    spark.dataSource.register(PostgresCdcDataSource)
