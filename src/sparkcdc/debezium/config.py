@@ -215,6 +215,12 @@ PROPERTIES: dict[str, Property] = {
         _P("retriable.restart.connector.wait.ms", "10000", "int", check=_non_negative),
         _P("extended.headers.enabled", "true", "bool"),
         _P("include.schema.comments", "false", "bool"),
+        # sparkcdc's own (Spark runtime)
+        _P("sparkcdc.state.location", doc="directory for the streaming state handed between micro-batches"),
+        _P("sparkcdc.max.batch.wal.bytes", "268435456", "int", check=_non_negative,
+           doc="WAL bytes one streaming micro-batch covers at most (0: no limit)"),
+        _P("sparkcdc.snapshot.chunk.rows", "100000", "int", check=_positive,
+           doc="rows a parallel snapshot chunk is sized to hold (one Spark task each)"),
         # converter settings (Kafka Connect JsonConverter)
         _P("key.converter.schemas.enable", "true", "bool"),
         _P("value.converter.schemas.enable", "true", "bool"),

@@ -73,6 +73,11 @@ class StreamingProcessor:
         self.last_commit_ts_us: int | None = None
         self._tx: _Transaction | None = None
 
+    @property
+    def in_transaction(self) -> bool:
+        """Between a BEGIN and its COMMIT."""
+        return self._tx is not None
+
     # -- dispatch --------------------------------------------------------------------------------
     def process_batch(self, items: list[WalMessage]) -> list[ChangeRecord]:
         """:meth:`process` for many messages; an INSERT without transaction metadata, the commonest
