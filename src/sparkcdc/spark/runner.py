@@ -42,6 +42,8 @@ def run_pipeline(
     stop_event: threading.Event | None = None,
     trigger_interval: str = "1 second",
 ) -> RunSummary:
+    from pyspark.errors import StreamingQueryException
+
     from ..gc_policy import use_throughput_gc
     from .options import options_for
     from .session import spark_session
@@ -77,6 +79,8 @@ def run_pipeline(
         failure = query.exception()
         if failure is not None:
             raise PipelineError(_describe(failure))
+    except StreamingQueryException as exc:
+        raise PipelineError(_describe(exc)) from exc
     finally:
         if query.isActive:
             query.stop()

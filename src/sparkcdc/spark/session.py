@@ -7,7 +7,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
-__all__ = ["spark_session"]
+__all__ = ["make_active", "spark_session"]
 
 
 def spark_session(master: str | None = None, app_name: str = "sparkcdc", extra: dict[str, str] | None = None) -> SparkSession:
@@ -26,4 +26,15 @@ def spark_session(master: str | None = None, app_name: str = "sparkcdc", extra: 
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    make_active(spark)
     return spark
+
+
+def make_active(spark: SparkSession) -> None:
+    """Make ``spark`` the JVM's active session for the calling thread.
+
+    Spark resolves data source names through the thread-local active session; a query started from
+    another thread (a CLI's worker thread, a test) would otherwise not find Python data sources
+    registered on this session.
+    """
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)  # type: ignore[union-attr]
