@@ -7,7 +7,6 @@ from pathlib import Path
 
 import psycopg
 
-from sparkcdc.lsn import parse_lsn
 from sparkcdc.postgres import get_slot
 
 from .support import output_lines, payload, properties, run_once
