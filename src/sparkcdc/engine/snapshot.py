@@ -6,6 +6,12 @@ record and marks the final one when the snapshot completes), the first row of th
 ``last_in_data_collection``, the first row of any other table ``first_in_data_collection``, every
 other row ``true``. All rows of one snapshot share its
 LSN (the slot's consistent point), its transaction id and its start time.
+
+Two readers build these records with the functions here: :func:`snapshot_records`, the sequential
+snapshot of the in-process connector (one transaction, tables one after the other), and the chunk
+reader of the parallel snapshot (:mod:`sparkcdc.engine.snapshot_reader`), which learns the same
+facts about its rows with probes instead of reading the whole snapshot. Both number the rows with
+:func:`snapshot_ordinal`, so records of either sort into the same order.
 """
 
 from __future__ import annotations
@@ -17,7 +23,29 @@ from ..debezium.events import EventFactory
 from ..debezium.records import ChangeRecord
 from ..debezium.table import TableSchema
 
-__all__ = ["SnapshotContext", "snapshot_records"]
+__all__ = [
+    "MAX_SNAPSHOT_CHUNKS",
+    "MAX_SNAPSHOT_TABLES",
+    "ORDINAL_CHUNK_SHIFT",
+    "ORDINAL_TABLE_SHIFT",
+    "ROWS_PER_CHUNK_LIMIT",
+    "SnapshotContext",
+    "snapshot_marker",
+    "snapshot_ordinal",
+    "snapshot_record",
+    "snapshot_records",
+]
+
+# A snapshot row's ordinal packs (table index, chunk index, row number in the chunk) into a
+# non-negative 63-bit integer (a Spark LONG), so that ordinals order rows as the sequential snapshot
+# reads them: 18 bits of table, 18 bits of chunk, 27 bits of row. Only a table's last chunk may hold
+# more rows than the row field (its row number then runs into chunk numbers no chunk of that
+# table uses); the planner keeps every other chunk small enough.
+ORDINAL_TABLE_SHIFT = 45
+ORDINAL_CHUNK_SHIFT = 27
+MAX_SNAPSHOT_TABLES = 1 << (63 - ORDINAL_TABLE_SHIFT)
+MAX_SNAPSHOT_CHUNKS = 1 << (ORDINAL_TABLE_SHIFT - ORDINAL_CHUNK_SHIFT)
+ROWS_PER_CHUNK_LIMIT = 1 << ORDINAL_CHUNK_SHIFT
 
 
 @dataclass(frozen=True)
@@ -27,12 +55,28 @@ class SnapshotContext:
     ts_us: int
 
 
-def _marker(row_index: int, is_last_row: bool, table_index: int, table_count: int) -> str:
-    if row_index == 0 and table_index == 0 and not (is_last_row and table_count == 1):
+def snapshot_ordinal(table_index: int, chunk_index: int, row: int, *, last_chunk: bool) -> int:
+    """The ordinal of row ``row`` (0-based) of a chunk; raises ``OverflowError`` outside the layout."""
+    if not 0 <= table_index < MAX_SNAPSHOT_TABLES or not 0 <= chunk_index < MAX_SNAPSHOT_CHUNKS:
+        raise OverflowError(f"snapshot table {table_index} / chunk {chunk_index} is outside the ordinal layout")
+    position = (chunk_index << ORDINAL_CHUNK_SHIFT) + row
+    if (row >= ROWS_PER_CHUNK_LIMIT and not last_chunk) or position >= 1 << ORDINAL_TABLE_SHIFT:
+        raise OverflowError(
+            f"snapshot chunk {chunk_index} of table {table_index} holds more rows than its ordinals can number "
+            f"({row + 1}); plan smaller chunks"
+        )
+    return (table_index << ORDINAL_TABLE_SHIFT) | position
+
+
+def snapshot_marker(*, table_index: int, first_of_table: bool, last_of_table: bool, final: bool) -> str:
+    """Debezium's ``source.snapshot`` for a row, from what is known about its place (see the module doc)."""
+    if final:
+        return "last"
+    if first_of_table and table_index == 0:
         return "first"
-    if is_last_row:
-        return "last" if table_index == table_count - 1 else "last_in_data_collection"
-    if row_index == 0:
+    if last_of_table:
+        return "last_in_data_collection"
+    if first_of_table:
         return "first_in_data_collection"
     return "true"
 
@@ -42,32 +86,37 @@ def snapshot_records(
     context: SnapshotContext,
     tables: Sequence[tuple[TableSchema, Iterable[Sequence[str | None]]]],
 ) -> Iterator[ChangeRecord]:
-    """``r`` records for each table's rows, in order; reads one row ahead to know the last one."""
+    """The sequential snapshot: ``r`` records for each table's rows, in order.
+
+    Whether a row is the snapshot's final one is known only once every later table turned out
+    empty, so one record is held back, and the final one re-marked ``last`` at the end (as Debezium
+    does).
+    """
     pending: ChangeRecord | None = None
-    ordinal = 0
     for table_index, (table, rows) in enumerate(tables):
+        # One chunk per table; no table has rows enough to reach the next table's ordinals.
+        first_ordinal = snapshot_ordinal(table_index, 0, 0, last_chunk=True)
         iterator = iter(rows)
         current = next(iterator, None)
         row_index = 0
         while current is not None:
             following = next(iterator, None)
-            marker = _marker(row_index, following is None, table_index, len(tables))
-            record = _read_record(events, context, table, current, marker, ordinal)
-            ordinal += 1
+            marker = snapshot_marker(table_index=table_index, first_of_table=row_index == 0, last_of_table=following is None, final=False)
+            record = snapshot_record(events, context, table, current, marker, first_ordinal + row_index)
             if pending is not None:
                 yield pending
             pending = record
             current = following
             row_index += 1
     if pending is not None:
-        if pending.snapshot != "last":
-            _mark_last(pending)
+        _mark_last(pending)
         yield pending
 
 
-def _read_record(
+def snapshot_record(
     events: EventFactory, context: SnapshotContext, table: TableSchema, values: Sequence[str | None], marker: str, ordinal: int
 ) -> ChangeRecord:
+    """One ``r`` record from a row's text values, positioned at the snapshot's LSN."""
     source = events.source(
         schema=table.schema_name,
         table=table.table_name,

@@ -1,0 +1,204 @@
+"""Reading one planned snapshot chunk as Debezium ``r`` records (what a Spark snapshot task runs).
+
+A chunk is read in its own transaction that imports the slot's exported snapshot, so every chunk,
+on whichever executor, sees the database as of the slot's consistent point. Rows are COPYed as text
+and become records through :func:`sparkcdc.engine.snapshot.snapshot_record`, the code the
+sequential snapshot uses, with the table schema built as the in-process connector builds it.
+
+Markers: the records of all chunks, ordered by ordinal, carry exactly the markers of one
+sequential snapshot of the same tables in the same order (precedence in
+:mod:`sparkcdc.engine.snapshot`). A chunk sees only its own rows, so it asks the snapshot:
+
+* its first row is its table's first row unless the table has a row in an earlier block; the probe
+  looks backwards in windows of doubling width (about one chunk first), each an ``EXISTS`` over a
+  TID range that stops at the first row it finds, so a chunk after a long run of empty or dead
+  pages pays for that run once, and every other chunk finds a row in the first pages it looks at;
+* its last row is its table's last row unless the table has a row at or after ``end_block``
+  (a forward TID range scan, which likewise stops at the first row);
+* its table's last row is the snapshot's final row (``last``) unless one of ``later_tables`` has a
+  row (read through its override query when it has one, as the snapshot reads it).
+
+Probes run only for a chunk that has rows (a chunk after the first checks that with one
+``EXISTS`` before anything else), which keeps the cost of empty stretches linear in their size.
+The last row is held back until the COPY ends, when the connection is free for the probes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import psycopg
+
+from ..debezium.config import ConnectorConfig
+from ..debezium.events import EventFactory
+from ..debezium.records import ChangeRecord
+from ..debezium.table import TableSchemaFactory
+from ..postgres.catalog import Catalog
+from ..postgres.snapshot import SnapshotTransaction
+from .connection import conninfo_from_config
+from .filters import TableFilter
+from .snapshot import (
+    ORDINAL_CHUNK_SHIFT,
+    ORDINAL_TABLE_SHIFT,
+    ROWS_PER_CHUNK_LIMIT,
+    snapshot_marker,
+    snapshot_ordinal,
+    snapshot_record,
+)
+from .snapshot_plan import SnapshotChunk, ctid_range, rows_exist_query
+from .tables import TableResolver
+
+__all__ = [
+    "SnapshotChunkError",
+    "SnapshotUnavailableError",
+    "TableRewrittenError",
+    "chunk_records",
+    "open_chunk_transaction",
+    "read_snapshot_chunk",
+]
+
+
+class SnapshotChunkError(RuntimeError):
+    """A planned chunk cannot be read as planned."""
+
+
+class SnapshotUnavailableError(SnapshotChunkError):
+    """The chunk's exported snapshot cannot be imported any more (its exporting connection is gone)."""
+
+
+class TableRewrittenError(SnapshotChunkError):
+    """The table was rewritten (VACUUM FULL, CLUSTER, ALTER TABLE) after planning: its block ranges mean nothing now."""
+
+
+def read_snapshot_chunk(
+    config: ConnectorConfig, chunk: SnapshotChunk, *, run_id: str, clock_ns: Callable[[], int] = time.time_ns
+) -> Iterator[ChangeRecord]:
+    """The chunk's ``r`` records, in row order; connects, imports the snapshot, closes when done.
+
+    ``run_id`` is the ``__debezium.context.runId`` header: the same for every chunk of one run.
+    """
+    with open_chunk_transaction(config, chunk) as tx:
+        factory = TableSchemaFactory(config)
+        events = EventFactory(config, tx.conn.info.dbname, factory.topics, clock_ns=clock_ns)
+        events.set_run_id(run_id)
+        # The catalog read inside the snapshot describes the tables as the planner saw them.
+        resolver = TableResolver(Catalog(tx.conn), factory, TableFilter(config))
+        yield from chunk_records(tx, config, resolver, events, chunk)
+
+
+def open_chunk_transaction(config: ConnectorConfig, chunk: SnapshotChunk) -> SnapshotTransaction:
+    """A transaction that sees the chunk's snapshot; a snapshot that cannot be imported is named in the error."""
+    try:
+        return SnapshotTransaction(conninfo_from_config(config), snapshot_name=chunk.snapshot_name)
+    except (psycopg.errors.InvalidParameterValue, psycopg.errors.ObjectNotInPrerequisiteState) as exc:
+        raise SnapshotUnavailableError(
+            f"cannot import exported snapshot {chunk.snapshot_name!r} (snapshot {chunk.snapshot_id}) to read {chunk.describe()}: "
+            f"{str(exc).strip()}. An exported snapshot lives only while the connection that created the slot is open; "
+            "the snapshot has to be taken again"
+        ) from exc
+
+
+def chunk_records(
+    tx: SnapshotTransaction, config: ConnectorConfig, resolver: TableResolver, events: EventFactory, chunk: SnapshotChunk
+) -> Iterator[ChangeRecord]:
+    """The chunk's records, read through ``tx`` (which must see the chunk's snapshot)."""
+    lock_timeout = config.get_int("snapshot.lock.timeout.ms") if config.get("snapshot.locking.mode") == "shared" else 0
+    tx.lock_tables([(chunk.schema, chunk.table)], lock_timeout)
+    if chunk.filenode is not None:
+        _check_not_rewritten(tx, chunk)
+    table = resolver.for_table(chunk.schema, chunk.table)
+    columns = tuple(c.name for c in table.description.columns)
+    if columns != chunk.columns:
+        raise SnapshotChunkError(f"{chunk.describe()}: the table's columns are {columns}, but {chunk.columns} were planned")
+
+    rows_before = False
+    if chunk.first_block > 0:
+        if not _exists(tx, f"SELECT EXISTS (SELECT 1 FROM {chunk.qualified_table} WHERE {chunk.ctid_condition()})"):
+            return
+        rows_before = _exists(tx, _rows_before_query(chunk))
+
+    context = chunk.context
+    first_ordinal = _ordinal(chunk, 0)
+    row_limit = _row_limit(chunk)
+    rows = _chunk_rows(tx, chunk)
+    current = next(rows, None)
+    if current is None:
+        return
+    first_of_table = not rows_before
+    # Every row but the chunk's last: its marker depends only on whether it is its table's first.
+    marker = snapshot_marker(table_index=chunk.table_index, first_of_table=first_of_table, last_of_table=False, final=False)
+    row = 0
+    for following in rows:
+        yield snapshot_record(events, context, table, current, marker, first_ordinal + row)
+        marker = "true"
+        current = following
+        row += 1
+        if row >= row_limit:
+            raise SnapshotChunkError(f"{chunk.describe()} holds more rows than its ordinals can number; plan smaller chunks")
+    # The chunk's last row; the COPY has ended, so the connection is free for the probes.
+    rows_after = chunk.end_block is not None and _exists(
+        tx, f"SELECT EXISTS (SELECT 1 FROM {chunk.qualified_table} WHERE {ctid_range(chunk.end_block, None)})"
+    )
+    final = not rows_after and not any(_exists(tx, rows_exist_query(config, s, t)) for s, t in chunk.later_tables)
+    marker = snapshot_marker(table_index=chunk.table_index, first_of_table=row == 0 and first_of_table,
+                             last_of_table=not rows_after, final=final)
+    yield snapshot_record(events, context, table, current, marker, first_ordinal + row)
+
+
+def _chunk_rows(tx: SnapshotTransaction, chunk: SnapshotChunk) -> Iterator[tuple[str | None, ...]]:
+    if chunk.query is not None:
+        return tx.rows(chunk.query, len(chunk.columns))
+    return tx.table_rows(chunk.schema, chunk.table, chunk.columns, where=chunk.ctid_condition())
+
+
+def _ordinal(chunk: SnapshotChunk, row: int) -> int:
+    try:
+        return snapshot_ordinal(chunk.table_index, chunk.chunk_index, row, last_chunk=chunk.is_last_chunk)
+    except OverflowError as exc:
+        raise SnapshotChunkError(f"{chunk.describe()}: {exc}") from None
+
+
+def _row_limit(chunk: SnapshotChunk) -> int:
+    """How many rows the chunk's ordinals can number (checked per row without a call)."""
+    if not chunk.is_last_chunk:
+        return ROWS_PER_CHUNK_LIMIT
+    return (1 << ORDINAL_TABLE_SHIFT) - (chunk.chunk_index << ORDINAL_CHUNK_SHIFT)
+
+
+def _rows_before_query(chunk: SnapshotChunk) -> str:
+    """Whether the table has a row before the chunk: ORed EXISTS over TID ranges, nearest first.
+
+    PostgreSQL evaluates the EXISTS subplans left to right and stops at the first true one.
+    """
+    width = max(1, chunk.first_block // max(chunk.chunk_index, 1))
+    probes = []
+    end = chunk.first_block
+    while end > 0:
+        start = max(0, end - width)
+        probes.append(f"EXISTS (SELECT 1 FROM {chunk.qualified_table} WHERE {ctid_range(start, end)})")
+        end = start
+        width *= 2
+    return "SELECT " + " OR ".join(probes)
+
+
+def _exists(tx: SnapshotTransaction, query: str) -> bool:
+    row = tx.conn.execute(query.encode()).fetchone()
+    return bool(row and row[0])
+
+
+def _check_not_rewritten(tx: SnapshotTransaction, chunk: SnapshotChunk) -> None:
+    """Row versions keep their block only as long as the table keeps its file (we hold a lock now)."""
+    row = tx.conn.execute(
+        """SELECT pg_relation_filenode(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = %s AND c.relname = %s""",
+        (chunk.schema, chunk.table),
+    ).fetchone()
+    current = None if row is None or row[0] is None else int(row[0])
+    if current != chunk.filenode:
+        raise TableRewrittenError(
+            f"{chunk.describe()}: table {chunk.schema}.{chunk.table} was rewritten after the snapshot was planned "
+            f"(file {chunk.filenode} is now {current}; VACUUM FULL, CLUSTER or a rewriting ALTER TABLE), so its block "
+            "ranges no longer partition its rows; plan the snapshot again, and keep the planning transaction open "
+            "while the chunks are read to prevent this"
+        )
