@@ -1,0 +1,234 @@
+"""The ``sparkcdc`` command: ``validate``, ``status`` and ``run``.
+
+Exit codes are part of the interface, because these commands run in deployment scripts and health
+checks: 0 success; 1 the server (or the pipeline) has a problem, or cannot be reached; 2 the
+configuration, a file or an argument is wrong (the message names the file and the property).
+Configuration errors always come before any connection is made.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import signal
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from types import ModuleType
+from typing import Annotated, Any, NoReturn
+
+import psycopg
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from ..debezium.config import ConfigError
+from ..engine.setup import SetupError
+from ..postgres.errors import ReplicationError
+from .checkpoint import CheckpointError, read_checkpoint
+from .config_files import ConfigFileError, LoadedConfig, load_config
+from .readiness import assess
+from .render import config_summary, print_problems, readiness_view, status_view
+from .server import connect_read_only
+from .signals import StopEvent
+from .status import checkpoint_report, server_report
+
+__all__ = ["EXIT_CONFIG", "EXIT_OK", "EXIT_PROBLEMS", "app", "main"]
+
+EXIT_OK = 0
+EXIT_PROBLEMS = 1
+EXIT_CONFIG = 2
+
+app = typer.Typer(
+    name="sparkcdc",
+    help="Change data capture for PostgreSQL with Debezium-format events, running on Apache Spark.",
+    no_args_is_help=True,
+    add_completion=False,
+    # Locals of a failing frame include the configuration, passwords and all: never print them.
+    pretty_exceptions_show_locals=False,
+)
+
+ConfigArgument = Annotated[
+    Path,
+    typer.Argument(metavar="CONFIG", help="Connector configuration: .properties, .json (Kafka Connect REST body or flat) or .yaml",
+                   show_default=False),
+]
+
+
+def _stdout() -> Console:
+    return Console(highlight=False)
+
+
+def _stderr() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def _fail(code: int, message: str) -> NoReturn:
+    _stderr().print(Text.assemble(("error: ", "red bold"), message), soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _load(path: Path) -> LoadedConfig:
+    try:
+        loaded = load_config(path)
+    except ConfigFileError as exc:
+        _fail(EXIT_CONFIG, str(exc))
+    print_problems(_stderr(), [], loaded.warnings)
+    return loaded
+
+
+def _config_error(loaded: LoadedConfig, exc: ConfigError) -> NoReturn:
+    message = str(exc).removeprefix(f"{exc.property}: ")
+    _fail(EXIT_CONFIG, str(ConfigFileError(loaded.path, message, line=loaded.lines.get(exc.property), prop=exc.property)))
+
+
+def _target(loaded: LoadedConfig) -> str:
+    c = loaded.config
+    return f"{c.get('database.hostname')}:{c.get('database.port')}/{c.get('database.dbname')} as {c.get('database.user')}"
+
+
+def _connect(loaded: LoadedConfig) -> psycopg.Connection:
+    try:
+        return connect_read_only(loaded.config)
+    except psycopg.Error as exc:
+        _fail(EXIT_PROBLEMS, f"cannot connect to {_target(loaded)}: {str(exc).strip()}")
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        try:
+            typer.echo(f"sparkcdc {version('sparkcdc')}")
+        except PackageNotFoundError:
+            typer.echo("sparkcdc (not installed as a distribution)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[bool, typer.Option("--version", callback=_version_callback, is_eager=True,
+                                               help="Print the version and exit.")] = False,
+) -> None:
+    """Change data capture for PostgreSQL with Debezium-format events, running on Apache Spark."""
+
+
+@app.command()
+def validate(
+    config: ConfigArgument,
+    connect: Annotated[bool, typer.Option("--connect", help="Also connect (read-only) and check the server, tables, "
+                                          "publication and slot. Changes nothing in the database.")] = False,
+) -> None:
+    """Check a connector configuration; exit 0 when valid, 2 on a configuration error (1: server problems, with --connect)."""
+    loaded = _load(config)
+    out = _stdout()
+    out.print(config_summary(loaded))
+    if not connect:
+        out.print(Text.assemble(("\nvalid: ", "green bold"), f"{loaded.path} (the server was not contacted; --connect checks it)"))
+        return
+    conn = _connect(loaded)
+    try:
+        readiness = assess(conn, loaded.config)
+    except ConfigError as exc:
+        _config_error(loaded, exc)
+    except psycopg.Error as exc:
+        _fail(EXIT_PROBLEMS, f"cannot inspect {_target(loaded)}: {str(exc).strip()}")
+    finally:
+        conn.close()
+    out.print()
+    out.print(readiness_view(readiness))
+    out.print()
+    print_problems(out, readiness.errors, readiness.warnings)
+    if readiness.errors:
+        raise typer.Exit(EXIT_PROBLEMS)
+    out.print(Text.assemble(("ready: ", "green bold"), f"{loaded.path} is valid and the server is ready for it"))
+
+
+@app.command()
+def status(
+    config: ConfigArgument,
+    checkpoint: Annotated[Path | None, typer.Option("--checkpoint", metavar="DIR",
+                                                    help="A (local) Spark checkpoint directory: show its last committed offset.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
+) -> None:
+    """Show the slot (position, lag, activity), the publication's tables and, with --checkpoint, the committed offset."""
+    loaded = _load(config)
+    state = None
+    if checkpoint is not None:
+        try:
+            state = read_checkpoint(checkpoint)
+        except CheckpointError as exc:
+            _fail(EXIT_CONFIG, str(exc))
+    report: dict[str, Any] = {"config": str(loaded.path)}
+    errors: list[str] = []
+    warnings: list[str] = []
+    try:
+        with connect_read_only(loaded.config) as conn:
+            report |= server_report(conn, loaded.config)
+    except psycopg.Error as exc:
+        errors.append(f"cannot read the server state of {_target(loaded)}: {str(exc).strip()}")
+    if state is not None and checkpoint is not None:
+        report["checkpoint"], checkpoint_warnings = checkpoint_report(checkpoint, state, loaded.config, report.get("slot"))
+        warnings += checkpoint_warnings
+    slot = report.get("slot")
+    if slot is not None and slot["exists"] and slot["wal_status"] == "lost":
+        errors.append(f"slot {slot['name']!r} has lost WAL it needed (wal_status=lost); it cannot continue")
+    report["errors"], report["warnings"] = errors, warnings
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+    else:
+        out = _stdout()
+        out.print(status_view(report))
+        print_problems(out, errors, warnings)
+    if errors:
+        raise typer.Exit(EXIT_PROBLEMS)
+
+
+def _import_runner() -> ModuleType:
+    try:
+        return importlib.import_module("sparkcdc.spark.runner")
+    except ModuleNotFoundError as exc:
+        if exc.name in ("sparkcdc.spark", "sparkcdc.spark.runner"):
+            _fail(EXIT_PROBLEMS, "this installation has no Spark runner (module sparkcdc.spark.runner is missing); "
+                                 "`sparkcdc run` needs a sparkcdc version that includes it")
+        if exc.name is not None and exc.name.split(".")[0] in ("pyspark", "py4j", "pyarrow", "pandas"):
+            _fail(EXIT_PROBLEMS, f"`sparkcdc run` needs PySpark, which cannot be imported here (missing module {exc.name!r})")
+        raise
+
+
+@app.command()
+def run(
+    config: ConfigArgument,
+    output: Annotated[str, typer.Option("--output", metavar="DIR", help="Where the change events are written (a path or URI).")],
+    checkpoint: Annotated[str, typer.Option("--checkpoint", metavar="DIR",
+                                            help="Spark checkpoint location (a path or URI); it holds the connector's offsets.")],
+    once: Annotated[bool, typer.Option("--once", help="Process what is available now, then stop.")] = False,
+    master: Annotated[str | None, typer.Option("--master", metavar="URL", help="Spark master, e.g. local[4] (default: Spark's).")] = None,
+) -> None:
+    """Run the pipeline. SIGINT/SIGTERM stop it cleanly after the current micro-batch; a second signal exits immediately."""
+    loaded = _load(config)
+    runner = _import_runner()
+    err = _stderr()
+
+    def stopping(signum: int) -> None:
+        err.print(f"stopping after the current micro-batch ({signal.Signals(signum).name}); send it again to exit immediately", soft_wrap=True)
+
+    # Paths stay strings: they may be URIs (s3a://, hdfs://) that Path would mangle.
+    pipeline_error: type[BaseException] | tuple[()] = getattr(runner, "PipelineError", ())
+    with StopEvent(on_first=stopping) as stop:
+        try:
+            summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
+                                          stop_event=stop)
+        except ConfigError as exc:
+            _config_error(loaded, exc)
+        except (SetupError, ReplicationError) as exc:
+            _fail(EXIT_PROBLEMS, str(exc))
+        except pipeline_error as exc:
+            _fail(EXIT_PROBLEMS, f"the pipeline failed: {exc}")
+        except psycopg.OperationalError as exc:
+            _fail(EXIT_PROBLEMS, f"{_target(loaded)}: {str(exc).strip()}")
+    batches, records = getattr(summary, "batches", None), getattr(summary, "records", None)
+    done = "stopped" if stop.is_set() else "finished"
+    err.print(f"{done}" + (f": {batches} micro-batch(es), {records} record(s)" if batches is not None else ""))
+
+
+def main() -> None:
+    """Console script entry point (``sparkcdc``)."""
+    app(prog_name="sparkcdc")

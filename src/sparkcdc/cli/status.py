@@ -1,0 +1,83 @@
+"""``sparkcdc status``: slot, publication and checkpoint position as one JSON-able report.
+
+One plain dict feeds both the human view (Rich tables) and ``--json`` (monitoring scripts), so
+the two can never disagree. LSNs appear in PostgreSQL's ``X/XXXXXXXX`` form, distances in bytes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from ..debezium.config import ConnectorConfig
+from ..lsn import format_lsn, parse_lsn
+from .checkpoint import BatchOffset, CheckpointState
+from .server import publication_facts, slot_lag
+
+__all__ = ["checkpoint_report", "server_report"]
+
+
+def _lsn(value: int | None) -> str | None:
+    return None if value is None else format_lsn(value)
+
+
+def server_report(conn: psycopg.Connection, config: ConnectorConfig) -> dict[str, Any]:
+    slot_name = config.get("slot.name") or "debezium"
+    lag = slot_lag(conn, slot_name)
+    if lag is None:
+        slot: dict[str, Any] = {"name": slot_name, "exists": False}
+    else:
+        state = lag.state
+        slot = {
+            "name": slot_name,
+            "exists": True,
+            "plugin": state.plugin,
+            "database": state.database,
+            "active": state.active,
+            "active_pid": state.active_pid,
+            "confirmed_flush_lsn": _lsn(state.confirmed_flush_lsn),
+            "restart_lsn": _lsn(state.restart_lsn),
+            "wal_lsn": _lsn(lag.wal_lsn),
+            "lag_bytes": lag.confirmed_lag_bytes,
+            "retained_bytes": lag.retained_bytes,
+            "wal_status": state.wal_status,
+        }
+    pub = publication_facts(conn, config.get("publication.name") or "dbz_publication")
+    publication: dict[str, Any] = {"name": pub.name, "exists": pub.exists}
+    if pub.exists:
+        publication |= {"all_tables": pub.all_tables, "operations": list(pub.operations),
+                        "tables": [f"{schema}.{table}" for schema, table in pub.tables]}
+    return {"database": conn.info.dbname, "slot": slot, "publication": publication}
+
+
+def _batch(batch: BatchOffset | None) -> dict[str, Any] | None:
+    if batch is None:
+        return None
+    return {"batch": batch.batch_id, "phase": batch.phase, "lsn": _lsn(batch.lsn), "slot": batch.slot,
+            "database": batch.database, "offset": batch.offset, "file": str(batch.path)}
+
+
+def checkpoint_report(directory: Path, state: CheckpointState, config: ConnectorConfig,
+                      slot: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The checkpoint's position, and warnings where it and the slot do not fit together."""
+    report = {"directory": str(directory), "last_committed": _batch(state.last_committed), "pending": _batch(state.pending)}
+    warnings = []
+    committed = state.last_committed
+    slot_name = config.get("slot.name") or "debezium"
+    if committed is None:
+        warnings.append(f"checkpoint {directory} has no committed batch yet")
+        return report, warnings
+    if committed.offset is not None and committed.slot is None:
+        warnings.append(f"{committed.path}: the source offset names no slot; was this checkpoint written by sparkcdc?")
+    if committed.slot is not None and committed.slot != slot_name:
+        warnings.append(f"the checkpoint belongs to slot {committed.slot!r}, but slot.name is {slot_name!r}; a run would refuse it")
+    confirmed = (slot or {}).get("confirmed_flush_lsn")
+    if committed.phase == "stream" and committed.lsn is not None and confirmed is not None and committed.slot == slot_name:
+        if parse_lsn(confirmed) > committed.lsn:
+            warnings.append(
+                f"slot {slot_name!r} has confirmed {confirmed}, past the checkpoint's committed {format_lsn(committed.lsn)}: "
+                "any changes in between can no longer be read (did another consumer use the slot?)"
+            )
+    return report, warnings
