@@ -71,16 +71,22 @@ class ConnectorPlanner:
         self._export_spec: SnapshotSpec | None = None
         self._snapshot_tx: SnapshotTransaction | None = None
         self._checked_resume = False
+        self._initial: dict[str, Any] | None = None
         self.tables: list[tuple[str, str]] = []
 
     # -- a new query -----------------------------------------------------------------------------
     def initial_offset(self) -> dict[str, Any]:
-        self._set_up()
-        self._checked_resume = True
-        if self._snapshot_wanted(fresh=True):
-            return self._begin_snapshot().to_dict()
-        slot = self._ensure_slot()
-        return SourceOffset(self.slot_name, self.database, slot.confirmed_flush_lsn or 0).to_dict()
+        """The offset a new query starts from. Spark asks more than once; the set-up (which may
+        create a slot and an exported snapshot) must happen once, so the answer is kept."""
+        if self._initial is None:
+            self._set_up()
+            self._checked_resume = True
+            if self._snapshot_wanted(fresh=True):
+                self._initial = self._begin_snapshot().to_dict()
+            else:
+                slot = self._ensure_slot()
+                self._initial = SourceOffset(self.slot_name, self.database, slot.confirmed_flush_lsn or 0).to_dict()
+        return self._initial
 
     def _set_up(self) -> None:
         self.tables = captured_tables(self.admin, self.config)
