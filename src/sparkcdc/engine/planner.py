@@ -186,8 +186,8 @@ class ConnectorPlanner:
         if start.phase == "stream" and self._snapshot_wanted(fresh=False, slot=slot):
             log.warning("snapshot.mode=%s: a new initial snapshot at restart", self.mode)
             return self._begin_snapshot()
-        if start.phase == "snapshot":
-            return None  # the interrupted snapshot batch is read again (see partitions)
+        if start.phase == "snapshot" or not self.streams:
+            return None  # an interrupted snapshot batch is read again (see partitions); no slot to check otherwise
         if slot is None:
             raise SlotMismatchError(
                 f"slot {self.slot_name!r} does not exist, but the checkpoint resumes from {format_lsn(start.lsn)}: the changes "

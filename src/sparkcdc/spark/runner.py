@@ -67,9 +67,9 @@ def run_pipeline(
         .queryName(config.get("name") or "sparkcdc")
     )
     writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger_interval)
-    query = writer.start()
     stopped = False
     try:
+        query = writer.start()
         while query.isActive:
             if stop_event is not None and stop_event.is_set():
                 stopped = True
@@ -79,17 +79,25 @@ def run_pipeline(
         failure = query.exception()
         if failure is not None:
             raise PipelineError(_describe(failure))
+        progress = query.recentProgress
     except StreamingQueryException as exc:
         raise PipelineError(_describe(exc)) from exc
     finally:
-        if query.isActive:
-            query.stop()
-    progress = query.recentProgress
+        _stop_quietly(spark)
     return RunSummary(
         batches=len(progress),
         records=sum(int(p.get("numInputRows", 0)) for p in progress),
         stopped_by_signal=stopped,
     )
+
+
+def _stop_quietly(spark: Any) -> None:
+    """Stop what is still running (after a failure or an interrupt) without masking the cause."""
+    for query in spark.streams.active:
+        try:
+            query.stop()
+        except Exception:  # noqa: BLE001 - the query's own failure is what gets reported
+            log.debug("stopping query %s failed", query.name, exc_info=True)
 
 
 def _describe(failure: Any) -> str:
