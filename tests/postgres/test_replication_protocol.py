@@ -6,9 +6,12 @@ import struct
 
 import pytest
 
-from sparkcdc.pgoutput import PG_EPOCH_OFFSET_US
+from sparkcdc.pgoutput import PG_EPOCH_OFFSET_US, Insert, ProtocolError
+from sparkcdc.pgoutput.encoder import encode
 from sparkcdc.postgres import ReplicationOptions, ReplicationProtocolError, ServerFeatureError
 from sparkcdc.postgres.replication_protocol import (
+    WalMessage,
+    XLogDataDecoder,
     build_standby_status_update,
     parse_keepalive,
     parse_xlogdata_header,
@@ -29,6 +32,50 @@ def test_xlogdata_header_and_keepalive() -> None:
         parse_xlogdata_header(b"w\x00")
     with pytest.raises(ReplicationProtocolError, match="keepalive frame has 3 bytes"):
         parse_keepalive(b"k\x00\x00")
+
+
+def _xlogdata(start: int, end: int, message: bytes) -> memoryview:
+    return memoryview(b"w" + struct.pack(">QQq", start, end, 7) + message)
+
+
+def test_xlogdata_decoder_takes_consecutive_data_frames() -> None:
+    """What read_batch hands it: libpq's (size, frame) results, XLogData decoded until something else."""
+    keepalive = b"k" + struct.pack(">QqB", 500, 0, 0)
+    results = [
+        (40, _xlogdata(10, 20, encode(Insert(None, 5, ("a",))))),
+        (40, _xlogdata(20, 30, encode(Insert(None, 5, ("b", None))))),
+        (len(keepalive), memoryview(keepalive)),
+        (40, _xlogdata(30, 40, encode(Insert(None, 5, ("c",))))),
+        (0, memoryview(b"")),
+    ]
+    pending = iter(results)
+    calls: list[int] = []
+
+    def get_copy_data(async_: int) -> tuple[int, memoryview]:
+        calls.append(async_)
+        return next(pending)
+
+    frames = XLogDataDecoder(1)
+    items: list[WalMessage] = []
+    size, data = frames.take(get_copy_data, items, 100)
+    assert (size, bytes(data)) == (len(keepalive), keepalive)  # handed back to the reader, undecoded
+    assert items == [
+        WalMessage(10, 20, 7 + PG_EPOCH_OFFSET_US, Insert(None, 5, ("a",))),
+        WalMessage(20, 30, 7 + PG_EPOCH_OFFSET_US, Insert(None, 5, ("b", None))),
+    ]
+    assert frames.received_lsn == 30 and calls == [1, 1, 1]
+    # a full list stops before asking libpq for another frame
+    assert frames.take(get_copy_data, items, 2) == (0, None) and len(calls) == 3
+    assert frames.take(get_copy_data, items, 100)[0] == 0  # nothing more buffered
+    assert [item.message.new_tuple for item in items][-1] == ("c",) and frames.received_lsn == 40
+
+
+def test_xlogdata_decoder_errors() -> None:
+    frames = XLogDataDecoder(1)
+    with pytest.raises(ReplicationProtocolError, match="shorter than its 25-byte header"):
+        frames.decode(b"w\x00")
+    with pytest.raises(ProtocolError, match="unknown message type byte"):
+        frames.decode(_xlogdata(1, 2, b"\xff"))
 
 
 def test_start_replication_command_quotes_names() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from .config import ConnectorConfig
 from .connect import string
@@ -38,7 +38,7 @@ def _source_version() -> str:
 
 
 #: ``source.version``: the Debezium release whose events ours match, tagged with sparkcdc's version.
-SOURCE_VERSION = _source_version()
+SOURCE_VERSION: Final = _source_version()
 
 
 def sequence_text(last_commit_lsn: int | None, lsn: int | None) -> str:
@@ -68,6 +68,16 @@ class EventFactory:
             (lambda prefix: any(p.fullmatch(prefix) for p in include)) if include
             else (lambda prefix: not any(p.fullmatch(prefix) for p in exclude))
         )
+        # streamed_change's source block for the table and transaction of the last call, with its
+        # two per-event fields (sequence, lsn) left None: each event copies it and fills them in.
+        self._source_template: dict[str, Any] = {}
+        self._source_table: TableSchema | None = None
+        self._source_tx_id = -1
+        self._source_ts_us = -1
+        self._source_origin: str | None = None
+        self._source_origin_lsn: int | None = None
+        self._source_last_commit_lsn: int | None = None
+        self._sequence_head = ""  # the source.sequence text up to the event's own LSN
 
     def set_run_id(self, run_id: str) -> None:
         """Debezium's ``__debezium.context.*`` headers (``extended.headers.enabled``) name the run."""
@@ -174,24 +184,15 @@ class EventFactory:
         headers: tuple[Header, ...],
     ) -> ChangeRecord:
         """:meth:`change` for a streamed event, positioned, in one call: this is the per-row hot path."""
-        source = {
-            "version": SOURCE_VERSION,
-            "connector": "postgresql",
-            "name": self.server_name,
-            "ts_ms": ts_us // 1000,
-            "snapshot": "false",
-            "db": self.database,
-            "sequence": f'["{last_commit_lsn}","{lsn}"]' if last_commit_lsn is not None else f'[null,"{lsn}"]',
-            "ts_us": ts_us,
-            "ts_ns": ts_us * 1000,
-            "schema": table.schema_name,
-            "table": table.table_name,
-            "txId": tx_id,
-            "lsn": lsn,
-            "xmin": None,
-            "origin": origin,
-            "origin_lsn": origin_lsn,
-        }
+        if (
+            table is not self._source_table or tx_id != self._source_tx_id or ts_us != self._source_ts_us
+            or origin != self._source_origin or origin_lsn != self._source_origin_lsn
+            or last_commit_lsn != self._source_last_commit_lsn
+        ):
+            self._new_source_template(table, tx_id, ts_us, origin, origin_lsn, last_commit_lsn)
+        source = self._source_template.copy()  # a copy keeps the keys' order
+        source["sequence"] = f'{self._sequence_head}{lsn}"]'  # ["<last commit LSN>","<LSN>"] or [null,"<LSN>"]
+        source["lsn"] = lsn
         now_ns = self.clock_ns()
         value = {
             "before": before,
@@ -208,6 +209,35 @@ class EventFactory:
             headers + self.context_headers if headers else self.context_headers, op, table.schema_name, table.table_name,
             lsn, commit_lsn, ordinal, tx_id, ts_us,
         )
+
+    def _new_source_template(
+        self, table: TableSchema, tx_id: int, ts_us: int, origin: str | None, origin_lsn: int | None, last_commit_lsn: int | None
+    ) -> None:
+        self._source_template = {
+            "version": SOURCE_VERSION,
+            "connector": "postgresql",
+            "name": self.server_name,
+            "ts_ms": ts_us // 1000,
+            "snapshot": "false",
+            "db": self.database,
+            "sequence": None,
+            "ts_us": ts_us,
+            "ts_ns": ts_us * 1000,
+            "schema": table.schema_name,
+            "table": table.table_name,
+            "txId": tx_id,
+            "lsn": None,
+            "xmin": None,
+            "origin": origin,
+            "origin_lsn": origin_lsn,
+        }
+        self._source_table = table
+        self._source_tx_id = tx_id
+        self._source_ts_us = ts_us
+        self._source_origin = origin
+        self._source_origin_lsn = origin_lsn
+        self._source_last_commit_lsn = last_commit_lsn
+        self._sequence_head = f'["{last_commit_lsn}","' if last_commit_lsn is not None else '[null,"'
 
     def tombstone(self, table: TableSchema, key: Any, headers: tuple[Header, ...] = ()) -> ChangeRecord:
         return ChangeRecord(

@@ -89,6 +89,10 @@ class TableSchema:
         #: UNCHANGED_TOAST allowed). Generated code; values it cannot represent take the general path.
         self.row = _compile_payload(self._value_fields, with_toast=True, fallback=self._row_one_by_one)
         self._fast_key = _compile_payload(self._key_fields, with_toast=False)
+        #: ``key_and_row(values)``: ``(self.key(values), self.row(values))`` in one generated call.
+        self.key_and_row = _compile_key_and_row(
+            self._key_fields if key_schema is not None else None, self._value_fields, lambda values: (self.key(values), self.row(values))
+        )
         self.schema_name = description.schema
         self.table_name = description.name
         self.qualified_name = f"{description.schema}.{description.name}"
@@ -154,6 +158,50 @@ def _compile_payload(
         lines.append("    return fallback(values)")
     exec("\n".join(lines), namespace)  # noqa: S102 - generated from field plans only, never from data
     return namespace["payload"]  # type: ignore[no-any-return]
+
+
+def _compile_key_and_row(
+    key_plans: Sequence[_FieldPlan] | None,
+    value_plans: Sequence[_FieldPlan],
+    fallback: Callable[[Sequence[Any]], tuple[dict[str, Any] | None, dict[str, Any]]],
+) -> Callable[[Sequence[Any]], tuple[dict[str, Any] | None, dict[str, Any]]]:
+    """``(key, row)`` of a tuple in one generated function (``key_plans`` None: the key is None).
+
+    The key fields come first, computed exactly as the key function does, then the row fields as
+    the row function does, except that a row field reading the same column with the same converter
+    as a key field takes the key field's value where both would call the converter (the value is
+    neither NULL nor unchanged TOAST). An unrepresentable value hands the whole tuple to
+    ``fallback``, which computes key and row separately, as the two functions do.
+    """
+    namespace: dict[str, Any] = {"TOAST": UNCHANGED_TOAST, "Unrepresentable": UnrepresentableValueError, "fallback": fallback}
+    lines = ["def key_and_row(values):", "  try:"]
+    key_items = []
+    shared: dict[tuple[int, int], str] = {}  # (position, id(convert)) -> the key field's variable
+    for index, plan in enumerate(key_plans or ()):
+        namespace[f"kc{index}"], namespace[f"kn{index}"] = plan.convert, plan.null_value
+        if plan.position < 0:
+            lines.append(f"    k{index} = kn{index}")
+        else:
+            lines.append(f"    v = values[{plan.position}]")
+            lines.append(f"    k{index} = kn{index} if v is None else kc{index}(v)")
+            shared.setdefault((plan.position, id(plan.convert)), f"k{index}")
+        key_items.append(f"{plan.name!r}: k{index}")
+    items = []
+    for index, plan in enumerate(value_plans):
+        namespace[f"c{index}"], namespace[f"n{index}"], namespace[f"t{index}"] = plan.convert, plan.null_value, plan.toast
+        if plan.position < 0:
+            lines.append(f"    f{index} = n{index}")
+        else:
+            converted = shared.get((plan.position, id(plan.convert)), f"c{index}(v)")
+            lines.append(f"    v = values[{plan.position}]")
+            lines.append(f"    f{index} = n{index} if v is None else (t{index} if v is TOAST else {converted})")
+        items.append(f"{plan.name!r}: f{index}")
+    key = "{" + ", ".join(key_items) + "}" if key_plans is not None else "None"
+    lines.append(f"    return {key}, {{" + ", ".join(items) + "}")
+    lines.append("  except Unrepresentable:")
+    lines.append("    return fallback(values)")
+    exec("\n".join(lines), namespace)  # noqa: S102 - generated from field plans only, never from data
+    return namespace["key_and_row"]  # type: ignore[no-any-return]
 
 
 class TableSchemaFactory:

@@ -31,16 +31,10 @@ from ..pgoutput.messages import (
     Update,
 )
 from ..postgres.replication import WalMessage
+from .errors import UnexpectedMessageError
 from .tables import TableResolver
 
 __all__ = ["StreamingProcessor", "UnexpectedMessageError"]
-
-
-_UNKNOWN = object()
-
-
-class UnexpectedMessageError(RuntimeError):
-    """A message the connector did not ask for, or one out of transaction order."""
 
 
 @dataclass
@@ -91,11 +85,11 @@ class StreamingProcessor:
             message = item.message
             tx = self._tx
             if inline and type(message) is Insert and tx is not None:
-                table = tables.get(message.relation_id, _UNKNOWN)
-                if table is not None and table is not _UNKNOWN:
-                    new = message.new_tuple
+                table = tables.get(message.relation_id)  # None: not captured, or unknown (process() raises)
+                if table is not None:
+                    key, after = table.key_and_row(message.new_tuple)
                     append(streamed(
-                        table, "c", table.key(new), None, table.row(new), item.data_start, self.last_commit_lsn, tx.xid,
+                        table, "c", key, None, after, item.data_start, self.last_commit_lsn, tx.xid,
                         tx.commit_ts_us, tx.commit_lsn, tx.ordinal, tx.origin, tx.origin_lsn, None, (),
                     ))
                     tx.ordinal += 1
@@ -145,21 +139,24 @@ class StreamingProcessor:
         out: list[ChangeRecord] = []
         if table is None:
             return out
-        kind = type(message)
-        if kind is Insert:
+        if isinstance(message, Insert):
             if "c" not in self.skipped:
-                new = message.new_tuple  # type: ignore[union-attr]
-                self._data(out, table, tx, lsn, "c", table.key(new), None, table.row(new))
-        elif kind is Update:
-            old, new = message.old_tuple, message.new_tuple  # type: ignore[union-attr]
+                key, after = table.key_and_row(message.new_tuple)
+                self._data(out, table, tx, lsn, "c", key, None, after)
+        elif isinstance(message, Update):
+            old, new = message.old_tuple, message.new_tuple
             if old is not None and UNCHANGED_TOAST in new:
                 new = _resolve_unchanged_toast(old, new)
             if old is not None and table.has_key and table.key_changed(old, new):
                 self._key_change(out, table, tx, lsn, old, new)
             elif "u" not in self.skipped:
-                self._data(out, table, tx, lsn, "u", table.key(new), table.row(old) if old is not None else None, table.row(new))
+                if old is None:
+                    key, after = table.key_and_row(new)
+                    self._data(out, table, tx, lsn, "u", key, None, after)
+                else:
+                    self._data(out, table, tx, lsn, "u", table.key(new), table.row(old), table.row(new))
         elif "d" not in self.skipped:
-            old = message.old_tuple  # type: ignore[union-attr]
+            old = message.old_tuple
             key = table.key(old)
             self._data(out, table, tx, lsn, "d", key, table.row(old), None)
             if self.tombstones:
@@ -226,7 +223,7 @@ class StreamingProcessor:
         tx = self._require_tx("TRUNCATE")
         if "t" in self.skipped:
             return []
-        out = []
+        out: list[ChangeRecord] = []
         for relation_id in message.relation_ids:
             table = self.resolver.for_relation_id(relation_id)
             if table is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import enum
 from dataclasses import dataclass
-from typing import Final, TypeAlias
+from typing import ClassVar, Final, TypeAlias
 
 __all__ = [
     "PG_EPOCH_OFFSET_US",
@@ -63,7 +63,7 @@ def to_datetime(unix_us: int) -> _dt.datetime:
 class UnchangedToast:
     """Marker for a TOASTed column whose value did not change and was therefore not sent ('u')."""
 
-    _instance: UnchangedToast | None = None
+    _instance: ClassVar[UnchangedToast | None] = None
     __slots__ = ()
 
     def __new__(cls) -> UnchangedToast:
@@ -159,14 +159,23 @@ class TypeMessage:
     name: str
 
 
-@dataclass(slots=True)
+# The row messages (one per change) write their __init__ out rather than have @dataclass generate
+# it, so that mypyc compiles it too (see sparkcdc.native); @dataclass still gives eq and repr.
+
+
+@dataclass(slots=True, init=False)
 class Insert:
     xid: int | None
     relation_id: int
     new_tuple: TupleData
 
+    def __init__(self, xid: int | None, relation_id: int, new_tuple: TupleData) -> None:
+        self.xid = xid
+        self.relation_id = relation_id
+        self.new_tuple = new_tuple
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class Update:
     """``old_kind`` is ``"K"`` (replica identity key columns), ``"O"`` (whole old row) or ``None``."""
 
@@ -176,8 +185,17 @@ class Update:
     old_tuple: TupleData | None
     new_tuple: TupleData
 
+    def __init__(
+        self, xid: int | None, relation_id: int, old_kind: str | None, old_tuple: TupleData | None, new_tuple: TupleData
+    ) -> None:
+        self.xid = xid
+        self.relation_id = relation_id
+        self.old_kind = old_kind
+        self.old_tuple = old_tuple
+        self.new_tuple = new_tuple
 
-@dataclass(slots=True)
+
+@dataclass(slots=True, init=False)
 class Delete:
     """``old_kind`` is ``"K"`` (replica identity key columns) or ``"O"`` (whole old row)."""
 
@@ -185,6 +203,12 @@ class Delete:
     relation_id: int
     old_kind: str
     old_tuple: TupleData
+
+    def __init__(self, xid: int | None, relation_id: int, old_kind: str, old_tuple: TupleData) -> None:
+        self.xid = xid
+        self.relation_id = relation_id
+        self.old_kind = old_kind
+        self.old_tuple = old_tuple
 
 
 @dataclass(slots=True)

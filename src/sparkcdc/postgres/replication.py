@@ -27,8 +27,7 @@ from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ..lsn import format_lsn
-from ..pgoutput import Decoder, PgOutputMessage
-from ..pgoutput.messages import PG_EPOCH_OFFSET_US
+from ..pgoutput import Decoder
 from ..text_format import TEXT_OUTPUT_SETTINGS, libpq_options
 from .errors import (
     ReplicationConnectionLost,
@@ -39,12 +38,10 @@ from .errors import (
     SlotNotFoundError,
 )
 from .replication_protocol import (
-    XLOGDATA_HEADER_SIZE,
+    WalMessage,
+    XLogDataDecoder,
     build_standby_status_update,
     parse_keepalive,
-)
-from .replication_protocol import (
-    XLOGDATA_STRUCT as _XLOGDATA,
 )
 
 __all__ = [
@@ -137,16 +134,6 @@ class ReconnectPolicy:
     max_delay: float = 10.0
 
 
-@dataclass(slots=True)
-class WalMessage:
-    """One decoded pgoutput message and the WAL positions of the XLogData frame that carried it."""
-
-    data_start: int
-    wal_end: int
-    send_time_us: int
-    message: PgOutputMessage
-
-
 @dataclass(frozen=True, slots=True)
 class StreamRestarted:
     """The connection was re-established; the server now re-sends everything after ``start_lsn``."""
@@ -182,9 +169,9 @@ class LogicalReplicationReader:
         self.reconnect_policy = reconnect or ReconnectPolicy()
         self._start_lsn = start_lsn
         self._confirmed_lsn = 0
-        self._received_lsn = 0
         self._pgconn: pq.abc.PGconn | None = None
-        self._decoder = Decoder(options.proto_version)
+        #: The pgoutput decoder, and the highest WAL position received (``received_lsn``).
+        self._frames = XLogDataDecoder(options.proto_version)
         self._last_status = 0.0
         self._lock = threading.RLock()
         self._restart_reason: str | None = None
@@ -204,7 +191,7 @@ class LogicalReplicationReader:
     @property
     def received_lsn(self) -> int:
         """The highest WAL position seen in a frame from the server."""
-        return self._received_lsn
+        return self._frames.received_lsn
 
     @property
     def connected(self) -> bool:
@@ -272,18 +259,20 @@ class LogicalReplicationReader:
             pgconn = self._pgconn
             if pgconn is None:
                 return items
-            get = pgconn.get_copy_data
+            get, take = pgconn.get_copy_data, self._frames.take
             consumed = False
             while len(items) < max_items:
                 try:
-                    size, data = get(1)
+                    size, data = take(get, items, max_items)  # XLogData frames, decoded in one loop
                 except psycopg.OperationalError as exc:
                     self._drop_connection(f"connection lost: {exc}")
                     break
                 if size > 0:
-                    item = self._item(data)
+                    item = self._item(data)  # another kind of frame: a keepalive
                     if item is not None:
                         items.append(item)
+                elif len(items) >= max_items:
+                    break
                 elif size == 0 and not consumed:
                     consumed = True  # look once more at what the socket already holds, without waiting
                     try:
@@ -298,19 +287,13 @@ class LogicalReplicationReader:
     def _item(self, frame: memoryview | bytes) -> WalMessage | None:
         """A data frame as a WalMessage; a keepalive is answered (if asked) and gives ``None``."""
         kind = frame[0]
-        if kind == 119:  # 'w' XLogData (header parsed inline: this runs once per change)
-            if len(frame) < XLOGDATA_HEADER_SIZE:
-                raise ReplicationProtocolError(f"XLogData frame of {len(frame)} bytes is shorter than its 25-byte header")
-            _, data_start, wal_end, sent = _XLOGDATA.unpack_from(frame)
-            message = self._decoder.decode(frame[XLOGDATA_HEADER_SIZE:])
-            if wal_end > self._received_lsn:
-                self._received_lsn = wal_end
-            return WalMessage(data_start, wal_end, sent + PG_EPOCH_OFFSET_US, message)
+        if kind == 119:  # 'w' XLogData
+            return self._frames.decode(frame)
         if kind == 107:  # 'k' keepalive
             keepalive = parse_keepalive(frame)
             self.keepalives_received += 1
-            if keepalive.wal_end > self._received_lsn:
-                self._received_lsn = keepalive.wal_end
+            if keepalive.wal_end > self._frames.received_lsn:
+                self._frames.received_lsn = keepalive.wal_end
             if keepalive.reply_requested:
                 self._send_status_or_drop()
             return None
@@ -398,7 +381,7 @@ class LogicalReplicationReader:
             pgconn.finish()
             raise error
         self._pgconn = pgconn
-        self._decoder = Decoder(self.options.proto_version)
+        self._frames.decoder = Decoder(self.options.proto_version)
         # Report the confirmed position at once: a reconnect must not leave the slot behind it.
         if self._confirmed_lsn:
             self._send_status_or_drop()
@@ -481,7 +464,7 @@ class LogicalReplicationReader:
         assert pgconn is not None
         confirmed = self._confirmed_lsn
         frame = build_standby_status_update(
-            max(self._received_lsn, confirmed), confirmed, confirmed, reply_requested=reply_requested
+            max(self._frames.received_lsn, confirmed), confirmed, confirmed, reply_requested=reply_requested
         )
         try:
             pgconn.put_copy_data(frame)

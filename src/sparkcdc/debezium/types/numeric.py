@@ -27,6 +27,7 @@ import math
 import re
 import struct
 from decimal import Decimal
+from typing import Final
 
 from ..connect import ConnectSchema, boolean, bytes_, float32, float64, int16, int32, int64, string
 from ..connect import struct as struct_schema
@@ -54,7 +55,7 @@ VARIABLE_SCALE_DECIMAL_NAME = "io.debezium.data.VariableScaleDecimal"
 NEGATIVE_SCALE_BITS = 0x7FF
 
 # JsonConverter (Jackson) writes non-finite doubles and floats as quoted strings.
-_NON_FINITE = {"NaN": "NaN", "Infinity": "Infinity", "-Infinity": "-Infinity"}
+_NON_FINITE: Final = {"NaN": "NaN", "Infinity": "Infinity", "-Infinity": "-Infinity"}
 
 # PostgreSQL's numeric output: optional sign, digits, optional fraction (never an exponent).
 _NUMERIC_TEXT = re.compile(r"-?\d+(?:\.\d+)?")
@@ -418,13 +419,16 @@ _INTEGER_TEXT = re.compile(r"-?\d+")
 
 def _integer_converter(kind: str, bits: int):
     low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    # Texts this short always fit, so need no range check (compiled, a bigint's bounds are not
+    # machine integers and comparing with them is slow).
+    always_fits = len(str(high)) - 1
 
     def convert(text: str) -> int:
         # Strict (ASCII digits, optional minus; no '+', spaces or '_' that int() accepts), but
         # with string methods rather than a regular expression: this runs for every integer.
-        if text.isascii() and (text.isdigit() or (text[:1] == "-" and text[1:].isdigit())):
+        if text.isascii() and (text.isdigit() or (text.startswith("-") and text[1:].isdigit())):
             value = int(text)
-            if low <= value <= high:
+            if len(text) <= always_fits or low <= value <= high:
                 return value
         raise ConversionError(f"{text!r} is not a {kind}")
 

@@ -695,8 +695,8 @@ def _timestamptz_mapping(precision: int) -> ValueMapping:
     def to_zoned(text: str) -> str:
         # Fast path for what sparkcdc's UTC sessions print for AD years 1..9999: the ISO text is already
         # there and only needs rearranging (the layout is checked; PostgreSQL's digits are trusted).
-        if text[-3:] == "+00" and len(text) >= 22 and text[4] == "-" and text[10] == " " and text[13] == ":" and text[16] == ":":
-            if width <= 0:
+        if text.endswith("+00") and len(text) >= 22 and text[4] == "-" and text[10] == " " and text[13] == ":" and text[16] == ":":
+            if width <= 0 or (len(text) == 23 + width and text[19] == "."):  # no fraction, or exactly ``width`` digits
                 return f"{text[:10]}T{text[11:-3]}Z"
             digits = text[20:-3]
             return f"{text[:10]}T{text[11:19]}.{(digits + '000000')[:width]}Z"

@@ -1,0 +1,125 @@
+"""Build script: compiles sparkcdc's per-event hot path with mypyc where it can.
+
+pyproject.toml holds all of the package's metadata; this file only adds extension modules. The
+modules named in ``src/sparkcdc/native.py`` (``COMPILED_MODULES``) are compiled from their own
+Python source with mypyc, the source staying installed beside them. Without a working C compiler
+(or Python's headers), or with ``SPARKCDC_PURE_PYTHON`` set to anything but ``""``/``"0"``, the
+build installs the plain Python package instead and says why; so does a failed compilation, after
+removing whatever part of it was built, so an install never ends up half compiled.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+SRC = ROOT / "src"
+GROUP = "sparkcdc.native"  # the shared library: sparkcdc/native__mypyc.*.so
+
+
+def _note(message: str) -> None:
+    print(f"sparkcdc setup: {message}", file=sys.stderr)
+
+
+def _compiled_module_names() -> list[str]:
+    """``COMPILED_MODULES`` from sparkcdc/native.py, read without importing sparkcdc."""
+    tree = ast.parse((SRC / "sparkcdc" / "native.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "COMPILED_MODULES" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    raise RuntimeError("src/sparkcdc/native.py defines no COMPILED_MODULES")
+
+
+def _remove_stale_extensions(modules: list[str]) -> None:
+    """Compiled modules an earlier in-place (editable) build left in src/ would shadow the source."""
+    suffixes = tuple(_extension_suffixes())
+    candidates = [SRC / Path(*name.split(".")[:-1]) / name.split(".")[-1] for name in modules]
+    candidates.append(SRC / Path(*GROUP.split(".")[:-1]) / (GROUP.split(".")[-1] + "__mypyc"))
+    for stem in candidates:
+        for path in stem.parent.glob(stem.name + ".*"):
+            if path.name.endswith(suffixes):
+                path.unlink()
+                _note(f"removed {path.relative_to(ROOT)}")
+
+
+def _extension_suffixes() -> list[str]:
+    import importlib.machinery
+
+    return list(importlib.machinery.EXTENSION_SUFFIXES)
+
+
+def _c_compiler_works() -> str | None:
+    """``None`` when a C extension can be compiled here, else the reason it cannot."""
+    from setuptools._distutils.ccompiler import new_compiler
+    from setuptools._distutils.errors import CCompilerError, DistutilsError
+    from setuptools._distutils.sysconfig import customize_compiler
+
+    include = sysconfig.get_paths()["include"]
+    if not (Path(include) / "Python.h").exists():
+        return f"Python's C headers are missing ({include}/Python.h)"
+    compiler = new_compiler()
+    customize_compiler(compiler)
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp, "probe.c")
+        source.write_text("#include <Python.h>\nint sparkcdc_probe(void) { return Py_IsInitialized(); }\n")
+        try:
+            compiler.compile([str(source)], output_dir=tmp, include_dirs=[include])
+        except (CCompilerError, DistutilsError, OSError) as exc:
+            return f"no working C compiler ({exc})"
+    return None
+
+
+class OptionalBuildExt(build_ext):
+    """build_ext that falls back to the pure Python package when compiling fails."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # noqa: BLE001 - any failure here means: install the source only
+            _note(f"compiling with mypyc failed, installing pure Python instead: {exc}")
+            self._remove_outputs()
+
+    def _remove_outputs(self) -> None:
+        outputs = [Path(p) for p in self.get_outputs()]
+        if self.inplace or getattr(self, "editable_mode", False):
+            for ext in self.extensions:
+                filename = self.get_ext_filename(self.get_ext_fullname(ext.name))
+                outputs.append(SRC / filename)
+        for path in outputs:
+            if path.exists():
+                path.unlink()
+        self.extensions = []
+
+
+def ext_modules() -> list:
+    modules = _compiled_module_names()
+    _remove_stale_extensions(modules)
+    if os.environ.get("SPARKCDC_PURE_PYTHON", "") not in ("", "0"):
+        _note("SPARKCDC_PURE_PYTHON is set: installing pure Python")
+        return []
+    reason = _c_compiler_works()
+    if reason is not None:
+        _note(f"{reason}: installing pure Python")
+        return []
+    try:
+        from mypyc.build import mypycify
+    except ImportError:
+        _note("mypyc is not installed (it comes with mypy, a build requirement): installing pure Python")
+        return []
+    paths = [str(Path("src", *name.split(".")).with_suffix(".py")) for name in modules]
+    os.chdir(ROOT)  # mypy derives module names from the paths (src layout)
+    # The modules that stay interpreted are analysed for their types but not checked; the build
+    # environment need not have the runtime dependencies (orjson, psycopg): they are typed Any.
+    options = ["--follow-imports=silent", "--ignore-missing-imports", "--python-version", f"{sys.version_info[0]}.{sys.version_info[1]}"]
+    return mypycify(options + paths, opt_level="3", group_name=GROUP)
+
+
+setup(ext_modules=ext_modules(), cmdclass={"build_ext": OptionalBuildExt})
