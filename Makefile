@@ -3,12 +3,15 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The modules setup.py compiles with mypyc (src/sparkcdc/native.py lists them): an edit to one of
+# them needs the install (the build) again, or sparkcdc runs them from source with a warning.
+COMPILED_SOURCES := $(shell sed -n 's/^    "\(sparkcdc\.[a-z_.]*\)",$$/\1/p' src/sparkcdc/native.py | tr . / | sed 's|.*|src/&.py|')
 
 .PHONY: test lint demo bench clean venv
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/system-deps.sh
+$(STAMP): pyproject.toml setup.py scripts/system-deps.sh src/sparkcdc/native.py $(COMPILED_SOURCES)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "sparkcdc needs Python >= 3.11")'
 	./scripts/system-deps.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,4 +32,5 @@ bench: $(STAMP)
 	$(PY) benchmarks/decode.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build src/*.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache build src/*.egg-info src/sparkcdc/native_sources.txt
+	find src -name '*.so' -delete

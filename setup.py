@@ -6,11 +6,16 @@ Python source with mypyc, the source staying installed beside them. Without a wo
 (or Python's headers), or with ``SPARKCDC_PURE_PYTHON`` set to anything but ``""``/``"0"``, the
 build installs the plain Python package instead and says why; so does a failed compilation, after
 removing whatever part of it was built, so an install never ends up half compiled.
+
+A successful build also writes ``sparkcdc/native_sources.txt``, the SHA-256 of each compiled
+module's source: an editable install whose source was edited after the build runs that source
+instead of the outdated compiled modules (see ``sparkcdc/native.py``) until it is built again.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import sys
 import sysconfig
@@ -23,6 +28,7 @@ from setuptools.command.build_ext import build_ext
 ROOT = Path(__file__).resolve().parent
 SRC = ROOT / "src"
 GROUP = "sparkcdc.native"  # the shared library: sparkcdc/native__mypyc.*.so
+SOURCES_RECORD = Path("sparkcdc", "native_sources.txt")  # read by sparkcdc/native.py
 
 
 def _note(message: str) -> None:
@@ -38,8 +44,15 @@ def _compiled_module_names() -> list[str]:
     raise RuntimeError("src/sparkcdc/native.py defines no COMPILED_MODULES")
 
 
+def _builds_in_place() -> bool:
+    """An editable install or ``build_ext --inplace``: the compiled modules go into src/."""
+    args = sys.argv[1:]
+    return "editable_wheel" in args or "develop" in args or ("build_ext" in args and ("--inplace" in args or "-i" in args))
+
+
 def _remove_stale_extensions(modules: list[str]) -> None:
-    """Compiled modules an earlier in-place (editable) build left in src/ would shadow the source."""
+    """Compiled modules an earlier in-place build left in src/: this build replaces them, or
+    (pure Python) they must go, since they would shadow the source."""
     suffixes = tuple(_extension_suffixes())
     candidates = [SRC / Path(*name.split(".")[:-1]) / name.split(".")[-1] for name in modules]
     candidates.append(SRC / Path(*GROUP.split(".")[:-1]) / (GROUP.split(".")[-1] + "__mypyc"))
@@ -48,6 +61,15 @@ def _remove_stale_extensions(modules: list[str]) -> None:
             if path.name.endswith(suffixes):
                 path.unlink()
                 _note(f"removed {path.relative_to(ROOT)}")
+    (SRC / SOURCES_RECORD).unlink(missing_ok=True)
+
+
+def _sources_record(modules: list[str]) -> str:
+    lines = []
+    for name in modules:
+        source = SRC.joinpath(*name.split(".")).with_suffix(".py")
+        lines.append(f"{hashlib.sha256(source.read_bytes()).hexdigest()}  {name}\n")
+    return "".join(lines)
 
 
 def _extension_suffixes() -> list[str]:
@@ -86,6 +108,15 @@ class OptionalBuildExt(build_ext):
         except Exception as exc:  # noqa: BLE001 - any failure here means: install the source only
             _note(f"compiling with mypyc failed, installing pure Python instead: {exc}")
             self._remove_outputs()
+            return
+        if self.extensions:
+            record = _sources_record(_compiled_module_names())
+            targets = [Path(self.build_lib) / SOURCES_RECORD]
+            if self.inplace or getattr(self, "editable_mode", False):
+                targets.append(SRC / SOURCES_RECORD)
+            for target in targets:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(record, encoding="utf-8")
 
     def _remove_outputs(self) -> None:
         outputs = [Path(p) for p in self.get_outputs()]
@@ -99,9 +130,18 @@ class OptionalBuildExt(build_ext):
         self.extensions = []
 
 
+def _builds() -> bool:
+    """False for the metadata-only invocations (egg_info, dist_info): no need to run mypyc for them."""
+    commands = {"build", "build_ext", "bdist_wheel", "editable_wheel", "develop", "install", "bdist"}
+    return any(arg in commands for arg in sys.argv[1:])
+
+
 def ext_modules() -> list:
     modules = _compiled_module_names()
-    _remove_stale_extensions(modules)
+    if _builds_in_place():
+        _remove_stale_extensions(modules)
+    if not _builds():
+        return []
     if os.environ.get("SPARKCDC_PURE_PYTHON", "") not in ("", "0"):
         _note("SPARKCDC_PURE_PYTHON is set: installing pure Python")
         return []
@@ -119,7 +159,11 @@ def ext_modules() -> list:
     # The modules that stay interpreted are analysed for their types but not checked; the build
     # environment need not have the runtime dependencies (orjson, psycopg): they are typed Any.
     options = ["--follow-imports=silent", "--ignore-missing-imports", "--python-version", f"{sys.version_info[0]}.{sys.version_info[1]}"]
-    return mypycify(options + paths, opt_level="3", group_name=GROUP)
+    try:
+        return mypycify(options + paths, opt_level="3", group_name=GROUP)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - mypy reports type errors by exiting
+        _note(f"mypyc could not compile the hot path, installing pure Python instead: {exc!r}")
+        return []
 
 
 setup(ext_modules=ext_modules(), cmdclass={"build_ext": OptionalBuildExt})

@@ -3,6 +3,7 @@ and ``SPARKCDC_PURE_PYTHON`` switches an installed build back to the Python sour
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.machinery
 import os
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import sparkcdc
-from sparkcdc.native import COMPILED_MODULES, compiled_modules, pure_python_requested
+from sparkcdc.native import COMPILED_MODULES, compiled_modules, outdated_modules, pure_python_requested
 
 _EXTENSION_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
@@ -77,3 +78,27 @@ def test_pure_python_switch_at_run_time(value: str, pure: bool) -> None:
     installed_everywhere = _installed_extensions() == list(COMPILED_MODULES)
     assert all_source == str(pure)
     assert compiled == str(not pure and installed_everywhere)
+
+
+def test_a_source_edited_after_the_build_is_detected(tmp_path: Path) -> None:
+    """An editable install whose compiled module's source changed must not run the old code."""
+    package = tmp_path / "sparkcdc"
+    (package / "pgoutput").mkdir(parents=True)
+    (package / "pgoutput" / "errors.py").write_text("X = 1\n")
+    (package / "pgoutput" / "decoder.py").write_text("Y = 1\n")
+    digest = {name: hashlib.sha256(text.encode()).hexdigest() for name, text in (("errors", "X = 1\n"), ("decoder", "Y = 1\n"))}
+    (package / "native_sources.txt").write_text(
+        f"{digest['errors']}  sparkcdc.pgoutput.errors\n{digest['decoder']}  sparkcdc.pgoutput.decoder\n"
+        f"{digest['errors']}  sparkcdc.pgoutput.messages\n"  # installed without its source: nothing to compare
+    )
+    assert outdated_modules(str(package)) == []
+    (package / "pgoutput" / "decoder.py").write_text("Y = 2\n")
+    assert outdated_modules(str(package)) == ["sparkcdc.pgoutput.decoder"]
+    (package / "native_sources.txt").unlink()
+    assert outdated_modules(str(package)) == []  # a pure Python build records nothing
+
+
+def test_this_install_is_not_outdated() -> None:
+    if not _installed_extensions():
+        pytest.skip("no compiled modules installed")
+    assert outdated_modules() == [], "compiled modules older than their source: rebuild (make test does)"

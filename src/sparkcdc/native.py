@@ -7,19 +7,25 @@ source. At run time, ``SPARKCDC_PURE_PYTHON`` set to anything but ``""`` or ``"0
 compiled modules of an install be ignored: their Python source is imported instead (this is how
 the test suite runs both ways without rebuilding).
 
+A compiled module is used only while its source is the one it was compiled from: the build
+records each source's SHA-256 (``native_sources.txt``), and if a source changed since (an editable
+install being worked on), every module runs from source, with a warning, until the next build.
+
 ``COMPILED_MODULES`` is read by ``setup.py`` (without importing sparkcdc), so it stays a literal.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.machinery
 import importlib.util
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from types import ModuleType
 
-__all__ = ["COMPILED_MODULES", "compiled_modules", "pure_python_requested"]
+__all__ = ["COMPILED_MODULES", "compiled_modules", "outdated_modules", "pure_python_requested"]
 
 #: The modules setup.py compiles with mypyc (when a C compiler is there).
 COMPILED_MODULES = (
@@ -29,6 +35,7 @@ COMPILED_MODULES = (
     "sparkcdc.postgres.replication_protocol",
     "sparkcdc.debezium.records",
     "sparkcdc.debezium.events",
+    "sparkcdc.debezium.table",
     "sparkcdc.debezium.serialization",
     "sparkcdc.debezium.types.numeric",
     "sparkcdc.debezium.types.text",
@@ -62,6 +69,28 @@ class _SourceOnlyFinder:
         return importlib.util.spec_from_file_location(fullname, source)
 
 
+def outdated_modules(package: str | None = None) -> list[str]:
+    """Compiled modules whose source differs from the one they were compiled from (``package``:
+    the directory of the sparkcdc package, by default this one)."""
+    package = package or os.path.dirname(os.path.abspath(__file__))
+    try:
+        with open(os.path.join(package, "native_sources.txt"), encoding="utf-8") as record:
+            entries = [line.split() for line in record if line.strip()]
+    except OSError:
+        return []  # not a compiled build
+    outdated = []
+    for digest, name in entries:
+        source = os.path.join(os.path.dirname(package), *name.split(".")) + ".py"
+        try:
+            with open(source, "rb") as handle:
+                current = hashlib.sha256(handle.read()).hexdigest()
+        except OSError:
+            continue  # installed without source: the compiled module is all there is
+        if current != digest:
+            outdated.append(name)
+    return outdated
+
+
 def _install_source_only_finder() -> None:
     if not any(isinstance(finder, _SourceOnlyFinder) for finder in sys.meta_path):
         sys.meta_path.insert(0, _SourceOnlyFinder())
@@ -84,3 +113,14 @@ def compiled_modules() -> tuple[str, ...]:
 
 if pure_python_requested():
     _install_source_only_finder()
+else:
+    _outdated = outdated_modules()
+    if _outdated:
+        # Compiled code calls the other compiled modules directly, so it is all or nothing.
+        warnings.warn(
+            f"sparkcdc: {', '.join(_outdated)} changed since they were compiled; running every module from source "
+            "(rebuild with `pip install -e .` or `python setup.py build_ext --inplace`)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        _install_source_only_finder()

@@ -118,7 +118,7 @@ def slot_capture(
     finally:
         if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             conn.rollback()
-        drop_slot(conn, name)
+        drop_slot(conn, name, wait=30)  # a reader that just closed leaves its walsender a moment to go
         drop_publication(conn, name)
 
 

@@ -6,7 +6,7 @@ per schema object and spliced in front of each payload; per event only the paylo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -14,6 +14,8 @@ from .connect import ConnectSchema
 from .records import ChangeRecord, Header
 
 __all__ = ["JsonSerializer"]
+
+_dumps: Final = orjson.dumps
 
 
 class JsonSerializer:
@@ -26,21 +28,38 @@ class JsonSerializer:
         self._prefixes: dict[int, tuple[ConnectSchema, bytes]] = {}
         self._constant_headers: dict[int, tuple[Header, bytes | None]] = {}
         self._constant_header_lists: dict[int, tuple[tuple[Header, ...], list[tuple[str, bytes | None]]]] = {}
+        # The two schemas used last and their prefixes (a record's key and value schema alternate),
+        # and the headers tuple seen last (the same context headers on every record): identity
+        # checks before the dictionaries above.
+        self._last_schema: ConnectSchema | None = None
+        self._last_prefix = b""
+        self._previous_schema: ConnectSchema | None = None
+        self._previous_prefix = b""
+        self._last_headers: tuple[Header, ...] | None = None
+        self._last_header_list: list[tuple[str, bytes | None]] = []
 
     def _prefix(self, schema: ConnectSchema | None) -> bytes:
         if schema is None:
             return b'{"schema":null,"payload":'
-        cached = self._prefixes.get(id(schema))
-        if cached is None or cached[0] is not schema:
-            cached = (schema, b'{"schema":' + orjson.dumps(schema.to_json()) + b',"payload":')
-            self._prefixes[id(schema)] = cached
-        return cached[1]
+        if schema is self._last_schema:
+            return self._last_prefix
+        if schema is self._previous_schema:
+            prefix = self._previous_prefix
+        else:
+            cached = self._prefixes.get(id(schema))
+            if cached is None or cached[0] is not schema:
+                cached = (schema, b'{"schema":' + _dumps(schema.to_json()) + b',"payload":')
+                self._prefixes[id(schema)] = cached
+            prefix = cached[1]
+        self._previous_schema, self._previous_prefix = self._last_schema, self._last_prefix
+        self._last_schema, self._last_prefix = schema, prefix
+        return prefix
 
     def encode(self, payload: Any, schema: ConnectSchema | None, *, with_schema: bool) -> bytes | None:
         """One Connect (schema, value) pair; ``None`` when both are null (a tombstone or a null key)."""
         if payload is None and schema is None:
             return None
-        body = orjson.dumps(payload)
+        body = _dumps(payload)
         if not with_schema:
             return body
         return b"".join((self._prefix(schema), body, b"}"))
@@ -73,10 +92,14 @@ class JsonSerializer:
     def headers(self, record: ChangeRecord) -> list[tuple[str, bytes | None]]:
         """The serialized headers (treat the list as read-only: an all-constant one is shared)."""
         headers = record.headers
+        if headers is self._last_headers:
+            return self._last_header_list
         cached = self._constant_header_lists.get(id(headers))
         if cached is not None and cached[0] is headers:
+            self._last_headers, self._last_header_list = headers, cached[1]
             return cached[1]
         out = [(h.name, self.constant_header(h) if h.constant else self.header(h)) for h in headers]
         if headers and all(h.constant for h in headers):
             self._constant_header_lists[id(headers)] = (headers, out)
+            self._last_headers, self._last_header_list = headers, out
         return out

@@ -236,8 +236,7 @@ class TableSchemaFactory:
                 continue  # unknown type and include.unknown.datatypes is off: Debezium drops the column
             if not snapshot and mapping.extra.get(STREAMING_UNRESOLVED) and not self.options.include_unknown_datatypes:
                 # Debezium's streaming path cannot read this type: null, or the NOT NULL fallback.
-                missing_value = mapping.zero if column.not_null else None
-                mapping = replace(mapping, convert=lambda _text, value=missing_value: value)
+                mapping = replace(mapping, convert=_constant(mapping.zero if column.not_null else None))
             if snapshot and mapping.snapshot_convert is not None:
                 mapping = replace(mapping, convert=mapping.snapshot_convert)  # Debezium reads these via JDBC objects
             qualified = f"{qualified_table}.{column.name}"
@@ -310,6 +309,11 @@ class TableSchemaFactory:
         else:
             toast = self.options.placeholder_text
         return Field(name, schema), _FieldPlan(name, column.position, convert, null_value, toast, schema.optional)
+
+
+def _constant(value: Any) -> Callable[[str], Any]:
+    """A converter that ignores its text."""
+    return lambda _text: value
 
 
 def column_table(qualified_column: str) -> str:

@@ -128,7 +128,9 @@ class LocalConnector:
             yield from self.handle(item)
 
     def poll(self, timeout: float) -> list[ChangeRecord]:
-        """Whatever is available within ``timeout`` seconds (snapshot first)."""
+        """Records as soon as there are some, waiting up to ``timeout`` seconds for them (snapshot
+        first, whole). A streamed batch is what one read of the replication stream gives (at most a
+        few thousand records), so that a backlog passes through in batches that stay in the caches."""
         if self._snapshot is not None:
             batch = list(self._snapshot)
             self._snapshot = None
@@ -148,7 +150,7 @@ class LocalConnector:
             out.extend(self.processor.process_batch(items))  # type: ignore[arg-type]
             if self.heartbeat.due():
                 out.append(self._heartbeat())
-            if not items and time.monotonic() >= deadline:
+            if out or time.monotonic() >= deadline:
                 return out
 
     def _heartbeat(self) -> ChangeRecord:

@@ -77,10 +77,9 @@ class StreamingProcessor:
         """:meth:`process` for many messages; an INSERT without transaction metadata, the commonest
         message there is, is handled inline (the same records :meth:`process` makes, with fewer calls)."""
         out: list[ChangeRecord] = []
-        append, extend, process = out.append, out.extend, self.process
         inline = not self.transaction_metadata and "c" not in self.skipped
         tables = self.resolver.captured_by_relation
-        streamed = self.events.streamed_change
+        events = self.events  # (methods called through their object, not bound once: compiled, that is a direct call)
         for item in items:
             message = item.message
             tx = self._tx
@@ -88,13 +87,13 @@ class StreamingProcessor:
                 table = tables.get(message.relation_id)  # None: not captured, or unknown (process() raises)
                 if table is not None:
                     key, after = table.key_and_row(message.new_tuple)
-                    append(streamed(
+                    out.append(events.streamed_change(
                         table, "c", key, None, after, item.data_start, self.last_commit_lsn, tx.xid,
                         tx.commit_ts_us, tx.commit_lsn, tx.ordinal, tx.origin, tx.origin_lsn, None, (),
                     ))
                     tx.ordinal += 1
                     continue
-            extend(process(item))
+            out.extend(self.process(item))
         return out
 
     def process(self, item: WalMessage) -> list[ChangeRecord]:
