@@ -71,6 +71,9 @@ class ConnectorPlanner:
         self._export_spec: SnapshotSpec | None = None
         self._snapshot_tx: SnapshotTransaction | None = None
         self._checked_resume = False
+        # Streaming never starts before this LSN: the consistent point of a snapshot re-taken after
+        # the checkpoint had recorded an older one (see "The initial snapshot" in docs/spark-source.md).
+        self._floor_lsn = 0
         self._initial: dict[str, Any] | None = None
         self.tables: list[tuple[str, str]] = []
 
@@ -168,15 +171,16 @@ class ConnectorPlanner:
         if not self.streams:
             return start_raw
         self._advance_slot(start.lsn)  # ``start`` ends a committed batch (see docs/spark-source.md)
+        base = max(start.lsn, self._floor_lsn)
         end_lsn = self._insert_lsn()
         if self.max_batch_bytes > 0:
-            end_lsn = min(end_lsn, start.lsn + self.max_batch_bytes)
+            end_lsn = min(end_lsn, base + self.max_batch_bytes)
         if self.available_now_target is not None:
-            end_lsn = min(end_lsn, max(self.available_now_target, start.lsn))
-        end = start.at(max(end_lsn, start.lsn))
+            end_lsn = min(end_lsn, max(self.available_now_target, base))
+        end = start.at(max(end_lsn, base))
         if self.available_now_target is None and self.heartbeat.due():
             self._beat()
-            end = end.with_heartbeat().at(max(self._insert_lsn(), start.lsn))
+            end = end.with_heartbeat().at(max(self._insert_lsn(), base))
         return start_raw if end == start else end.to_dict()
 
     def _resume(self, start: SourceOffset) -> SourceOffset | None:
@@ -188,13 +192,16 @@ class ConnectorPlanner:
             return self._begin_snapshot()
         if start.phase == "snapshot" or not self.streams:
             return None  # an interrupted snapshot batch is read again (see partitions); no slot to check otherwise
+        state = self.state_store.read(start.lsn)
+        if state is not None and state.stream_from_lsn is not None:
+            self._floor_lsn = max(self._floor_lsn, state.stream_from_lsn)
         if slot is None:
             raise SlotMismatchError(
                 f"slot {self.slot_name!r} does not exist, but the checkpoint resumes from {format_lsn(start.lsn)}: the changes "
                 "since then are lost; use snapshot.mode=when_needed to take a new snapshot, or start with a new checkpoint"
             )
         confirmed = slot.confirmed_flush_lsn or 0
-        if confirmed > start.lsn:
+        if confirmed > max(start.lsn, self._floor_lsn):
             strategy = self.config.get("offset.mismatch.strategy")
             message = (f"slot {self.slot_name!r} is at {format_lsn(confirmed)}, ahead of the checkpoint's "
                        f"{format_lsn(start.lsn)}: the changes in between cannot be read again")
@@ -236,9 +243,12 @@ class ConnectorPlanner:
             log.warning("the exported snapshot of an interrupted initial snapshot is gone: taking a new one")
             self._set_up()
             self._begin_snapshot()
-            assert self._export_spec is not None
-            self.state_store.write(end.lsn, StreamState(None, self._export_spec.ts_us))
         assert self._export is not None and self._snapshot_tx is not None and self._export_spec is not None
+        if end.lsn != self._export_spec.lsn:
+            # A re-executed snapshot batch (the checkpoint fixed its end before the driver died):
+            # the new slot starts at the new snapshot's consistent point; streaming goes on from there.
+            self._floor_lsn = self._export_spec.lsn
+            self.state_store.write(end.lsn, StreamState(None, self._export_spec.ts_us, stream_from_lsn=self._export_spec.lsn))
         return plan_snapshot_chunks(self._snapshot_tx.conn, self.config, self._export_spec, self._export.snapshot_name)
 
     # -- after Spark committed a batch -----------------------------------------------------------

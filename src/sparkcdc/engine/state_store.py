@@ -22,6 +22,9 @@ __all__ = ["StreamState", "StreamStateStore", "default_state_location"]
 class StreamState:
     last_commit_lsn: int | None
     last_commit_ts_us: int | None
+    # Set when an interrupted snapshot batch was re-executed from a re-created slot: streaming
+    # continues from this LSN (the new slot's consistent point), not from the LSN in the checkpoint.
+    stream_from_lsn: int | None = None
 
 
 def default_state_location(database: str, slot: str) -> Path:
@@ -41,7 +44,8 @@ class StreamStateStore:
         self.location.mkdir(parents=True, exist_ok=True)
         target = self._path(lsn)
         with tempfile.NamedTemporaryFile("w", dir=self.location, prefix=".tmp-", delete=False, encoding="utf-8") as handle:
-            json.dump({"last_commit_lsn": state.last_commit_lsn, "last_commit_ts_us": state.last_commit_ts_us}, handle)
+            json.dump({"last_commit_lsn": state.last_commit_lsn, "last_commit_ts_us": state.last_commit_ts_us,
+                       "stream_from_lsn": state.stream_from_lsn}, handle)
             temporary = handle.name
         os.replace(temporary, target)
 
@@ -50,7 +54,7 @@ class StreamStateStore:
             raw = json.loads(self._path(lsn).read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
-        return StreamState(raw.get("last_commit_lsn"), raw.get("last_commit_ts_us"))
+        return StreamState(raw.get("last_commit_lsn"), raw.get("last_commit_ts_us"), raw.get("stream_from_lsn"))
 
     def prune(self, before_lsn: int) -> None:
         """Drop the states of positions before ``before_lsn`` (no batch can start there any more)."""

@@ -1,0 +1,180 @@
+"""``sparkcdc run`` killed with SIGKILL at random moments, during the snapshot and while streaming.
+
+After every kill the committed output has no duplicate and no gap, and the slot never moved past the
+last batch Spark committed; a final run then delivers every change exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from sparkcdc.postgres import drop_slot, get_slot
+
+from ..support.waiting import wait_until
+from .support import output_lines, payload, properties
+
+KILLS_PER_PHASE = 10
+
+
+def _batches(checkpoint: Path, kind: str) -> list[int]:
+    folder = checkpoint / kind
+    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit()) if folder.is_dir() else []
+
+
+def _committed_end_lsn(checkpoint: Path) -> int | None:
+    committed = _batches(checkpoint, "commits")
+    if not committed:
+        return None
+    return int(json.loads((checkpoint / "offsets" / str(committed[-1])).read_text().splitlines()[-1])["lsn"])
+
+
+def _copying(db: psycopg.Connection, since: object) -> bool:
+    """A snapshot task of the run started at ``since`` is reading its chunk (its COPY is running).
+
+    A killed run's backends can outlive it for a moment; ``since`` keeps them from counting.
+    """
+    row = db.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY%%' AND backend_start > %s",
+        (since,),
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def _server_now(db: psycopg.Connection) -> object:
+    row = db.execute("SELECT clock_timestamp()").fetchone()
+    assert row is not None
+    return row[0]
+
+
+def _ids(output: Path) -> list[int]:
+    """Row ids of snapshot reads and inserts, in commit order."""
+    return [payload(line)["after"]["id"] for line in output_lines(output)
+            if payload(line) and payload(line).get("op") in ("r", "c")]
+
+
+def _check_committed_output(output: Path, checkpoint: Path, db: psycopg.Connection, slot: str) -> None:
+    ids = _ids(output)
+    duplicates = [i for i, n in Counter(ids).items() if n > 1]
+    assert not duplicates, f"duplicated ids in the output: {duplicates[:10]}"
+    assert sorted(ids) == list(range(1, len(ids) + 1)), "the committed output has a gap"
+    state = get_slot(db, slot)
+    committed = _committed_end_lsn(checkpoint)
+    if state is not None and committed is not None and _batches(checkpoint, "commits")[-1] >= 1:
+        assert (state.confirmed_flush_lsn or 0) <= committed, "the slot passed a batch Spark had not committed"
+
+
+class _Run:
+    """One ``sparkcdc run`` process in its own process group."""
+
+    def __init__(self, config: Path, output: Path, checkpoint: Path, log: Path, once: bool = False) -> None:
+        argv = [sys.executable, "-m", "sparkcdc.cli", "run", str(config), "--output", str(output),
+                "--checkpoint", str(checkpoint), "--master", "local[2]"] + (["--once"] if once else [])
+        self.log = open(log, "ab")  # noqa: SIM115 - closed in kill/wait
+        self.process = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait(60)
+        self.log.close()
+
+    def wait(self, timeout: float) -> int:
+        code = self.process.wait(timeout)
+        self.log.close()
+        return code
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_sigkill_during_snapshot_and_streaming(spark, db: psycopg.Connection, pg_cluster, unique_name: str, tmp_path: Path) -> None:
+    table = f"k_{unique_name}"
+    db.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, pad text)")
+    db.execute(f"INSERT INTO {table} SELECT g, repeat('x', 50) FROM generate_series(1, 150000) g")
+    db.execute(f"ANALYZE {table}")
+    props = properties(pg_cluster, unique_name, [f"public.{table}"], **{
+        "sparkcdc.snapshot.chunk.rows": "15000",
+        "sparkcdc.max.batch.wal.bytes": "262144",  # short streaming batches: kills land between and inside them
+    })
+    config = tmp_path / "connector.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    output, checkpoint, log = tmp_path / "out", tmp_path / "checkpoint", tmp_path / "runs.log"
+    rnd = random.Random(20261121)
+
+    def context() -> str:
+        return log.read_text(errors="replace")[-3000:] if log.exists() else ""
+
+    # -- during the snapshot ---------------------------------------------------------------------
+    snapshot_kills = 0
+    while snapshot_kills < KILLS_PER_PHASE:
+        since = _server_now(db)
+        run = _Run(config, output, checkpoint, log)
+        wait_until(lambda run=run, since=since: _copying(db, since) or 0 in _batches(checkpoint, "commits")
+                   or run.process.poll() is not None,
+                   timeout=180, interval=0.02, what=f"the snapshot tasks to start\n{context()}")
+        assert run.process.poll() is None, f"sparkcdc run exited:\n{context()}"
+        time.sleep(rnd.uniform(0.0, 1.0))  # a random moment within the snapshot batch: this is the test's point
+        during = 0 not in _batches(checkpoint, "commits")
+        run.kill()
+        print(f"snapshot kill {snapshot_kills + 1}: inside the snapshot batch: {during}", flush=True)
+        snapshot_kills += during
+        _check_committed_output(output, checkpoint, db, unique_name)
+        if not during:
+            break  # the snapshot finished first (fast machine): go on with streaming kills
+    assert snapshot_kills >= KILLS_PER_PHASE, f"only {snapshot_kills} kills landed inside the snapshot"
+
+    # -- while streaming, with a writer ----------------------------------------------------------
+    next_id = [150001]
+    stop_writer = threading.Event()
+
+    def write() -> None:
+        with psycopg.connect(pg_cluster.conninfo(), autocommit=True) as conn:
+            # Paced (a few hundred rows a second, ten per transaction) so that batches stay small.
+            while not stop_writer.wait(0.02):
+                with conn.transaction():
+                    for _ in range(10):
+                        conn.execute(f"INSERT INTO {table} VALUES (%s, 'streamed')", (next_id[0],))
+                        next_id[0] += 1
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    streaming_kills = 0
+    try:
+        while streaming_kills < KILLS_PER_PHASE:
+            run = _Run(config, output, checkpoint, log)
+            committed_before = len(_batches(checkpoint, "commits"))
+            # Let it get into the stream: at least one more batch committed, then a random moment.
+            wait_until(lambda run=run, before=committed_before: len(_batches(checkpoint, "commits")) > before
+                       or run.process.poll() is not None,
+                       timeout=180, interval=0.05, what=f"a streaming batch\n{context()}")
+            assert run.process.poll() is None, f"sparkcdc run exited:\n{context()}"
+            time.sleep(rnd.uniform(0.0, 2.0))
+            streaming_kills += 0 in _batches(checkpoint, "commits")
+            run.kill()
+            print(f"streaming kill {streaming_kills}: {len(_batches(checkpoint, 'commits'))} batches committed", flush=True)
+            _check_committed_output(output, checkpoint, db, unique_name)
+    finally:
+        stop_writer.set()
+        writer.join(30)
+
+    # -- a final, uninterrupted run delivers everything exactly once ------------------------------
+    final = _Run(config, output, checkpoint, log, once=True)
+    assert final.wait(600) == 0, context()
+    _check_committed_output(output, checkpoint, db, unique_name)
+    assert _ids(output) == list(range(1, next_id[0])), "every row exactly once, in commit order"
+    assert get_slot(db, unique_name).confirmed_flush_lsn == _committed_end_lsn(checkpoint)  # type: ignore[union-attr]
+    drop_slot(db, unique_name, wait=30)
