@@ -78,9 +78,11 @@ def _check_committed_output(output: Path, checkpoint: Path, db: psycopg.Connecti
 class _Run:
     """One ``sparkcdc run`` process in its own process group."""
 
-    def __init__(self, config: Path, output: Path, checkpoint: Path, log: Path, once: bool = False) -> None:
+    def __init__(self, config: Path, output: Path, checkpoint: Path, log: Path, once: bool = False,
+                 summary: Path | None = None) -> None:
         argv = [sys.executable, "-m", "sparkcdc.cli", "run", str(config), "--output", str(output),
                 "--checkpoint", str(checkpoint), "--master", "local[2]"] + (["--once"] if once else [])
+        argv += ["--summary", str(summary)] if summary else []
         self.log = open(log, "ab")  # noqa: SIM115 - closed in kill/wait
         self.process = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -172,8 +174,10 @@ def test_sigkill_during_snapshot_and_streaming(spark, db: psycopg.Connection, pg
         writer.join(30)
 
     # -- a final, uninterrupted run delivers everything exactly once ------------------------------
-    final = _Run(config, output, checkpoint, log, once=True)
+    final = _Run(config, output, checkpoint, log, once=True, summary=tmp_path / "summary.json")
     assert final.wait(600) == 0, context()
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["batches"] == len(summary["batch_durations_ms"]) >= 1 and summary["startup_seconds"] > 0
     _check_committed_output(output, checkpoint, db, unique_name)
     assert _ids(output) == list(range(1, next_id[0])), "every row exactly once, in commit order"
     assert get_slot(db, unique_name).confirmed_flush_lsn == _committed_end_lsn(checkpoint)  # type: ignore[union-attr]

@@ -201,6 +201,8 @@ def run(
                                             help="Spark checkpoint location (a path or URI); it holds the connector's offsets.")],
     once: Annotated[bool, typer.Option("--once", help="Process what is available now, then stop.")] = False,
     master: Annotated[str | None, typer.Option("--master", metavar="URL", help="Spark master, e.g. local[4] (default: Spark's).")] = None,
+    summary_file: Annotated[str | None, typer.Option("--summary", metavar="FILE",
+                                                     help="Write a JSON summary of the run (batches, records, timings) here.")] = None,
 ) -> None:
     """Run the pipeline. SIGINT/SIGTERM stop it cleanly after the current micro-batch; a second signal exits immediately."""
     loaded = _load(config)
@@ -224,6 +226,8 @@ def run(
             _fail(EXIT_PROBLEMS, f"the pipeline failed: {exc}")
         except psycopg.OperationalError as exc:
             _fail(EXIT_PROBLEMS, f"{_target(loaded)}: {str(exc).strip()}")
+    if summary_file is not None and hasattr(summary, "to_dict"):
+        Path(summary_file).write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
     batches, records = getattr(summary, "batches", None), getattr(summary, "records", None)
     done = "stopped" if stop.is_set() else "finished"
     err.print(f"{done}" + (f": {batches} micro-batch(es), {records} record(s)" if batches is not None else ""))

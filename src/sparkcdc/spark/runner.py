@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,17 @@ class RunSummary:
     batches: int
     records: int
     stopped_by_signal: bool
+    startup_seconds: float = 0.0  # from the call to the query's start: Spark's own start-up, mostly
+    batch_durations_ms: tuple[int, ...] = ()  # Spark's triggerExecution time of each micro-batch
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "batches": self.batches,
+            "records": self.records,
+            "stopped_by_signal": self.stopped_by_signal,
+            "startup_seconds": round(self.startup_seconds, 3),
+            "batch_durations_ms": list(self.batch_durations_ms),
+        }
 
 
 def run_pipeline(
@@ -50,6 +62,7 @@ def run_pipeline(
     from .sinks.topic_files import TopicFilesSink
     from .source import register
 
+    called = time.perf_counter()
     if not isinstance(config, ConnectorConfig):
         config = ConnectorConfig(config)
     checkpoint = Path(checkpoint)
@@ -70,6 +83,7 @@ def run_pipeline(
     stopped = False
     try:
         query = writer.start()
+        started = time.perf_counter()
         while query.isActive:
             if stop_event is not None and stop_event.is_set():
                 stopped = True
@@ -88,6 +102,8 @@ def run_pipeline(
         batches=len(progress),
         records=sum(int(p.get("numInputRows", 0)) for p in progress),
         stopped_by_signal=stopped,
+        startup_seconds=started - called,
+        batch_durations_ms=tuple(int(p.get("durationMs", {}).get("triggerExecution", 0)) for p in progress),
     )
 
 
