@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine_summary, record_result  # noqa: E402
 
+import sparkcdc  # noqa: E402
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
 from sparkcdc.lsn import format_lsn  # noqa: E402
 from sparkcdc.pgoutput import Commit, Insert  # noqa: E402
@@ -133,7 +134,8 @@ def main() -> None:
         record_result(
             "decode",
             f"{args.rows:,} inserts in {transactions:,} transactions of {args.rows_per_transaction:,} rows, 6-column table; "
-            f"median of {args.repeat} drains each, alternating order",
+            f"median of {args.repeat} drains each, alternating order; sparkcdc "
+            f"{'compiled (mypyc)' if sparkcdc.compiled else 'pure Python'}",
             [
                 ("pg_recvlogical drain", f"{baseline_rate:,.0f} rows/s", f"{baseline:.2f} s"),
                 ("sparkcdc reader + decoder", f"{our_rate:,.0f} rows/s", f"{ours:.2f} s, CPU {cpu:.2f} s, peak RSS {peak_mb:.0f} MB"),

@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _common import machine_summary, record_result  # noqa: E402
 
+import sparkcdc  # noqa: E402
 from sparkcdc.debezium.config import ConnectorConfig  # noqa: E402
 from sparkcdc.debezium.serialization import JsonSerializer  # noqa: E402
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
@@ -186,17 +187,21 @@ def main() -> None:
     print(f"Debezium 3.6.3 : {dbz_rate:>9,.0f} events/s  ({dbz_steady:.1f} s steady, {dbz_start:.1f} s to the first record)")
     print(f"sparkcdc       : {our_rate:>9,.0f} events/s  ({our_steady:.1f} s steady, {our_start:.1f} s to the first record, "
           f"CPU {our_cpu:.1f} s)")
-    print(f"ratio sparkcdc / Debezium = {ratio:.2f}  (target >= 3)")
+    print(f"ratio sparkcdc / Debezium = {ratio:.2f}  (target >= 3; sparkcdc compiled: {sparkcdc.compiled})")
     if args.record:
         record_result(
             "events",
             f"{args.changes:,} changes (5/6 inserts, 1/6 updates, {args.rows_per_transaction:,} rows per transaction) to a "
             "6-column table; pgoutput to Debezium JSON with schemas (key, value, headers); steady-state rates, "
-            f"median of {args.repeat} drains each, alternating order",
+            f"median of {args.repeat} drains each, alternating order (per run: Debezium "
+            + " / ".join(f"{args.changes / steady:,.0f}" for _, steady in debezium_runs)
+            + " events/s; sparkcdc "
+            + " / ".join(f"{args.changes / steady:,.0f}" for _, steady, _ in our_runs)
+            + f"; sparkcdc {'compiled (mypyc)' if sparkcdc.compiled else 'pure Python'})",
             [
                 ("Debezium 3.6.3 (embedded, JsonConverter)", f"{dbz_rate:,.0f} events/s", f"{dbz_steady:.1f} s; {dbz_start:.1f} s start-up"),
                 ("sparkcdc (reader + decoder + event model + JSON)", f"{our_rate:,.0f} events/s",
-                 f"{our_steady:.1f} s; {our_start:.1f} s start-up; process peak RSS {peak_mb:.0f} MB (JVM included)"),
+                 f"{our_steady:.1f} s; {our_start:.1f} s start-up; CPU {our_cpu:.1f} s; process peak RSS {peak_mb:.0f} MB (JVM included)"),
                 ("ratio", f"{ratio:.2f}", "target >= 3"),
             ],
         )
