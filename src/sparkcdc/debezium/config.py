@@ -221,6 +221,8 @@ PROPERTIES: dict[str, Property] = {
            doc="WAL bytes one streaming micro-batch covers at most (0: no limit)"),
         _P("sparkcdc.snapshot.chunk.rows", "100000", "int", check=_positive,
            doc="rows a parallel snapshot chunk is sized to hold (one Spark task each)"),
+        _P("sparkcdc.snapshot.render.sql", "true", "bool",
+           doc="let PostgreSQL render the snapshot's key and row payloads as JSON where every column's type allows"),
         # converter settings (Kafka Connect JsonConverter)
         _P("key.converter.schemas.enable", "true", "bool"),
         _P("value.converter.schemas.enable", "true", "bool"),

@@ -21,6 +21,7 @@ from .defaults import default_value
 from .names import NameAdjuster, TopicNamer
 from .schemas import envelope_schema
 from .source_types import column_length, source_type_parameters
+from .sql_json import FieldSql, PayloadSql, payload_sql, value_renderer
 from .types import ColumnType, MappingOptions, ValueMapping, map_type
 from .types.base import UnrepresentableValueError
 from .types.text import STREAMING_UNRESOLVED
@@ -62,6 +63,7 @@ class _FieldPlan:
     null_value: Any  # what a NULL (or a missing value of a NOT NULL column) becomes
     toast: Any  # what an unchanged TOAST value becomes
     optional: bool = True  # an unrepresentable value (UnrepresentableValueError) becomes null only then
+    renderer: Callable[[str], str] | None = None  # the SQL rendering of ``convert`` (see sql_json), if any
 
 
 class TableSchema:
@@ -101,6 +103,12 @@ class TableSchema:
     def has_key(self) -> bool:
         return self.key_schema is not None
 
+    def payload_sql(self, column_expression: Callable[[int], str]) -> PayloadSql | None:
+        """SQL rendering the key and row payloads of this table's rows (see :mod:`.sql_json`), or
+        None when a field has no rendering. ``column_expression(position)`` names a column in SQL."""
+        key = None if self.key_schema is None else [_field_sql(p) for p in self._key_fields]
+        return payload_sql(key, [_field_sql(p) for p in self._value_fields], column_expression)
+
     def _row_one_by_one(self, values: Sequence[Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for plan in self._value_fields:
@@ -125,6 +133,10 @@ class TableSchema:
 
     def key_changed(self, old: Sequence[Any], new: Sequence[Any]) -> bool:
         return any(old[p] != new[p] and old[p] is not UNCHANGED_TOAST for p in self.key_positions)
+
+
+def _field_sql(plan: _FieldPlan) -> FieldSql:
+    return FieldSql(plan.name, plan.position, plan.null_value, plan.renderer)
 
 
 def _compile_payload(
@@ -234,16 +246,18 @@ class TableSchemaFactory:
             mapping = map_type(column.type, self.options)
             if mapping is None:
                 continue  # unknown type and include.unknown.datatypes is off: Debezium drops the column
+            renderer = value_renderer(column.type, mapping) if snapshot else None
             if not snapshot and mapping.extra.get(STREAMING_UNRESOLVED) and not self.options.include_unknown_datatypes:
                 # Debezium's streaming path cannot read this type: null, or the NOT NULL fallback.
                 mapping = replace(mapping, convert=_constant(mapping.zero if column.not_null else None))
             if snapshot and mapping.snapshot_convert is not None:
                 mapping = replace(mapping, convert=mapping.snapshot_convert)  # Debezium reads these via JDBC objects
+                renderer = None
             qualified = f"{qualified_table}.{column.name}"
             selected = self.rules.selected(qualified)
-            key_candidates[column.name] = (column, mapping, selected)
+            key_candidates[column.name] = (column, mapping, selected, renderer)
             if selected:
-                value_fields.append(self._value_field(column, mapping, qualified, snapshot))
+                value_fields.append(self._value_field(column, mapping, qualified, snapshot, renderer))
         missing = [name for name in key_names if name not in key_candidates]
         if missing and override is not None:
             raise ConfigError("message.key.columns", f"table {qualified_table} has no column(s) {', '.join(missing)}")
@@ -256,22 +270,24 @@ class TableSchemaFactory:
         return TableSchema(table, topic, key_schema, row_schema, envelope, [p for _, p in key_fields], [p for _, p in value_fields])
 
     def _key_field(
-        self, column: ColumnDescription, mapping: ValueMapping, selected: bool, snapshot: bool
+        self, column: ColumnDescription, mapping: ValueMapping, selected: bool, renderer: Callable[[str], str] | None,
+        snapshot: bool,
     ) -> tuple[Field, _FieldPlan]:
         """A key field: the plain column, without value transformations or their parameters.
 
         A key column that the column filters exclude behaves as in Debezium: the snapshot does not
         read it (so a NOT NULL column shows its fallback value), and streaming marks it optional.
         """
-        field, plan = self._field(column, mapping, mapping.convert, {})
+        field, plan = self._field(column, mapping, mapping.convert, {}, renderer)
         if selected:
             return field, plan
         if snapshot:
-            return field, _FieldPlan(plan.name, -1, plan.convert, plan.null_value, plan.toast)
+            return field, _FieldPlan(plan.name, -1, plan.convert, plan.null_value, plan.toast, renderer=renderer)
         return Field(field.name, field.schema.as_optional(True)), plan
 
     def _value_field(
-        self, column: ColumnDescription, mapping: ValueMapping, qualified: str, snapshot: bool
+        self, column: ColumnDescription, mapping: ValueMapping, qualified: str, snapshot: bool,
+        renderer: Callable[[str], str] | None = None,
     ) -> tuple[Field, _FieldPlan]:
         parameters: dict[str, str] = {}
         if self.rules.propagates(qualified, f"{column_table(qualified)}.{column.type.declared_name}"):
@@ -280,13 +296,16 @@ class TableSchemaFactory:
             )
         convert, added, mask = self.rules.value_transform(qualified, mapping.convert, column_length(column.type))
         parameters.update(added)
-        field, plan = self._field(column, mapping, convert, parameters)
+        if convert is not mapping.convert or mask is not None:
+            renderer = None  # truncated, masked or hashed: only the Python converter knows
+        field, plan = self._field(column, mapping, convert, parameters, renderer)
         if mask is not None:
             plan = _FieldPlan(plan.name, plan.position, convert, mask, mask)
         return field, plan
 
     def _field(
-        self, column: ColumnDescription, mapping: ValueMapping, convert: Callable[[str], Any], parameters: dict[str, str]
+        self, column: ColumnDescription, mapping: ValueMapping, convert: Callable[[str], Any], parameters: dict[str, str],
+        renderer: Callable[[str], str] | None = None,
     ) -> tuple[Field, _FieldPlan]:
         # Some types are optional in Debezium's schemas even on NOT NULL columns (PostGIS geometry).
         schema = mapping.schema.as_optional(not column.not_null or bool(mapping.extra.get("always_optional")))
@@ -308,7 +327,7 @@ class TableSchemaFactory:
             toast = mapping.toast
         else:
             toast = self.options.placeholder_text
-        return Field(name, schema), _FieldPlan(name, column.position, convert, null_value, toast, schema.optional)
+        return Field(name, schema), _FieldPlan(name, column.position, convert, null_value, toast, schema.optional, renderer)
 
 
 def _constant(value: Any) -> Callable[[str], Any]:

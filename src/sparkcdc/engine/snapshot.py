@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..debezium.events import EventFactory
 from ..debezium.records import ChangeRecord
@@ -30,6 +31,7 @@ __all__ = [
     "ORDINAL_TABLE_SHIFT",
     "ROWS_PER_CHUNK_LIMIT",
     "SnapshotContext",
+    "snapshot_change",
     "snapshot_marker",
     "snapshot_ordinal",
     "snapshot_record",
@@ -117,6 +119,13 @@ def snapshot_record(
     events: EventFactory, context: SnapshotContext, table: TableSchema, values: Sequence[str | None], marker: str, ordinal: int
 ) -> ChangeRecord:
     """One ``r`` record from a row's text values, positioned at the snapshot's LSN."""
+    return snapshot_change(events, context, table, table.key(values), table.row(values), marker, ordinal)
+
+
+def snapshot_change(
+    events: EventFactory, context: SnapshotContext, table: TableSchema, key: Any, after: Any, marker: str, ordinal: int
+) -> ChangeRecord:
+    """The ``r`` record of a row whose key and row payloads are given."""
     source = events.source(
         schema=table.schema_name,
         table=table.table_name,
@@ -126,7 +135,7 @@ def snapshot_record(
         lsn=context.lsn,
         last_commit_lsn=None,
     )
-    record = events.change(table, "r", table.key(values), None, table.row(values), source)
+    record = events.change(table, "r", key, None, after, source)
     record.lsn = record.commit_lsn = context.lsn
     record.tx_id = context.tx_id
     record.source_ts_us = context.ts_us

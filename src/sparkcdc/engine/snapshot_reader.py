@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import psycopg
 
 from ..debezium.config import ConnectorConfig
 from ..debezium.events import EventFactory
 from ..debezium.records import ChangeRecord
-from ..debezium.table import TableSchemaFactory
+from ..debezium.table import TableSchema, TableSchemaFactory
 from ..postgres.catalog import Catalog
 from ..postgres.snapshot import SnapshotTransaction
 from .connection import conninfo_from_config
@@ -78,13 +79,21 @@ def read_snapshot_chunk(
 
     ``run_id`` is the ``__debezium.context.runId`` header: the same for every chunk of one run.
     """
+    with chunk_session(config, chunk, run_id=run_id, clock_ns=clock_ns) as (tx, events, resolver):
+        yield from chunk_records(tx, config, resolver, events, chunk)
+
+
+@contextmanager
+def chunk_session(
+    config: ConnectorConfig, chunk: SnapshotChunk, *, run_id: str, clock_ns: Callable[[], int] = time.time_ns
+) -> Iterator[tuple[SnapshotTransaction, EventFactory, TableResolver]]:
+    """A transaction in the chunk's snapshot, and the event factory and table resolver to read it with."""
     with open_chunk_transaction(config, chunk) as tx:
         factory = TableSchemaFactory(config)
         events = EventFactory(config, tx.conn.info.dbname, factory.topics, clock_ns=clock_ns)
         events.set_run_id(run_id)
         # The catalog read inside the snapshot describes the tables as the planner saw them.
-        resolver = TableResolver(Catalog(tx.conn), factory, TableFilter(config))
-        yield from chunk_records(tx, config, resolver, events, chunk)
+        yield tx, events, TableResolver(Catalog(tx.conn), factory, TableFilter(config))
 
 
 def open_chunk_transaction(config: ConnectorConfig, chunk: SnapshotChunk) -> SnapshotTransaction:
@@ -103,21 +112,16 @@ def chunk_records(
     tx: SnapshotTransaction, config: ConnectorConfig, resolver: TableResolver, events: EventFactory, chunk: SnapshotChunk
 ) -> Iterator[ChangeRecord]:
     """The chunk's records, read through ``tx`` (which must see the chunk's snapshot)."""
-    lock_timeout = config.get_int("snapshot.lock.timeout.ms") if config.get("snapshot.locking.mode") == "shared" else 0
-    tx.lock_tables([(chunk.schema, chunk.table)], lock_timeout)
-    if chunk.filenode is not None:
-        _check_not_rewritten(tx, chunk)
-    table = resolver.for_table(chunk.schema, chunk.table)
-    columns = tuple(c.name for c in table.description.columns)
-    if columns != chunk.columns:
-        raise SnapshotChunkError(f"{chunk.describe()}: the table's columns are {columns}, but {chunk.columns} were planned")
+    opened = open_chunk(tx, config, resolver, chunk)
+    if opened is not None:
+        yield from opened_chunk_records(tx, config, events, chunk, *opened)
 
-    rows_before = False
-    if chunk.first_block > 0:
-        if not _exists(tx, f"SELECT EXISTS (SELECT 1 FROM {chunk.qualified_table} WHERE {chunk.ctid_condition()})"):
-            return
-        rows_before = _exists(tx, _rows_before_query(chunk))
 
+def opened_chunk_records(
+    tx: SnapshotTransaction, config: ConnectorConfig, events: EventFactory, chunk: SnapshotChunk, table: TableSchema,
+    first_of_table: bool,
+) -> Iterator[ChangeRecord]:
+    """The records of a chunk that :func:`open_chunk` opened."""
     context = chunk.context
     first_ordinal = _ordinal(chunk, 0)
     row_limit = _row_limit(chunk)
@@ -125,7 +129,6 @@ def chunk_records(
     current = next(rows, None)
     if current is None:
         return
-    first_of_table = not rows_before
     # Every row but the chunk's last: its marker depends only on whether it is its table's first.
     marker = snapshot_marker(table_index=chunk.table_index, first_of_table=first_of_table, last_of_table=False, final=False)
     row = 0
@@ -136,14 +139,49 @@ def chunk_records(
         row += 1
         if row >= row_limit:
             raise SnapshotChunkError(f"{chunk.describe()} holds more rows than its ordinals can number; plan smaller chunks")
-    # The chunk's last row; the COPY has ended, so the connection is free for the probes.
+    marker = last_row_marker(tx, config, chunk, first_of_table=row == 0 and first_of_table)
+    yield snapshot_record(events, context, table, current, marker, first_ordinal + row)
+
+
+def open_chunk(
+    tx: SnapshotTransaction, config: ConnectorConfig, resolver: TableResolver, chunk: SnapshotChunk
+) -> tuple[TableSchema, bool] | None:
+    """Lock and check the chunk's table; its schema and whether the chunk starts the table.
+
+    None: the chunk has no rows (then nothing else was asked of the server).
+    """
+    lock_timeout = config.get_int("snapshot.lock.timeout.ms") if config.get("snapshot.locking.mode") == "shared" else 0
+    tx.lock_tables([(chunk.schema, chunk.table)], lock_timeout)
+    if chunk.filenode is not None:
+        _check_not_rewritten(tx, chunk)
+    table = resolver.for_table(chunk.schema, chunk.table)
+    columns = tuple(c.name for c in table.description.columns)
+    if columns != chunk.columns:
+        raise SnapshotChunkError(f"{chunk.describe()}: the table's columns are {columns}, but {chunk.columns} were planned")
+    rows_before = False
+    if chunk.first_block > 0:
+        if not _exists(tx, f"SELECT EXISTS (SELECT 1 FROM {chunk.qualified_table} WHERE {chunk.ctid_condition()})"):
+            return None
+        rows_before = _exists(tx, _rows_before_query(chunk))
+    return table, not rows_before
+
+
+def last_row_marker(tx: SnapshotTransaction, config: ConnectorConfig, chunk: SnapshotChunk, *, first_of_table: bool) -> str:
+    """The marker of the chunk's last row, asked of the snapshot once the chunk's rows are read."""
     rows_after = chunk.end_block is not None and _exists(
         tx, f"SELECT EXISTS (SELECT 1 FROM {chunk.qualified_table} WHERE {ctid_range(chunk.end_block, None)})"
     )
     final = not rows_after and not any(_exists(tx, rows_exist_query(config, s, t)) for s, t in chunk.later_tables)
-    marker = snapshot_marker(table_index=chunk.table_index, first_of_table=row == 0 and first_of_table,
-                             last_of_table=not rows_after, final=final)
-    yield snapshot_record(events, context, table, current, marker, first_ordinal + row)
+    return snapshot_marker(table_index=chunk.table_index, first_of_table=first_of_table, last_of_table=not rows_after, final=final)
+
+
+def chunk_ordinal(chunk: SnapshotChunk, row: int) -> int:
+    """The ordinal of the chunk's row ``row``; too many rows for the layout is a :class:`SnapshotChunkError`."""
+    return _ordinal(chunk, row)
+
+
+def chunk_row_limit(chunk: SnapshotChunk) -> int:
+    return _row_limit(chunk)
 
 
 def _chunk_rows(tx: SnapshotTransaction, chunk: SnapshotChunk) -> Iterator[tuple[str | None, ...]]:

@@ -1,15 +1,24 @@
-"""Change records as Arrow record batches: the fast path from Python to Spark."""
+"""Encoded record batches as Arrow record batches: the fast path from Python to Spark.
+
+Each column is built from whole buffers where it can be: keys and values (already UTF-8 JSON bytes)
+are joined into one data buffer with an offsets buffer, without Arrow re-validating or re-encoding
+each string; a column constant over the batch is one scalar repeated; headers, the same few lists
+over and over, are built once per distinct list and gathered with ``take``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import accumulate
 
 import pyarrow as pa
 
 from ..debezium.records import ChangeRecord
 from ..debezium.serialization import JsonSerializer
+from ..engine.encoded import Constant, EncodedBatch, Headers, Joined, encode_records
 
-__all__ = ["ARROW_SCHEMA", "DDL_SCHEMA", "record_batches"]
+__all__ = ["ARROW_SCHEMA", "DDL_SCHEMA", "record_batches", "to_arrow"]
 
 # topic/key/value/headers follow the layout of Spark's Kafka sink (headers as key + binary value).
 DDL_SCHEMA = (
@@ -17,52 +26,81 @@ DDL_SCHEMA = (
     "schema string, table string, lsn long, commit_lsn long, ordinal long, tx_id long, source_ts timestamp, snapshot string"
 )
 _HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
+_HEADERS = pa.list_(_HEADER)
 ARROW_SCHEMA = pa.schema([
-    ("topic", pa.string()), ("key", pa.string()), ("value", pa.string()), ("headers", pa.list_(_HEADER)),
+    ("topic", pa.string()), ("key", pa.string()), ("value", pa.string()), ("headers", _HEADERS),
     ("op", pa.string()), ("schema", pa.string()), ("table", pa.string()), ("lsn", pa.int64()),
     ("commit_lsn", pa.int64()), ("ordinal", pa.int64()), ("tx_id", pa.int64()),
     ("source_ts", pa.timestamp("us", tz="UTC")), ("snapshot", pa.string()),
 ])
+_OFFSET_LIMIT = 1 << 31  # a string column's offsets are 32-bit
 
 
 def record_batches(
     records: Iterable[ChangeRecord], serializer: JsonSerializer, batch_size: int = 8192
 ) -> Iterator[pa.RecordBatch]:
-    columns: list[list] = [[] for _ in range(13)]
-    (topic, key, value, headers, op, schema, table, lsn, commit_lsn, ordinal, tx_id, source_ts, snapshot) = columns
-    header_cache: dict[int, tuple[object, list[dict]]] = {}
-    count = 0
-    for record in records:
-        k, v, hs = serializer.record(record)
-        topic.append(record.topic)
-        key.append(k)
-        value.append(v)
-        cached = header_cache.get(id(hs))
-        if cached is None or cached[0] is not hs:
-            cached = (hs, [{"key": name, "value": raw} for name, raw in hs])
-            header_cache[id(hs)] = cached
-        headers.append(cached[1])
-        op.append(record.op)
-        schema.append(record.schema)
-        table.append(record.table)
-        lsn.append(record.lsn)
-        commit_lsn.append(record.commit_lsn)
-        ordinal.append(record.ordinal)
-        tx_id.append(record.tx_id)
-        source_ts.append(record.source_ts_us)
-        snapshot.append(record.snapshot)
-        count += 1
-        if count >= batch_size:
-            yield _batch(columns)
-            for column in columns:
-                column.clear()
-            header_cache.clear()
-            count = 0
-    if count:
-        yield _batch(columns)
+    for batch in encode_records(records, serializer, batch_size):
+        yield to_arrow(batch)
 
 
-def _batch(columns: list[list]) -> pa.RecordBatch:
+def to_arrow(batch: EncodedBatch) -> pa.RecordBatch:
+    size = batch.size
     return pa.RecordBatch.from_arrays(
-        [pa.array(column, type=field.type) for column, field in zip(columns, ARROW_SCHEMA, strict=True)], schema=ARROW_SCHEMA
+        [
+            _column(batch.topic, pa.string(), size),
+            _utf8(batch.key),
+            _utf8(batch.value),
+            _headers(batch.headers, size),
+            _column(batch.op, pa.string(), size),
+            _column(batch.schema, pa.string(), size),
+            _column(batch.table, pa.string(), size),
+            _column(batch.lsn, pa.int64(), size),
+            _column(batch.commit_lsn, pa.int64(), size),
+            pa.array(batch.ordinal, type=pa.int64()),
+            _column(batch.tx_id, pa.int64(), size),
+            _column(batch.source_ts_us, ARROW_SCHEMA.field("source_ts").type, size),
+            _column(batch.snapshot, pa.string(), size),
+        ],
+        schema=ARROW_SCHEMA,
     )
+
+
+def _column(column: Sequence[object] | Constant, type_: pa.DataType, size: int) -> pa.Array:
+    if isinstance(column, Constant):
+        return pa.repeat(pa.scalar(column.value, type=type_), size)
+    return pa.array(column, type=type_)
+
+
+def _utf8(items: Sequence[bytes | None] | Joined) -> pa.Array:
+    """UTF-8 byte strings (``None`` for null) as a string array, straight from one buffer."""
+    if isinstance(items, Joined):
+        return pa.StringArray.from_buffers(len(items), pa.py_buffer(items.offsets), pa.py_buffer(items.data))
+    size = len(items)
+    nulls = sum(1 for item in items if item is None) if None in items else 0
+    present = items if not nulls else [b"" if item is None else item for item in items]
+    data = b"".join(present)  # type: ignore[arg-type]
+    if len(data) >= _OFFSET_LIMIT:
+        return pa.array([None if item is None else item.decode("utf-8") for item in items], type=pa.string())
+    offsets = array("i", accumulate(map(len, present), initial=0))  # type: ignore[arg-type]
+    validity = None
+    if nulls:
+        validity = pa.array([item is not None for item in items], type=pa.bool_()).buffers()[1]
+    return pa.StringArray.from_buffers(size, pa.py_buffer(offsets), pa.py_buffer(data), validity, nulls)
+
+
+def _headers(column: Sequence[Headers] | Constant, size: int) -> pa.Array:
+    if isinstance(column, Constant):
+        distinct: list[Headers] = [column.value]  # type: ignore[list-item]
+        indices: Sequence[int] | pa.Array = pa.repeat(pa.scalar(0, type=pa.int32()), size)
+    else:
+        # Records share header lists (the serializer caches constant ones): one entry per list object.
+        position: dict[int, int] = {}
+        distinct, indices = [], []
+        for headers in column:
+            index = position.get(id(headers))
+            if index is None:
+                index = position[id(headers)] = len(distinct)
+                distinct.append(headers)
+            indices.append(index)
+    lists = pa.array([[{"key": name, "value": raw} for name, raw in headers] for headers in distinct], type=_HEADERS)
+    return lists.take(pa.array(indices, type=pa.int32()) if not isinstance(indices, pa.Array) else indices)

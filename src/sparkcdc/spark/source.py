@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
-from .arrow import DDL_SCHEMA, record_batches
+from .arrow import DDL_SCHEMA, record_batches, to_arrow
 from .options import config_from_options
 
 __all__ = ["PostgresCdcDataSource", "register"]
@@ -95,11 +95,10 @@ def read_partition(partition: _Partition) -> Iterator[Any]:
             config, SourceOffset.from_dict(work.start), SourceOffset.from_dict(work.end),
             run_id=partition.run_id, state_store=StreamStateStore(work.state_location),
         )
-    else:
-        from ..engine.snapshot_reader import read_snapshot_chunk
+        return record_batches(records, serializer)
+    from ..engine.snapshot_rendered import read_encoded_chunk
 
-        records = read_snapshot_chunk(config, work, run_id=partition.run_id)
-    return record_batches(records, serializer)
+    return (to_arrow(batch) for batch in read_encoded_chunk(config, work, run_id=partition.run_id, serializer=serializer))
 
 
 class PostgresCdcDataSource(DataSource):
