@@ -10,11 +10,9 @@ import pytest
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
     from sparkcdc.spark.session import spark_session
-    from sparkcdc.spark.sinks.topic_files import TopicFilesSink
     from sparkcdc.spark.source import register
 
     session = spark_session("local[2]", app_name="sparkcdc-tests")
     register(session)
-    session.dataSource.register(TopicFilesSink)
     yield session
     session.stop()

@@ -59,23 +59,25 @@ def run_pipeline(
     from ..gc_policy import use_throughput_gc
     from .options import options_for
     from .session import spark_session
-    from .sinks.topic_files import TopicFilesSink
+    from .sinks.topic_files import local_output_path, topic_files_writer
     from .source import register
 
     called = time.perf_counter()
     if not isinstance(config, ConnectorConfig):
         config = ConnectorConfig(config)
+    try:
+        output = local_output_path(output)  # refused before Spark starts: the sink publishes by local renames
+    except ValueError as exc:
+        raise PipelineError(str(exc)) from None
     checkpoint = Path(checkpoint)
     properties = dict(config.raw)
     properties.setdefault("sparkcdc.state.location", str(checkpoint / "sparkcdc-state"))
     use_throughput_gc()
     spark = spark_session(master, app_name=f"sparkcdc-{config.get('name') or 'connector'}")
     register(spark)
-    spark.dataSource.register(TopicFilesSink)
     frame = spark.readStream.format("postgres-cdc").options(**options_for(properties)).load()
     writer = (
-        frame.writeStream.format("sparkcdc-topics")
-        .option("path", str(output))
+        topic_files_writer(frame, output)
         .option("checkpointLocation", str(checkpoint))
         .queryName(config.get("name") or "sparkcdc")
     )
