@@ -28,8 +28,12 @@ test: lint
 demo: $(STAMP)
 	@echo "make demo arrives with the sinks issue (#5); until then see README.md"; exit 1
 
+# One benchmark at a time: each compares against its baseline in the same run and needs the cores to itself.
 bench: $(STAMP)
 	$(PY) benchmarks/decode.py
+	$(PY) benchmarks/events.py
+	$(PY) benchmarks/snapshot.py
+	$(PY) benchmarks/stream.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache build src/*.egg-info src/sparkcdc/native_sources.txt

@@ -1,12 +1,22 @@
-"""Shared by the benchmarks: a description of the machine, and appending figures to RESULTS.md."""
+"""Shared by the benchmarks: a description of the machine, appending figures to RESULTS.md, and
+running ``sparkcdc run --once`` as a subprocess and checking what it wrote."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import platform
 import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
+
+import psycopg
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
@@ -34,8 +44,8 @@ def machine_summary() -> str:
     )
 
 
-def record_result(benchmark: str, workload: str, rows: list[tuple[str, str, str]]) -> None:
-    """Append a dated section with a small table to RESULTS.md."""
+def record_result(benchmark: str, workload: str, rows: list[tuple[str, str, str]], note: str | None = None) -> None:
+    """Append a dated section with a small table (and an optional note under it) to RESULTS.md."""
     lines = [
         "",
         f"### {benchmark} — {dt.date.today().isoformat()}",
@@ -46,6 +56,204 @@ def record_result(benchmark: str, workload: str, rows: list[tuple[str, str, str]
         "|---|---|---|",
         *[f"| {name} | {figure} | {notes} |" for name, figure, notes in rows],
         "",
+        *([note, ""] if note else []),
     ]
     with open(RESULTS, "a", encoding="utf-8") as handle:
         handle.write("\n".join(lines))
+
+
+T = TypeVar("T")
+
+
+def median(runs: Sequence[T], key: Callable[[T], float]) -> T:
+    """The median run by ``key`` (the lower middle one for an even count)."""
+    return sorted(runs, key=key)[(len(runs) - 1) // 2]
+
+
+def load_average() -> str:
+    """The 1- and 5-minute load averages: how busy the machine was before (or during) a run."""
+    one, five, _ = os.getloadavg()
+    return f"{one:.2f} (1 min), {five:.2f} (5 min)"
+
+
+# -- sparkcdc run --once, as a user runs it --------------------------------------------------------
+
+@dataclass(frozen=True)
+class SparkcdcRun:
+    """One ``sparkcdc run --once``: the command's wall time and its ``--summary``."""
+
+    wall_seconds: float  # the whole command: interpreter, JVM and Spark start-up, batches, shutdown
+    startup_seconds: float  # until the streaming query started (mostly JVM and Spark start-up)
+    batch_ms: tuple[int, ...]  # Spark's triggerExecution time of each micro-batch
+    records: int
+
+    @property
+    def processing_seconds(self) -> float:
+        return sum(self.batch_ms) / 1000
+
+
+def write_properties(path: Path, props: Mapping[str, str]) -> Path:
+    """A ``.properties`` connector configuration, as a user would write it."""
+    path.write_text("".join(f"{key}={value}\n" for key, value in props.items()), encoding="utf-8")
+    return path
+
+
+def run_sparkcdc(config: Path, output: Path, checkpoint: Path, *, master: str = "local[2]", timeout: float = 3600) -> SparkcdcRun:
+    """``python -m sparkcdc.cli run CONFIG --once``; its log goes next to the checkpoint."""
+    summary = checkpoint.parent / f"{checkpoint.name}-summary.json"
+    log = checkpoint.parent / f"{checkpoint.name}-run.log"
+    argv = [sys.executable, "-m", "sparkcdc.cli", "run", str(config), "--output", str(output), "--checkpoint", str(checkpoint),
+            "--once", "--master", master, "--summary", str(summary)]
+    summary.unlink(missing_ok=True)
+    with open(log, "wb") as handle:
+        started = time.perf_counter()
+        try:
+            code = subprocess.run(argv, stdout=handle, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            raise SystemExit(f"sparkcdc run did not finish in {timeout:.0f} s; log: {log}") from None
+        wall = time.perf_counter() - started
+    if code != 0 or not summary.exists():
+        tail = log.read_text(errors="replace")[-4000:]
+        raise SystemExit(f"sparkcdc run failed (exit code {code}):\n{tail}")
+    data = json.loads(summary.read_text())
+    return SparkcdcRun(wall, float(data["startup_seconds"]), tuple(int(ms) for ms in data["batch_durations_ms"]),
+                       int(data["records"]))
+
+
+@dataclass
+class OutputCheck:
+    """What the topic directories hold: lines, lines per ``op``, and row ids seen more than once."""
+
+    lines: int = 0
+    ops: Counter[str] = field(default_factory=Counter)
+    ids: dict[str, bytearray] = field(default_factory=dict)  # op -> one byte per id: times seen
+    samples: list[dict] = field(default_factory=list)
+
+    def ids_exactly(self, op: str, count: int) -> bool:
+        """Every id 1..count seen exactly once with ``op``, and no other."""
+        seen = self.ids.get(op, bytearray(1))
+        return seen[0] == 0 and seen[1:count + 1] == b"\x01" * count and seen.count(0) == len(seen) - count
+
+    def problems(self, expected: Mapping[str, int]) -> list[str]:
+        found = []
+        if self.lines != sum(expected.values()):
+            found.append(f"{self.lines:,} lines, expected {sum(expected.values()):,}")
+        if dict(self.ops) != dict(expected):
+            found.append(f"ops {dict(self.ops)}, expected {dict(expected)}")
+        for op, count in expected.items():
+            if not self.ids_exactly(op, count):
+                found.append(f"op {op!r}: the ids are not exactly 1..{count:,}, each once")
+        for line in self.samples:
+            payload = json.loads(line["value"])["payload"]
+            if payload["op"] not in expected or set(payload["after"]) != {"id", "qty", "label", "price", "created", "active"}:
+                found.append(f"unexpected sampled event: {json.dumps(payload)[:300]}")
+        return found
+
+
+_OP = b'\\"op\\":\\"'  # "op":" inside the value's JSON text, as it is escaped in the line
+_AFTER_ID = b'\\"after\\":{\\"id\\":'
+
+
+def check_output(output: Path, id_limit: int, sample_every: int = 10_000) -> OutputCheck:
+    """Count the lines under ``output/*/part-*.jsonl`` without parsing them all: each line's ``op``
+    and ``after.id`` are found by byte search (the last ``op`` of a line is the payload's), and one
+    line in ``sample_every`` is parsed in full."""
+    check = OutputCheck()
+    for path in sorted(output.glob("*/part-*.jsonl")):
+        with open(path, "rb") as handle:
+            for raw in handle:
+                check.lines += 1
+                at = raw.rfind(_OP)
+                op = raw[at + len(_OP):at + len(_OP) + 1].decode() if at >= 0 else "?"
+                check.ops[op] += 1
+                at = raw.find(_AFTER_ID)
+                if at >= 0:
+                    start = at + len(_AFTER_ID)
+                    end = raw.find(b",", start)
+                    row_id = int(raw[start:end])
+                    seen = check.ids.get(op)
+                    if seen is None:
+                        seen = check.ids[op] = bytearray(id_limit + 1)
+                    if 0 < row_id <= id_limit:
+                        seen[row_id] = min(seen[row_id] + 1, 255)
+                    else:
+                        seen[0] = 1
+                if check.lines % sample_every == 1:
+                    check.samples.append(json.loads(raw))
+    return check
+
+
+def drop_slot_when_free(conn: psycopg.Connection, slot: str, timeout: float = 60) -> None:
+    """Drop ``slot`` if it exists (its walsender may need a moment to release it), so that it does not
+    keep WAL for the rest of the benchmark."""
+    from sparkcdc.postgres import drop_slot
+
+    drop_slot(conn, slot, wait=timeout)
+
+
+# -- Debezium vs sparkcdc: the figures, printed and recorded ----------------------------------------
+
+@dataclass(frozen=True)
+class DebeziumRun:
+    to_first_seconds: float  # engine start to the first record
+    steady_seconds: float  # first record to the last
+
+    @property
+    def total_seconds(self) -> float:
+        return self.to_first_seconds + self.steady_seconds
+
+
+def report_comparison(
+    benchmark: str,
+    events: int,
+    debezium_runs: Sequence[DebeziumRun],
+    our_runs: Sequence[SparkcdcRun],
+    *,
+    target: float,
+    jvm_seconds: float,
+    workload: str,
+    note: str,
+    record: bool,
+) -> None:
+    """Print the medians (Debezium by steady time, sparkcdc by processing time) and the ratios; with
+    ``record``, append them to RESULTS.md with the per-run rates."""
+    dbz = median(debezium_runs, key=lambda r: r.steady_seconds)
+    ours = median(our_runs, key=lambda r: r.processing_seconds)
+    dbz_steady, dbz_total = events / dbz.steady_seconds, events / dbz.total_seconds
+    our_processing, our_wall = events / ours.processing_seconds, events / ours.wall_seconds
+    ratio, ratio_total = our_processing / dbz_steady, our_wall / dbz_total
+    met = "met" if ratio >= target else "NOT MET"
+    batches = ", ".join(f"{ms / 1000:.1f}" for ms in ours.batch_ms)
+    print(f"median of {len(debezium_runs)} and {len(our_runs)} runs, {events:,} events:")
+    print(f"Debezium 3.6.3      : {dbz_steady:>9,.0f} events/s steady  ({dbz.steady_seconds:.1f} s first to last record); "
+          f"{dbz_total:,.0f} events/s total ({dbz.total_seconds:.1f} s from the engine's start; JVM start-up "
+          f"{jvm_seconds:.1f} s apart)")
+    print(f"sparkcdc processing : {our_processing:>9,.0f} events/s  ({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} "
+          f"micro-batch(es): {batches} s)")
+    print(f"sparkcdc wall       : {our_wall:>9,.0f} events/s  ({ours.wall_seconds:.1f} s incl. {ours.startup_seconds:.1f} s "
+          "to the query's start)")
+    print(f"ratio sparkcdc / Debezium = {ratio:.2f} processing/steady (target >= {target:g}: {met}), "
+          f"{ratio_total:.2f} wall/total")
+    if not record:
+        return
+    per_run = (f"per run: Debezium {' / '.join(f'{events / r.steady_seconds:,.0f}' for r in debezium_runs)} events/s "
+               f"steady; sparkcdc {' / '.join(f'{events / r.processing_seconds:,.0f}' for r in our_runs)} processing, "
+               f"{' / '.join(f'{events / r.wall_seconds:,.0f}' for r in our_runs)} wall")
+    record_result(
+        benchmark,
+        f"{workload}; medians, alternating order ({per_run})",
+        [
+            ("Debezium 3.6.3 steady (embedded, JsonConverter, counting consumer)", f"{dbz_steady:,.0f} events/s",
+             f"{dbz.steady_seconds:.1f} s first to last record"),
+            ("Debezium 3.6.3 total", f"{dbz_total:,.0f} events/s",
+             f"{dbz.total_seconds:.1f} s from the engine's start (JVM already running; its start-up took {jvm_seconds:.1f} s)"),
+            ("sparkcdc processing (`run --once`, local[2], JSON lines written)", f"{our_processing:,.0f} events/s",
+             f"{ours.processing_seconds:.1f} s: Spark's triggerExecution summed over {len(ours.batch_ms)} micro-batch(es) "
+             f"({batches} s)"),
+            ("sparkcdc wall, incl. start-up", f"{our_wall:,.0f} events/s",
+             f"{ours.wall_seconds:.1f} s for the whole command; {ours.startup_seconds:.1f} s to the query's start"),
+            ("ratio processing / Debezium steady", f"{ratio:.2f}", f"target >= {target:g}: {met}"),
+            ("ratio wall / Debezium total", f"{ratio_total:.2f}", "start-up included on both sides (Debezium's JVM excepted)"),
+        ],
+        note,
+    )

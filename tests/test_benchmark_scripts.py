@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -16,3 +18,16 @@ def test_decode_benchmark_runs() -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ratio sparkcdc / pg_recvlogical" in result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("script", "size"), [("snapshot.py", "--rows"), ("stream.py", "--changes")])
+def test_debezium_vs_sparkcdc_benchmark_runs(script: str, size: str) -> None:
+    """Both sides (embedded Debezium, `sparkcdc run --once`) on 2,000 events; the script checks the output."""
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), size, "2000", "--repeat", "1"],
+        capture_output=True, text=True, timeout=540,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ratio sparkcdc / Debezium" in result.stdout
+    assert "sparkcdc wall" in result.stdout

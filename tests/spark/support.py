@@ -31,7 +31,7 @@ def output_lines(output: Path) -> list[dict[str, Any]]:
     """Every line under the topic directories, in commit order."""
     lines = []
     for path in sorted(output.glob("*/part-*.jsonl")):
-        for raw in path.read_text(encoding="utf-8").splitlines():
+        for raw in path.read_text(encoding="utf-8").split("\n")[:-1]:  # each line ends with \n
             line = json.loads(raw)
             line["topic"] = path.parent.name
             lines.append(line)

@@ -196,7 +196,7 @@ def _import_runner() -> ModuleType:
 @app.command()
 def run(
     config: ConfigArgument,
-    output: Annotated[str, typer.Option("--output", metavar="DIR", help="Where the change events are written (a path or URI).")],
+    output: Annotated[str, typer.Option("--output", metavar="DIR", help="Where the change events are written (a local directory or file: URI; topic directories are created under it).")],
     checkpoint: Annotated[str, typer.Option("--checkpoint", metavar="DIR",
                                             help="Spark checkpoint location (a path or URI); it holds the connector's offsets.")],
     once: Annotated[bool, typer.Option("--once", help="Process what is available now, then stop.")] = False,

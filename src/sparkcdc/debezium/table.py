@@ -241,7 +241,7 @@ class TableSchemaFactory:
         override = self.rules.key_override(qualified_table)
         key_names = tuple(override) if override is not None else table.primary_key
         value_fields: list[tuple[Field, _FieldPlan]] = []
-        key_candidates: dict[str, tuple[ColumnDescription, ValueMapping, bool]] = {}
+        key_candidates: dict[str, tuple[ColumnDescription, ValueMapping, bool, Callable[[str], str] | None]] = {}
         for column in table.columns:
             mapping = map_type(column.type, self.options)
             if mapping is None:

