@@ -10,7 +10,7 @@ converters), and chunk seams.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -32,6 +32,7 @@ from sparkcdc.postgres import drop_slot
 from sparkcdc.postgres.catalog import Catalog
 from sparkcdc.postgres.slots import ExportedSnapshotSlot
 from sparkcdc.postgres.snapshot import SnapshotTransaction
+from sparkcdc.spark.lines import line_batch
 
 RUN_ID = "00000000-0000-0000-0000-0000000000aa"
 WALL_CLOCK = ("ts_ms", "ts_us", "ts_ns")
@@ -120,8 +121,33 @@ def _both_paths(
         rendered += [row for b in batches for row in _rows(b)]
         records = read_snapshot_chunk(config, chunk, run_id=RUN_ID)
         reference += [row for b in encode_records(records, serializer, batch_rows, batch_bytes) for row in _rows(b)]
+        _assert_lines_match(config, chunk, serializer, batch_rows, batch_bytes)
     assert cut_by_bytes or batch_bytes == BATCH_BYTES, "no chunk's batches were cut at the byte limit"
     return rendered, reference
+
+
+def _assert_lines_match(
+    config: ConnectorConfig, chunk: SnapshotChunk, serializer: JsonSerializer, batch_rows: int, batch_bytes: int
+) -> None:
+    """The lines the rendered path builds from its escaped templates are, byte for byte, the lines
+    built from its records' key and value texts (same clock reading)."""
+    def clock() -> int:
+        return 1_700_000_000_123_456_789
+
+    def lines(batches: Iterable[EncodedBatch]) -> list[tuple[str, int, int, int]]:
+        out = []
+        for batch in batches:
+            table = line_batch(batch)
+            out += zip(*(table.column(name).to_pylist() for name in ("topic", "line", "lsn", "commit_lsn", "ordinal")))
+        return out
+
+    kwargs = {"run_id": RUN_ID, "serializer": serializer, "batch_rows": batch_rows, "batch_bytes": batch_bytes, "clock_ns": clock}
+    built = lines(read_encoded_chunk(config, chunk, lines=True, **kwargs))  # type: ignore[arg-type]
+    assert built == lines(read_encoded_chunk(config, chunk, **kwargs))  # type: ignore[arg-type]
+    for _, line, *_ in built:
+        parsed = orjson.loads(line)
+        assert set(parsed) == {"key", "value", "headers", "lsn", "commit_lsn", "ordinal"}
+        orjson.loads(parsed["value"])
 
 
 def _renders(cluster: ThrowawayCluster, config: ConnectorConfig, chunk: SnapshotChunk) -> bool:

@@ -223,6 +223,8 @@ PROPERTIES: dict[str, Property] = {
            doc="rows a parallel snapshot chunk is sized to hold (one Spark task each)"),
         _P("sparkcdc.snapshot.render.sql", "true", "bool",
            doc="let PostgreSQL render the snapshot's key and row payloads as JSON where every column's type allows"),
+        _P("sparkcdc.output.layout", "columns", "enum", ("columns", "lines"),
+           doc="the source's rows: the record's columns, or (lines) topic, its topic-files JSON line, lsn, commit_lsn, ordinal"),
         # converter settings (Kafka Connect JsonConverter)
         _P("key.converter.schemas.enable", "true", "bool"),
         _P("value.converter.schemas.enable", "true", "bool"),

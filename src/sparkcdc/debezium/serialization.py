@@ -13,9 +13,19 @@ import orjson
 from .connect import ConnectSchema
 from .records import ChangeRecord, Header
 
-__all__ = ["JsonSerializer"]
+__all__ = ["JsonSerializer", "escape_json_text"]
 
 _dumps: Final = orjson.dumps
+
+
+def escape_json_text(text: bytes) -> bytes:
+    """The inside of ``text`` quoted as a JSON string, for a text with no control characters (JSON
+    text has none outside strings, and the serializer escapes those inside): only ``\\`` and ``"``."""
+    if b'"' in text:
+        if b"\\" in text:
+            text = text.replace(b"\\", b"\\\\")
+        return text.replace(b'"', b'\\"')
+    return text.replace(b"\\", b"\\\\") if b"\\" in text else text
 
 
 class JsonSerializer:
@@ -26,6 +36,7 @@ class JsonSerializer:
         self.value_schemas = value_schemas
         self.header_schemas = header_schemas
         self._prefixes: dict[int, tuple[ConnectSchema, bytes]] = {}
+        self._quoted_prefixes: dict[int, tuple[ConnectSchema, bytes]] = {}
         self._constant_headers: dict[int, tuple[Header, bytes | None]] = {}
         self._constant_header_lists: dict[int, tuple[tuple[Header, ...], list[tuple[str, bytes | None]]]] = {}
         # The two schemas used last and their prefixes (a record's key and value schema alternate),
@@ -63,6 +74,22 @@ class JsonSerializer:
         if not with_schema:
             return body
         return b"".join((self._prefix(schema), body, b"}"))
+
+    def quoted(self, payload: Any, schema: ConnectSchema | None, *, with_schema: bool) -> bytes:
+        """:meth:`encode`'s text as a JSON string (``null`` for none): the schema part is escaped
+        once per schema, and per record only the payload."""
+        if payload is None and schema is None:
+            return b"null"
+        body = escape_json_text(_dumps(payload))
+        if not with_schema:
+            return b'"' + body + b'"'
+        if schema is None:
+            return b'"{\\"schema\\":null,\\"payload\\":' + body + b'}"'
+        cached = self._quoted_prefixes.get(id(schema))
+        if cached is None or cached[0] is not schema:
+            cached = (schema, b'"' + escape_json_text(self._prefix(schema)))
+            self._quoted_prefixes[id(schema)] = cached
+        return b"".join((cached[1], body, b'}"'))
 
     def record(self, record: ChangeRecord) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]:
         """Key, value and headers of a record in one call (what sinks use per record)."""

@@ -55,6 +55,10 @@ class Joined(Sequence[bytes]):
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
+    def __iter__(self) -> Iterator[bytes]:
+        data, offsets = self.data, self.offsets
+        return (data[start:end] for start, end in zip(offsets, offsets[1:], strict=False))
+
     @overload
     def __getitem__(self, index: int) -> bytes: ...
     @overload
@@ -75,8 +79,8 @@ class EncodedBatch:
 
     size: int
     topic: list[str] | Constant
-    key: list[bytes | None] | Joined
-    value: list[bytes | None] | Joined
+    key: list[bytes | None] | Joined | None  # None: not built (the batch has lines instead)
+    value: list[bytes | None] | Joined | None
     headers: list[Headers] | Constant
     op: list[str] | Constant
     schema: list[str | None] | Constant
@@ -87,6 +91,7 @@ class EncodedBatch:
     tx_id: list[int | None] | Constant
     source_ts_us: list[int | None] | Constant
     snapshot: list[str | None] | Constant
+    line: Joined | None = None  # each record's topic-files line (sparkcdc.engine.lines), when asked for
 
 
 def encode_records(

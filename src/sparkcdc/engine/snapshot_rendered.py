@@ -34,6 +34,7 @@ from ..debezium.table import TableSchema
 from ..postgres.replication import quote_ident
 from ..postgres.snapshot import SnapshotTransaction
 from .encoded import BATCH_BYTES, Constant, EncodedBatch, Joined, encode_records
+from .lines import encode_lines, escape, line_middle
 from .snapshot import SnapshotContext, snapshot_change, snapshot_marker
 from .snapshot_plan import SnapshotChunk
 from .snapshot_reader import (
@@ -81,6 +82,7 @@ class RecordTemplates:
         self._context = context
         self._table = table
         self._values: dict[str, _ValueTemplate] = {}
+        self._middle: bytes | None = None
         record = self._record("true")
         self.headers = serializer.headers(record)
         key = serializer.encode(_KEY, table.key_schema, with_schema=serializer.key_schemas) if table.has_key else None
@@ -111,7 +113,8 @@ class RecordTemplates:
 
 
     def batch(
-        self, keys: list[bytes | None], afters: list[bytes], markers: list[str], ordinals: range, clock_ns: Callable[[], int]
+        self, keys: list[bytes | None], afters: list[bytes], markers: list[str], ordinals: range, clock_ns: Callable[[], int],
+        *, lines: bool = False,
     ) -> EncodedBatch:
         """An encoded batch from the rows' payloads and markers (only the first and the last row's
         marker can differ from ``"true"``).
@@ -123,6 +126,12 @@ class RecordTemplates:
         size = len(afters)
         now = clock_ns()
         stamp = (now // 1_000_000, now // 1000, now)
+        c = self._constants
+        if lines:
+            return EncodedBatch(
+                size, c.topic, None, None, c.headers, c.op, c.schema, c.table, c.lsn, c.lsn, ordinals, c.tx_id, c.ts, markers,
+                self._lines(keys, afters, markers, ordinals, stamp),
+            )
         true = self.value("true")
         tail = true.tail % stamp
         first = 1 if markers[0] != "true" else 0
@@ -145,7 +154,6 @@ class RecordTemplates:
             encoded_keys = _joined(data, list(map(add, map(len, keys), repeat(len(prefix) + len(suffix), size))))  # type: ignore[arg-type]
         else:
             encoded_keys = [None] * size
-        c = self._constants
         return EncodedBatch(
             size, c.topic, encoded_keys, values, c.headers, c.op, c.schema, c.table, c.lsn, c.lsn, ordinals,
             c.tx_id, c.ts, markers,
@@ -156,6 +164,50 @@ class RecordTemplates:
         """About how many bytes a record's value has beyond its row payload."""
         true = self.value("true")
         return len(true.prefix) + len(true.tail)
+
+    def _lines(
+        self, keys: list[bytes | None], afters: list[bytes], markers: list[str], ordinals: range, stamp: tuple[int, int, int]
+    ) -> Joined:
+        """The records' topic-files lines: the templates' parts escaped once per batch, and per row
+        only the key and row payloads (short texts) and the ordinal."""
+        middle = self._middle
+        if middle is None:
+            middle = self._middle = line_middle(self.headers, self._context.lsn, self._context.lsn)
+
+        def parts(marker: str) -> tuple[bytes, bytes]:
+            template = self.value(marker)
+            head = escape(self.key_suffix) + b'","value":"' if self._table.has_key else b""
+            return head + escape(template.prefix), escape(template.tail % stamp) + b'"' + middle
+
+        before_after, after_after = parts("true")
+        pieces: list[bytes] = []
+        lengths: list[int] = []
+        if self._table.has_key:
+            start = b'{"key":"' + escape(self.key_prefix)
+            fixed = len(start) + len(before_after) + len(after_after) + 1
+            for key, after, ordinal in zip(keys, afters, ordinals, strict=False):
+                quoted_key, quoted_after, number = escape(key), escape(after), b"%d" % ordinal  # type: ignore[arg-type]
+                pieces += (start, quoted_key, before_after, quoted_after, after_after, number, b"}")
+                lengths.append(fixed + len(quoted_key) + len(quoted_after) + len(number))
+            width, first_part = 7, 2
+        else:
+            start = b'{"key":null,"value":"'
+            fixed = len(start) + len(before_after) + len(after_after) + 1
+            for after, ordinal in zip(afters, ordinals, strict=False):
+                quoted_after, number = escape(after), b"%d" % ordinal
+                pieces += (start + before_after, quoted_after, after_after, number, b"}")
+                lengths.append(fixed + len(quoted_after) + len(number))
+            width, first_part = 5, 0
+        for index in {0, len(markers) - 1}:
+            if markers[index] != "true":
+                special_before, special_after = parts(markers[index])
+                at = index * width + first_part
+                if not self._table.has_key:
+                    special_before = start + special_before
+                old = len(pieces[at]) + len(pieces[at + 2])
+                pieces[at], pieces[at + 2] = special_before, special_after
+                lengths[index] += len(special_before) + len(special_after) - old
+        return Joined(b"".join(pieces), array("i", accumulate(lengths, initial=0)))
 
     def _value(self, marker: str, after: bytes, stamp: tuple[int, int, int]) -> bytes:
         template = self.value(marker)
@@ -225,6 +277,7 @@ def rendered_chunk_batches(
     batch_rows: int = 8192,
     batch_bytes: int = BATCH_BYTES,
     clock_ns: Callable[[], int] = time.time_ns,
+    lines: bool = False,
 ) -> Iterator[EncodedBatch]:
     """The chunk's records in batches of about ``batch_rows`` rows or ``batch_bytes`` of values.
 
@@ -246,7 +299,8 @@ def rendered_chunk_batches(
             markers[0] = first_marker
         if last_marker is not None:
             markers[-1] = last_marker
-        return templates.batch(keys, afters, markers, range(first_ordinal + start, first_ordinal + start + size), clock_ns)
+        return templates.batch(keys, afters, markers, range(first_ordinal + start, first_ordinal + start + size), clock_ns,
+                               lines=lines)
 
     held: tuple[list[bytes | None], list[bytes], int] | None = None  # the latest batch, until it is known not to be the last
     rows = 0
@@ -332,8 +386,11 @@ def read_encoded_chunk(
     batch_rows: int = 8192,
     batch_bytes: int = BATCH_BYTES,
     clock_ns: Callable[[], int] = time.time_ns,
+    lines: bool = False,
 ) -> Iterator[EncodedBatch]:
-    """A snapshot chunk as encoded batches: rendered by the server where the table allows it
+    """A snapshot chunk as encoded batches (with ``lines``, each record's topic-files line instead of
+    its key and value where the server renders the payloads; :func:`sparkcdc.spark.lines.line_batch`
+    builds the others): rendered by the server where the table allows it
     (``sparkcdc.snapshot.render.sql``), through the Python converters otherwise."""
     with chunk_session(config, chunk, run_id=run_id, clock_ns=clock_ns) as (tx, events, resolver):
         opened = open_chunk(tx, config, resolver, chunk)
@@ -344,8 +401,8 @@ def read_encoded_chunk(
         if query is not None:
             yield from rendered_chunk_batches(
                 tx, config, serializer, events, table, chunk, query, first_of_table=first_of_table, batch_rows=batch_rows,
-                batch_bytes=batch_bytes, clock_ns=clock_ns,
+                batch_bytes=batch_bytes, clock_ns=clock_ns, lines=lines,
             )
         else:
             records = opened_chunk_records(tx, config, events, chunk, table, first_of_table)
-            yield from encode_records(records, serializer, batch_rows, batch_bytes)
+            yield from (encode_lines if lines else encode_records)(records, serializer, batch_rows, batch_bytes)

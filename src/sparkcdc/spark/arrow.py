@@ -45,6 +45,8 @@ def record_batches(
 
 def to_arrow(batch: EncodedBatch) -> pa.RecordBatch:
     size = batch.size
+    if batch.key is None or batch.value is None:
+        raise ValueError("this encoded batch was built with lines only; read it with sparkcdc.spark.lines.line_batch")
     return pa.RecordBatch.from_arrays(
         [
             _column(batch.topic, pa.string(), size),

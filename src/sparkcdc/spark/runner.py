@@ -75,7 +75,9 @@ def run_pipeline(
     use_throughput_gc()
     spark = spark_session(master, app_name=f"sparkcdc-{config.get('name') or 'connector'}")
     register(spark)
-    frame = spark.readStream.format("postgres-cdc").options(**options_for(properties)).load()
+    # The topic files need only each record's line: the reader builds it (see sparkcdc.spark.lines).
+    lines = {**properties, "sparkcdc.output.layout": "lines"}
+    frame = spark.readStream.format("postgres-cdc").options(**options_for(lines)).load()
     writer = (
         topic_files_writer(frame, output)
         .option("checkpointLocation", str(checkpoint))

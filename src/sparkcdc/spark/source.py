@@ -18,7 +18,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
-from .arrow import DDL_SCHEMA, record_batches, to_arrow
+from .arrow import DDL_SCHEMA, to_arrow
+from .lines import LINES_DDL_SCHEMA, line_batch
 from .options import config_from_options
 
 __all__ = ["PostgresCdcDataSource", "register"]
@@ -79,6 +80,8 @@ def read_partition(partition: _Partition) -> Iterator[Any]:
     from ..debezium.config import ConnectorConfig
     from ..debezium.serialization import JsonSerializer
     from ..engine.batch_reader import read_stream_range
+    from ..engine.encoded import encode_records
+    from ..engine.lines import encode_lines
     from ..engine.offsets import SourceOffset
     from ..engine.planner import StreamRange
     from ..engine.state_store import StreamStateStore
@@ -89,16 +92,20 @@ def read_partition(partition: _Partition) -> Iterator[Any]:
     serializer = JsonSerializer(
         key_schemas=config.key_schemas_enable, value_schemas=config.value_schemas_enable, header_schemas=True
     )
+    lines = config.get("sparkcdc.output.layout") == "lines"
+    convert = line_batch if lines else to_arrow
     work = partition.work
     if isinstance(work, StreamRange):
         records = read_stream_range(
             config, SourceOffset.from_dict(work.start), SourceOffset.from_dict(work.end),
             run_id=partition.run_id, state_store=StreamStateStore(work.state_location),
         )
-        return record_batches(records, serializer)
+        encode = encode_lines if lines else encode_records
+        return (convert(batch) for batch in encode(records, serializer))
     from ..engine.snapshot_rendered import read_encoded_chunk
 
-    return (to_arrow(batch) for batch in read_encoded_chunk(config, work, run_id=partition.run_id, serializer=serializer))
+    batches = read_encoded_chunk(config, work, run_id=partition.run_id, serializer=serializer, lines=lines)
+    return (convert(batch) for batch in batches)
 
 
 class PostgresCdcDataSource(DataSource):
@@ -109,7 +116,8 @@ class PostgresCdcDataSource(DataSource):
         return "postgres-cdc"
 
     def schema(self) -> str:
-        return DDL_SCHEMA
+        layout = config_from_options(self.options).get("sparkcdc.output.layout")
+        return LINES_DDL_SCHEMA if layout == "lines" else DDL_SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:  # noqa: N802
         return PostgresCdcStreamReader(self.options)

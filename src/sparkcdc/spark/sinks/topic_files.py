@@ -8,8 +8,10 @@ Python only moves the finished files into place (``sparkcdc.spark.sinks.staging`
 A line is ``{"key", "value", "headers": [{"name", "value"}], "lsn", "commit_lsn", "ordinal"}``:
 key and value are the Debezium JSON texts as JSON strings (value null for a tombstone), a header's
 value is its bytes decoded as UTF-8 (or null). Batch N's lines are in
-``<topic>/part-<N:010d>-<n:05d>.jsonl``; each file's lines are in (commit_lsn, lsn, ordinal) order,
-so sorting a topic's lines by that key gives its commit order. A re-executed batch replaces its
+``<topic>/part-<N:010d>-<n:05d>.jsonl``; each file's lines keep the order of the Spark partition
+they come from, which for the ``postgres-cdc`` source is commit order; sorting a topic's lines by
+(commit_lsn, lsn, ordinal) gives its commit order in every case. With the source's ``lines``
+layout (what ``sparkcdc run`` uses) the reader has built each line; otherwise Spark SQL builds it. A re-executed batch replaces its
 earlier output, and an attempt that dies before publishing leaves nothing visible.
 """
 
@@ -31,7 +33,7 @@ __all__ = ["TopicFilesBatchWriter", "TopicFilesError", "line_column", "local_out
 
 log = logging.getLogger(__name__)
 
-_ORDER = ("topic", "commit_lsn", "lsn", "ordinal")
+MAX_OPEN_TOPIC_FILES = 1000  # per task; each open file costs a write buffer
 _HEADER_LINE_TYPE = "array<struct<name: string, value: string>>"
 
 
@@ -58,8 +60,7 @@ class TopicFilesBatchWriter:
         staging = new_staging_dir(self.output, batch_id)
         try:
             # One action: the batch's source is read once (a second read would decode the WAL again).
-            # file:// keeps Hadoop from resolving the path on another default file system.
-            topic_lines(batch).write.partitionBy("topic").text(f"file://{staging}")
+            _write_unsorted(topic_lines(batch), staging)
             published = publish_batch(self.output, staging, batch_id, fsync=self.fsync)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -93,24 +94,38 @@ def local_output_path(path: str | Path) -> Path:
 
 
 def topic_lines(frame: DataFrame) -> DataFrame:
-    """``topic, line`` rows, each partition sorted by (topic, commit_lsn, lsn, ordinal).
+    """``topic, line`` rows, in the order of ``frame``'s partitions. ``frame`` has the source's
+    columns, or its ``lines`` layout (``topic, line, lsn, commit_lsn, ordinal``).
 
-    Sorted before the write so that each topic's file keeps commit order and Spark's partitioned
-    writer (which needs rows grouped by topic) finds them grouped already. Spark's planned write
-    (``V1Writes``) adds its own sort by the partition column unless the query's ordering already
-    starts with it; such a sort would make the optimizer drop this one as redundant (and it is not
-    stable once it spills), losing the commit order within a topic. For a nullable string partition
-    column Spark first wraps the column in ``empty2null``, and whether it still recognises this
-    ordering behind that wrapper depends on the Spark version; so ``topic`` is made non-nullable
-    (a null topic becomes "", which Spark stages as the null partition, ``publish_batch`` refuses)
-    and nothing is wrapped.
+    ``topic`` is made non-nullable (a null topic becomes "", which Spark stages as its null
+    partition and ``publish_batch`` refuses): for a nullable partition column Spark's planned write
+    wraps it in ``empty2null`` (see :func:`_write_unsorted` for why nothing may sort the rows).
     """
     topic = F.coalesce(F.col("topic"), F.lit("")).alias("topic")
-    return (
-        frame.select(topic, *_ORDER[1:], line_column().alias("line"))
-        .sortWithinPartitions(*_ORDER)
-        .select("topic", "line")
-    )
+    # The source's lines layout (sparkcdc.output.layout=lines) brings each record's line ready-made.
+    line = F.col("line") if "line" in frame.columns else line_column().alias("line")
+    return frame.select(topic, line)
+
+
+def _write_unsorted(lines: DataFrame, staging: Path) -> None:
+    """Write ``topic, line`` rows partitioned by topic, each file in the order of its rows.
+
+    The source's partitions are in commit order, and so each topic's share of a partition. Spark's
+    partitioned writer normally wants rows grouped by the partition column and sorts them (its
+    planned write adds the sort), which costs as much as writing the lines and, not being stable
+    once it spills, would lose that order. With planned writes off and concurrent output writers
+    on, each task instead keeps one open file per topic and appends to it in row order. Both
+    settings go on the session of this micro-batch, which Spark clones per streaming query, so
+    other queries of the application are not affected. A task that meets more than
+    :data:`MAX_OPEN_TOPIC_FILES` topics falls back to Spark's sort for the rest of its rows; their
+    order within a file then holds unless that sort spills, and every line carries
+    (commit_lsn, lsn, ordinal), which order it regardless.
+    """
+    session = lines.sparkSession
+    session.conf.set("spark.sql.optimizer.plannedWrite.enabled", "false")
+    session.conf.set("spark.sql.maxConcurrentOutputFileWriters", str(MAX_OPEN_TOPIC_FILES))
+    # file:// keeps Hadoop from resolving the path on another default file system.
+    lines.write.partitionBy("topic").text(f"file://{staging}")
 
 
 def line_column() -> Column:

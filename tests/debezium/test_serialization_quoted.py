@@ -1,0 +1,46 @@
+"""``JsonSerializer.quoted``: a record's text as a JSON string, built from a schema prefix escaped
+once; it must be exactly the serialized text quoted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from sparkcdc.debezium.connect import ConnectSchema, string, struct
+from sparkcdc.debezium.serialization import JsonSerializer, escape_json_text
+
+SCHEMA = struct([("id", string()), ("txt", string(optional=True))], name='srv.public."odd\\name".Value', optional=True)
+
+
+@pytest.mark.parametrize("payload", [
+    {"id": "1", "txt": None},
+    {"id": 'q"uote \\ back \n nl \t tab \u0001 \u2028 é ✓ 😀', "txt": "\\\\"},
+    None,
+])
+@pytest.mark.parametrize("schema", [SCHEMA, None])
+@pytest.mark.parametrize("with_schema", [True, False])
+def test_quoted_is_the_encoded_text_as_a_json_string(payload: Any, schema: ConnectSchema | None, with_schema: bool) -> None:
+    serializer = JsonSerializer()
+    for _ in range(2):  # the second time from the cached prefix
+        encoded = serializer.encode(payload, schema, with_schema=with_schema)
+        quoted = serializer.quoted(payload, schema, with_schema=with_schema)
+        if encoded is None:
+            assert quoted == b"null"
+        else:
+            assert quoted == orjson.dumps(encoded.decode())
+            assert orjson.loads(orjson.loads(quoted)) == orjson.loads(encoded)
+
+
+def test_a_new_schema_at_a_recycled_id_gets_its_own_prefix() -> None:
+    serializer = JsonSerializer()
+    first = serializer.quoted({"id": "1"}, struct([("id", string())], name="a"), with_schema=True)
+    second = serializer.quoted({"id": "1"}, struct([("id", string())], name="b"), with_schema=True)
+    assert b'\\"a\\"' in first and b'\\"b\\"' in second
+
+
+def test_escape_json_text() -> None:
+    assert escape_json_text(b'{"a":"\\\\ \\""}') == b'{\\"a\\":\\"\\\\\\\\ \\\\\\"\\"}'
+    assert escape_json_text(b"no quotes") == b"no quotes"
+    assert escape_json_text(b"\\") == b"\\\\"

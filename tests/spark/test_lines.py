@@ -1,0 +1,72 @@
+"""The ``lines`` output layout: lines the reader builds are the lines Spark's ``to_json`` builds from
+the ``columns`` layout, byte for byte, and the topic files sink writes them as they are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from sparkcdc.engine.encoded import Constant, EncodedBatch
+from sparkcdc.engine.lines import escape, json_string
+from sparkcdc.spark.lines import LINES_DDL_SCHEMA, line_batch
+from sparkcdc.spark.sinks.topic_files import TopicFilesBatchWriter
+
+from .test_topic_files_sink import files, frame, record
+
+KEY = '{"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"}]},"payload":{"id":1}}'
+VALUE = ('{"payload":{"before":null,"after":{"id":1,"txt":"ünïcødé ✓ 😀 \\"quoted\\" back\\\\slash \\n tab\\t </x> \u2028"},'
+         '"op":"c"}}')
+HEADERS = [("__debezium.context.connectorName", b"postgresql"), ("empty", None), ("ütf", "wért".encode())]
+ROWS = [
+    record("srv.public.t", KEY, VALUE, lsn=100, commit_lsn=200, ordinal=0, headers=HEADERS),
+    record("srv.public.t", KEY, None, lsn=110, commit_lsn=200, ordinal=1, headers=[]),  # a tombstone
+    record("srv.public.u", None, '{"payload":{"op":"c"}}', lsn=120, commit_lsn=200, ordinal=2, headers=[]),  # no key
+    record("srv.public.t", KEY, VALUE, lsn=9_223_372_036_854_775_000, commit_lsn=9_223_372_036_854_775_807, ordinal=3,
+           headers=HEADERS),
+    record("srv.transaction", None, '{"status":"END"}', lsn=None, commit_lsn=None, ordinal=4, headers=[]),  # type: ignore[arg-type]
+]
+
+
+def _encoded(rows: list[tuple[Any, ...]]) -> EncodedBatch:
+    columns = list(zip(*rows, strict=True))
+
+    def utf8(items: tuple[Any, ...]) -> list[bytes | None]:
+        return [None if item is None else item.encode() for item in items]
+
+    return EncodedBatch(len(rows), list(columns[0]), utf8(columns[1]), utf8(columns[2]), list(columns[3]),
+                        *[list(c) for c in columns[4:]])
+
+
+def test_escape_quotes_exactly_what_json_needs() -> None:
+    assert escape(b'a"b\\c') == b'a\\"b\\\\c' and escape(b"plain") == b"plain" and escape(b"\\") == b"\\\\"
+    assert json_string(None) == b"null" and json_string(b'{"a":"\\n"}') == b'"{\\"a\\":\\"\\\\n\\"}"'
+
+
+def test_reader_lines_are_the_sinks_to_json_lines(spark: Any, tmp_path: Path) -> None:
+    by_spark = tmp_path / "columns"
+    TopicFilesBatchWriter(by_spark)(frame(spark, ROWS), 0)
+
+    batch = line_batch(_encoded(ROWS))
+    by_reader = tmp_path / "lines"
+    TopicFilesBatchWriter(by_reader)(spark.createDataFrame(_rows(batch), LINES_DDL_SCHEMA).repartition(1), 0)
+
+    assert files(by_reader) == files(by_spark)
+    assert sum(len(lines) for lines in files(by_reader).values()) == len(ROWS)
+
+
+def test_a_batch_with_lines_only_needs_line_batch() -> None:
+    lined = EncodedBatch(1, Constant("t"), None, None, Constant([]), Constant("r"), Constant("public"), Constant("t"),
+                         Constant(1), Constant(1), range(1), Constant(None), Constant(None), ["true"])
+    from sparkcdc.spark.arrow import to_arrow
+
+    with pytest.raises(ValueError, match="lines"):
+        to_arrow(lined)
+    with pytest.raises(ValueError, match="lines"):
+        line_batch(lined)
+
+
+def _rows(batch: pa.RecordBatch) -> list[tuple[Any, ...]]:
+    return list(zip(*(batch.column(i).to_pylist() for i in range(batch.num_columns)), strict=True))
