@@ -138,7 +138,7 @@ def _assert_lines_match(
         out = []
         for batch in batches:
             table = line_batch(batch)
-            out += zip(*(table.column(name).to_pylist() for name in ("topic", "line", "lsn", "commit_lsn", "ordinal")))
+            out += zip(*(table.column(name).to_pylist() for name in ("topic", "line", "lsn", "commit_lsn", "ordinal")), strict=False)
         return out
 
     kwargs = {"run_id": RUN_ID, "serializer": serializer, "batch_rows": batch_rows, "batch_bytes": batch_bytes, "clock_ns": clock}
