@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/events.py
 	$(PY) benchmarks/snapshot.py
 	$(PY) benchmarks/stream.py
+	$(PY) benchmarks/big_transaction.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache build src/*.egg-info src/sparkcdc/native_sources.txt

@@ -53,7 +53,7 @@ from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
 
 TARGET = 5.0
 DEBEZIUM_PUBLICATION = "bench_debezium"
-NOTE = "Note on the snapshot figures: (written after the first full run)"
+NOTE = "Note on the snapshot figures: see the note under the first recorded run (2026-11-22) for where the time goes."
 
 
 def fill(conn: psycopg.Connection, rows: int, per_statement: int = 100_000) -> None:

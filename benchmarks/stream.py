@@ -59,7 +59,7 @@ from sparkcdc.postgres import create_logical_slot, get_slot  # noqa: E402
 
 TARGET = 3.0
 DEBEZIUM_PUBLICATION = "bench_debezium"
-NOTE = "Note on the streaming figures: (written after the first full run)"
+NOTE = "Note on the streaming figures: see the note under the first recorded run (2026-11-22) for where the time goes."
 
 
 def sparkcdc_properties(cluster: ThrowawayCluster, name: str) -> dict[str, str]:
