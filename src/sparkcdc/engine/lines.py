@@ -17,7 +17,7 @@ import orjson
 
 from ..debezium.records import ChangeRecord
 from ..debezium.serialization import JsonSerializer, escape_json_text
-from .encoded import BATCH_BYTES, EncodedBatch, Headers, Joined
+from .encoded import BATCH_BYTES, Constant, EncodedBatch, Headers, Joined
 
 __all__ = ["encode_lines", "escape", "headers_json", "json_string", "line_middle"]
 
@@ -49,15 +49,20 @@ def _number(value: int | None) -> bytes:
 def encode_lines(
     records: Iterable[ChangeRecord], serializer: JsonSerializer, batch_size: int = 8192, batch_bytes: int = BATCH_BYTES
 ) -> Iterator[EncodedBatch]:
-    """Records as batches of their lines (``line`` set, key and value not built), at most
-    ``batch_size`` records and about ``batch_bytes`` of lines each: :func:`~.encoded.encode_records`
-    for the ``lines`` layout."""
+    """Records as batches of their lines, at most ``batch_size`` records and about ``batch_bytes``
+    of lines each: :func:`~.encoded.encode_records` for the ``lines`` layout. A batch carries the
+    lines and what the layout's rows hold beside them (topic, lsn, commit_lsn, ordinal); its other
+    columns are not built."""
     quoted, headers_of = serializer.quoted, serializer.headers
     key_schemas, value_schemas = serializer.key_schemas, serializer.value_schemas
+    unused = Constant(None)
     remaining = iter(records)
     while True:
-        columns: list[list] = [[] for _ in range(12)]
-        topic, headers_column, op, schema, table, lsn, commit_lsn, ordinal, tx_id, source_ts, snapshot, lengths = columns
+        topic: list[str] = []
+        lsn: list[int | None] = []
+        commit_lsn: list[int | None] = []
+        ordinal: list[int] = []
+        lengths: list[int] = []
         pieces: list[bytes] = []
         rendered: dict[int, bytes] = {}  # header lists are shared objects (the serializer caches them)
         size = 0
@@ -65,31 +70,26 @@ def encode_lines(
             headers = headers_of(record)
             header_text = rendered.get(id(headers))
             if header_text is None:
-                header_text = rendered[id(headers)] = headers_json(headers)
+                header_text = rendered[id(headers)] = b',"headers":' + headers_json(headers) + b',"lsn":'
+            record_lsn, record_commit_lsn, record_ordinal = record.lsn, record.commit_lsn, record.ordinal
             line = b"".join((
                 b'{"key":', quoted(record.key, record.key_schema, with_schema=key_schemas),
                 b',"value":', quoted(record.value, record.value_schema, with_schema=value_schemas),
-                b',"headers":', header_text, b',"lsn":', _number(record.lsn), b',"commit_lsn":', _number(record.commit_lsn),
-                b',"ordinal":', b"%d}" % record.ordinal,
+                header_text, b"null" if record_lsn is None else b"%d" % record_lsn,
+                b',"commit_lsn":', b"null" if record_commit_lsn is None else b"%d" % record_commit_lsn,
+                b',"ordinal":%d}' % record_ordinal,
             ))
             pieces.append(line)
             lengths.append(len(line))
             size += len(line)
             topic.append(record.topic)
-            headers_column.append(headers)
-            op.append(record.op)
-            schema.append(record.schema)
-            table.append(record.table)
-            lsn.append(record.lsn)
-            commit_lsn.append(record.commit_lsn)
-            ordinal.append(record.ordinal)
-            tx_id.append(record.tx_id)
-            source_ts.append(record.source_ts_us)
-            snapshot.append(record.snapshot)
+            lsn.append(record_lsn)
+            commit_lsn.append(record_commit_lsn)
+            ordinal.append(record_ordinal)
             if len(pieces) >= batch_size or size >= batch_bytes:
                 break
         if not pieces:
             return
         line_column = Joined(b"".join(pieces), array("i", accumulate(lengths, initial=0)))
-        yield EncodedBatch(len(pieces), topic, None, None, headers_column, op, schema, table, lsn, commit_lsn, ordinal, tx_id,
-                           source_ts, snapshot, line_column)
+        yield EncodedBatch(len(pieces), topic, None, None, unused, unused, unused, unused, lsn, commit_lsn, ordinal, unused,
+                           unused, unused, line_column)
