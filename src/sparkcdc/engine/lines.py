@@ -1,10 +1,9 @@
 """The topic-files line of a record: ``{"key", "value", "headers", "lsn", "commit_lsn", "ordinal"}``.
 
 Key and value are the record's Debezium JSON texts as JSON strings (null for none), each header's
-value its bytes as a UTF-8 string (or null). The texts come from sparkcdc's serializer: UTF-8
-without control characters (JSON text has none outside strings, and orjson escapes those inside),
-so quoting one as a JSON string only escapes ``\\`` and ``"`` — and the parts of a text that do not
-change from record to record (a schema, a snapshot template) are escaped once, not per record.
+value its bytes as a UTF-8 string (or null). Quoting a text as a JSON string is orjson's
+string escaping; the parts of a text that do not change from record to record (a schema, a
+snapshot template) are escaped once, not per record.
 """
 
 from __future__ import annotations
@@ -26,10 +25,8 @@ escape = escape_json_text
 
 
 def json_string(text: bytes | None) -> bytes:
-    """``text`` as a JSON string; None as ``null``."""
-    if text is None:
-        return b"null"
-    return b'"' + escape(text) + b'"'
+    """``text`` (UTF-8) as a JSON string; None as ``null``."""
+    return b"null" if text is None else orjson.dumps(text.decode("utf-8"))
 
 
 def headers_json(headers: Headers) -> bytes:
