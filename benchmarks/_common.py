@@ -18,6 +18,8 @@ from typing import TypeVar
 
 import psycopg
 
+from sparkcdc.embedded_postgres import ThrowawayCluster
+
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
 
@@ -96,6 +98,25 @@ def write_properties(path: Path, props: Mapping[str, str]) -> Path:
     """A ``.properties`` connector configuration, as a user would write it."""
     path.write_text("".join(f"{key}={value}\n" for key, value in props.items()), encoding="utf-8")
     return path
+
+
+def sparkcdc_properties(cluster: ThrowawayCluster, name: str, snapshot_mode: str) -> dict[str, str]:
+    """sparkcdc's configuration for the ``bench`` table: its own slot and publication ``name``."""
+    return {
+        "name": name,
+        "database.hostname": cluster.host,
+        "database.port": str(cluster.port),
+        "database.user": cluster.user,
+        "database.password": "",
+        "database.dbname": "postgres",
+        "topic.prefix": "bench",
+        "plugin.name": "pgoutput",
+        "slot.name": name,
+        "publication.name": name,
+        "publication.autocreate.mode": "filtered",
+        "table.include.list": "public.bench",
+        "snapshot.mode": snapshot_mode,
+    }
 
 
 def run_sparkcdc(config: Path, output: Path, checkpoint: Path, *, master: str = "local[2]", timeout: float = 3600) -> SparkcdcRun:

@@ -44,6 +44,7 @@ from _common import (  # noqa: E402
     machine_summary,
     report_comparison,
     run_sparkcdc,
+    sparkcdc_properties,
     write_properties,
 )
 from events import TABLE_DDL, run_debezium  # noqa: E402
@@ -69,24 +70,6 @@ def fill(conn: psycopg.Connection, rows: int, per_statement: int = 100_000) -> N
     conn.execute("VACUUM ANALYZE bench")
 
 
-def sparkcdc_properties(cluster: ThrowawayCluster, name: str) -> dict[str, str]:
-    return {
-        "name": name,
-        "database.hostname": cluster.host,
-        "database.port": str(cluster.port),
-        "database.user": cluster.user,
-        "database.password": "",
-        "database.dbname": "postgres",
-        "topic.prefix": "bench",
-        "plugin.name": "pgoutput",
-        "slot.name": name,
-        "publication.name": name,
-        "publication.autocreate.mode": "filtered",
-        "table.include.list": "public.bench",
-        "snapshot.mode": "initial_only",
-    }
-
-
 def snapshot_debezium(cluster: ThrowawayCluster, conn: psycopg.Connection, run: int, rows: int) -> DebeziumRun:
     slot = f"debezium_snapshot_{run}"
     props = debezium_properties(cluster, slot, DEBEZIUM_PUBLICATION) | {"snapshot.mode": "initial_only"}
@@ -97,7 +80,7 @@ def snapshot_debezium(cluster: ThrowawayCluster, conn: psycopg.Connection, run: 
 
 def snapshot_sparkcdc(cluster: ThrowawayCluster, conn: psycopg.Connection, work: Path, run: int, rows: int) -> SparkcdcRun:
     name = f"sparkcdc_snapshot_{run}"
-    config = write_properties(work / f"{name}.properties", sparkcdc_properties(cluster, name))
+    config = write_properties(work / f"{name}.properties", sparkcdc_properties(cluster, name, "initial_only"))
     output, checkpoint = work / f"{name}-output", work / f"{name}-checkpoint"
     result = run_sparkcdc(config, output, checkpoint)
     drop_slot_when_free(conn, name)  # initial_only uses a temporary slot; nothing should be left

@@ -49,6 +49,7 @@ from _common import (  # noqa: E402
     machine_summary,
     report_comparison,
     run_sparkcdc,
+    sparkcdc_properties,
     write_properties,
 )
 from events import TABLE_DDL, load, run_debezium  # noqa: E402
@@ -62,30 +63,12 @@ DEBEZIUM_PUBLICATION = "bench_debezium"
 NOTE = "Note on the streaming figures: see the note under the first recorded run (2026-11-22) for where the time goes."
 
 
-def sparkcdc_properties(cluster: ThrowawayCluster, name: str) -> dict[str, str]:
-    return {
-        "name": name,
-        "database.hostname": cluster.host,
-        "database.port": str(cluster.port),
-        "database.user": cluster.user,
-        "database.password": "",
-        "database.dbname": "postgres",
-        "topic.prefix": "bench",
-        "plugin.name": "pgoutput",
-        "slot.name": name,
-        "publication.name": name,
-        "publication.autocreate.mode": "filtered",
-        "table.include.list": "public.bench",
-        "snapshot.mode": "no_data",
-    }
-
-
 class SparkcdcPipeline:
     """One sparkcdc configuration with its output and checkpoint directories."""
 
     def __init__(self, cluster: ThrowawayCluster, work: Path, run: int) -> None:
         self.name = f"sparkcdc_stream_{run}"
-        self.config = write_properties(work / f"{self.name}.properties", sparkcdc_properties(cluster, self.name))
+        self.config = write_properties(work / f"{self.name}.properties", sparkcdc_properties(cluster, self.name, "no_data"))
         self.output, self.checkpoint = work / f"{self.name}-output", work / f"{self.name}-checkpoint"
 
     def prepare(self, conn: psycopg.Connection) -> None:

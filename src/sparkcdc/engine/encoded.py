@@ -13,18 +13,22 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Union, overload
 
 from ..debezium.records import ChangeRecord
 from ..debezium.serialization import JsonSerializer
 
-__all__ = ["BATCH_BYTES", "Constant", "EncodedBatch", "Headers", "Joined", "encode_records"]
+__all__ = ["BATCH_BYTES", "OFFSET_LIMIT", "Constant", "EncodedBatch", "Headers", "Joined", "encode_records", "joined"]
 
 #: The most bytes of keys and values a batch should hold. A bigger buffer is past glibc's largest
 #: mmap threshold (32 MiB), so every batch's buffers would be fresh mappings, paid for in page
 #: faults on every write: measured, that made a snapshot batch of 8,192 rows with schemas
 #: (30 MB) three times slower to build than two of 4,096.
 BATCH_BYTES = 8 << 20
+
+#: Bytes a :class:`Joined` (an Arrow string column) can hold: its offsets are 32-bit.
+OFFSET_LIMIT = 1 << 31
 
 #: Serialized headers of one record: (name, JSON bytes or None).
 Headers = Sequence[tuple[str, Union[bytes, None]]]
@@ -73,6 +77,15 @@ class Joined(Sequence[bytes]):
         return self.data[self.offsets[index]:self.offsets[index + 1]]
 
 
+def joined(data: bytes, lengths: Sequence[int]) -> Joined | list[bytes | None]:
+    """``data`` cut into items of ``lengths`` as a :class:`Joined`, or as a list when it is too long
+    for 32-bit offsets."""
+    if len(data) >= OFFSET_LIMIT:
+        bounds = list(accumulate(lengths, initial=0))
+        return [data[bounds[i]:bounds[i + 1]] for i in range(len(lengths))]
+    return Joined(data, array("i", accumulate(lengths, initial=0)))
+
+
 @dataclass
 class EncodedBatch:
     """``size`` serialized records. Each column is a list (one item per row) or a :class:`Constant`."""
@@ -91,7 +104,7 @@ class EncodedBatch:
     tx_id: list[int | None] | Constant
     source_ts_us: list[int | None] | Constant
     snapshot: list[str | None] | Constant
-    line: Joined | None = None  # each record's topic-files line (sparkcdc.engine.lines), when asked for
+    line: Joined | list[bytes | None] | None = None  # each record's topic-files line (sparkcdc.engine.lines), when asked for
 
 
 def encode_records(

@@ -8,15 +8,13 @@ snapshot template) are escaped once, not per record.
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Iterable, Iterator
-from itertools import accumulate
 
 import orjson
 
 from ..debezium.records import ChangeRecord
 from ..debezium.serialization import JsonSerializer, escape_json_text
-from .encoded import BATCH_BYTES, Constant, EncodedBatch, Headers, Joined
+from .encoded import BATCH_BYTES, Constant, EncodedBatch, Headers, joined
 
 __all__ = ["encode_lines", "escape", "headers_json", "json_string", "line_middle"]
 
@@ -87,6 +85,6 @@ def encode_lines(
                 break
         if not pieces:
             return
-        line_column = Joined(b"".join(pieces), array("i", accumulate(lengths, initial=0)))
+        line_column = joined(b"".join(pieces), lengths)
         yield EncodedBatch(len(pieces), topic, None, None, unused, unused, unused, unused, lsn, commit_lsn, ordinal, unused,
                            unused, unused, line_column)

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import re
 import time
-from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import accumulate, repeat
+from itertools import repeat
 from operator import add
 
 import orjson
@@ -33,7 +32,7 @@ from ..debezium.serialization import JsonSerializer
 from ..debezium.table import TableSchema
 from ..postgres.replication import quote_ident
 from ..postgres.snapshot import SnapshotTransaction
-from .encoded import BATCH_BYTES, Constant, EncodedBatch, Joined, encode_records
+from .encoded import BATCH_BYTES, Constant, EncodedBatch, Joined, encode_records, joined
 from .lines import encode_lines, escape, line_middle
 from .snapshot import SnapshotContext, snapshot_change, snapshot_marker
 from .snapshot_plan import SnapshotChunk
@@ -56,7 +55,6 @@ _KEY_ALIAS, _ROW_ALIAS = "__sparkcdc_key", "__sparkcdc_row"
 _NULL = b"\\N"
 _COPY_ESCAPES = {b"\\": b"\\", b"b": b"\b", b"f": b"\f", b"n": b"\n", b"r": b"\r", b"t": b"\t", b"v": b"\v"}
 _COPY_ESCAPE = re.compile(rb"\\(.)")
-_OFFSET_LIMIT = 1 << 31  # Arrow string offsets are 32-bit
 BLOCK_BYTES = 983040  # COPY data handled per step; a batch ends at the first step boundary past batch_rows
 
 
@@ -146,12 +144,12 @@ class RecordTemplates:
         if last < size:
             pieces.append(self._value(markers[-1], afters[-1], stamp))
             lengths[-1] = len(pieces[-1])
-        values = _joined(b"".join(pieces), lengths)
+        values = joined(b"".join(pieces), lengths)
         encoded_keys: list[bytes | None] | Joined
         if self._table.has_key:
             prefix, suffix = self.key_prefix, self.key_suffix
             data = b"".join((prefix, (suffix + prefix).join(keys), suffix))  # type: ignore[arg-type]
-            encoded_keys = _joined(data, list(map(add, map(len, keys), repeat(len(prefix) + len(suffix), size))))  # type: ignore[arg-type]
+            encoded_keys = joined(data, list(map(add, map(len, keys), repeat(len(prefix) + len(suffix), size))))  # type: ignore[arg-type]
         else:
             encoded_keys = [None] * size
         return EncodedBatch(
@@ -207,20 +205,11 @@ class RecordTemplates:
                 old = len(pieces[at]) + len(pieces[at + 2])
                 pieces[at], pieces[at + 2] = special_before, special_after
                 lengths[index] += len(special_before) + len(special_after) - old
-        return Joined(b"".join(pieces), array("i", accumulate(lengths, initial=0)))
+        return joined(b"".join(pieces), lengths)
 
     def _value(self, marker: str, after: bytes, stamp: tuple[int, int, int]) -> bytes:
         template = self.value(marker)
         return b"".join((template.prefix, after, template.tail % stamp))
-
-
-def _joined(data: bytes, lengths: list[int]) -> Joined | list[bytes | None]:
-    """``data`` cut at ``lengths`` as a :class:`Joined`, or as a list when it is too long for the
-    32-bit offsets of a string column."""
-    if len(data) >= _OFFSET_LIMIT:
-        bounds = list(accumulate(lengths, initial=0))
-        return [data[bounds[i]:bounds[i + 1]] for i in range(len(lengths))]
-    return Joined(data, array("i", accumulate(lengths, initial=0)))
 
 
 @dataclass(frozen=True)

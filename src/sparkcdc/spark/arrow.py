@@ -16,9 +16,9 @@ import pyarrow as pa
 
 from ..debezium.records import ChangeRecord
 from ..debezium.serialization import JsonSerializer
-from ..engine.encoded import Constant, EncodedBatch, Headers, Joined, encode_records
+from ..engine.encoded import OFFSET_LIMIT, Constant, EncodedBatch, Headers, Joined, encode_records
 
-__all__ = ["ARROW_SCHEMA", "DDL_SCHEMA", "record_batches", "to_arrow"]
+__all__ = ["ARROW_SCHEMA", "DDL_SCHEMA", "column_array", "record_batches", "to_arrow", "utf8_array"]
 
 # topic/key/value/headers follow the layout of Spark's Kafka sink (headers as key + binary value).
 DDL_SCHEMA = (
@@ -33,7 +33,6 @@ ARROW_SCHEMA = pa.schema([
     ("commit_lsn", pa.int64()), ("ordinal", pa.int64()), ("tx_id", pa.int64()),
     ("source_ts", pa.timestamp("us", tz="UTC")), ("snapshot", pa.string()),
 ])
-_OFFSET_LIMIT = 1 << 31  # a string column's offsets are 32-bit
 
 
 def record_batches(
@@ -49,31 +48,31 @@ def to_arrow(batch: EncodedBatch) -> pa.RecordBatch:
         raise ValueError("this encoded batch was built with lines only; read it with sparkcdc.spark.lines.line_batch")
     return pa.RecordBatch.from_arrays(
         [
-            _column(batch.topic, pa.string(), size),
-            _utf8(batch.key),
-            _utf8(batch.value),
+            column_array(batch.topic, pa.string(), size),
+            utf8_array(batch.key),
+            utf8_array(batch.value),
             _headers(batch.headers, size),
-            _column(batch.op, pa.string(), size),
-            _column(batch.schema, pa.string(), size),
-            _column(batch.table, pa.string(), size),
-            _column(batch.lsn, pa.int64(), size),
-            _column(batch.commit_lsn, pa.int64(), size),
+            column_array(batch.op, pa.string(), size),
+            column_array(batch.schema, pa.string(), size),
+            column_array(batch.table, pa.string(), size),
+            column_array(batch.lsn, pa.int64(), size),
+            column_array(batch.commit_lsn, pa.int64(), size),
             pa.array(batch.ordinal, type=pa.int64()),
-            _column(batch.tx_id, pa.int64(), size),
-            _column(batch.source_ts_us, ARROW_SCHEMA.field("source_ts").type, size),
-            _column(batch.snapshot, pa.string(), size),
+            column_array(batch.tx_id, pa.int64(), size),
+            column_array(batch.source_ts_us, ARROW_SCHEMA.field("source_ts").type, size),
+            column_array(batch.snapshot, pa.string(), size),
         ],
         schema=ARROW_SCHEMA,
     )
 
 
-def _column(column: Sequence[object] | Constant, type_: pa.DataType, size: int) -> pa.Array:
+def column_array(column: Sequence[object] | Constant, type_: pa.DataType, size: int) -> pa.Array:
     if isinstance(column, Constant):
         return pa.repeat(pa.scalar(column.value, type=type_), size)
     return pa.array(column, type=type_)
 
 
-def _utf8(items: Sequence[bytes | None] | Joined) -> pa.Array:
+def utf8_array(items: Sequence[bytes | None] | Joined) -> pa.Array:
     """UTF-8 byte strings (``None`` for null) as a string array, straight from one buffer."""
     if isinstance(items, Joined):
         return pa.StringArray.from_buffers(len(items), pa.py_buffer(items.offsets), pa.py_buffer(items.data))
@@ -81,7 +80,7 @@ def _utf8(items: Sequence[bytes | None] | Joined) -> pa.Array:
     nulls = sum(1 for item in items if item is None) if None in items else 0
     present = items if not nulls else [b"" if item is None else item for item in items]
     data = b"".join(present)  # type: ignore[arg-type]
-    if len(data) >= _OFFSET_LIMIT:
+    if len(data) >= OFFSET_LIMIT:
         return pa.array([None if item is None else item.decode("utf-8") for item in items], type=pa.string())
     offsets = array("i", accumulate(map(len, present), initial=0))  # type: ignore[arg-type]
     validity = None

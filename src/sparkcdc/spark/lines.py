@@ -15,14 +15,13 @@ field (tests/spark/test_lines.py).
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Sequence
-from itertools import accumulate
 
 import pyarrow as pa
 
-from ..engine.encoded import Constant, EncodedBatch
+from ..engine.encoded import Constant, EncodedBatch, joined
 from ..engine.lines import headers_json, json_string, line_middle
+from .arrow import column_array, utf8_array
 
 __all__ = ["LINES_ARROW_SCHEMA", "LINES_DDL_SCHEMA", "line_batch"]
 
@@ -30,14 +29,13 @@ LINES_DDL_SCHEMA = "topic string, line string, lsn long, commit_lsn long, ordina
 LINES_ARROW_SCHEMA = pa.schema([
     ("topic", pa.string()), ("line", pa.string()), ("lsn", pa.int64()), ("commit_lsn", pa.int64()), ("ordinal", pa.int64()),
 ])
-_OFFSET_LIMIT = 1 << 31
 
 
 def line_batch(batch: EncodedBatch) -> pa.RecordBatch:
     """The batch's records as (topic, line, lsn, commit_lsn, ordinal) rows."""
     size = batch.size
     if batch.line is not None:
-        return _record_batch(batch, pa.StringArray.from_buffers(size, pa.py_buffer(batch.line.offsets), pa.py_buffer(batch.line.data)))
+        return _record_batch(batch, utf8_array(batch.line))
     if batch.key is None or batch.value is None:
         raise ValueError("an encoded batch without key and value must have lines")
     keys = list(batch.key)
@@ -71,12 +69,7 @@ def line_batch(batch: EncodedBatch) -> pa.RecordBatch:
             ))
             append(line)
             lengths.append(len(line))
-    data = b"".join(pieces)
-    if len(data) < _OFFSET_LIMIT:
-        line_column = pa.StringArray.from_buffers(size, pa.py_buffer(array("i", accumulate(lengths, initial=0))), pa.py_buffer(data))
-    else:
-        bounds = list(accumulate(lengths, initial=0))
-        line_column = pa.array([data[bounds[i]:bounds[i + 1]].decode("utf-8") for i in range(size)], type=pa.string())
+    line_column = utf8_array(joined(b"".join(pieces), lengths))
     return _record_batch(batch, line_column)
 
 
@@ -84,10 +77,10 @@ def _record_batch(batch: EncodedBatch, line_column: pa.Array) -> pa.RecordBatch:
     size = batch.size
     return pa.RecordBatch.from_arrays(
         [
-            _column(batch.topic, pa.string(), size),
+            column_array(batch.topic, pa.string(), size),
             line_column,
-            _column(batch.lsn, pa.int64(), size),
-            _column(batch.commit_lsn, pa.int64(), size),
+            column_array(batch.lsn, pa.int64(), size),
+            column_array(batch.commit_lsn, pa.int64(), size),
             pa.array(batch.ordinal, type=pa.int64()),
         ],
         schema=LINES_ARROW_SCHEMA,
@@ -96,9 +89,3 @@ def _record_batch(batch: EncodedBatch, line_column: pa.Array) -> pa.RecordBatch:
 
 def _cells(column: Sequence[object] | Constant, size: int) -> Sequence[object]:
     return [column.value] * size if isinstance(column, Constant) else column
-
-
-def _column(column: Sequence[object] | Constant, type_: pa.DataType, size: int) -> pa.Array:
-    if isinstance(column, Constant):
-        return pa.repeat(pa.scalar(column.value, type=type_), size)
-    return pa.array(column, type=type_)
