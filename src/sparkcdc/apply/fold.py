@@ -1,0 +1,239 @@
+"""One micro-batch of a table's changes, folded into what the target must do.
+
+Events are taken in sequence order (``sequence_by``; by default commit LSN, LSN, ordinal: the
+order the source committed them). A TRUNCATE starts a new segment: for SCD1 the segments before it
+are dropped (the target is emptied, then the rest applies); for SCD2 the versions open at that
+moment are closed at the truncate's sequence, including the target's open versions the batch does
+not otherwise touch (``Segment.truncate_at``).
+
+SCD1: per key, the last event wins. Columns the event could not carry (Debezium's unchanged-TOAST
+placeholder, or nulls under ``ignore_null_updates``) take the value of an earlier event of the
+same batch; when there is none they stay listed in ``__unchanged`` and the target keeps its stored
+value (``WHEN MATCHED … CASE WHEN column in __unchanged``), so no lookup of the target is needed.
+
+SCD2: every change of a tracked column closes the key's open version (``__END_AT`` = the change's
+sequence) and opens a new one (``__START_AT``); a change of untracked columns only rewrites the open
+version. The open versions of the batch's keys are read from the target first; every version the
+fold touches is emitted whole, and the target inserts it or replaces the row with the same keys and
+``__START_AT``. A delete closes the open version.
+
+Both: a delete is remembered (a tombstone, with its sequence); an event of that key whose sequence
+is not newer than the tombstone's is dropped, so a late event cannot resurrect a deleted row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from .errors import ApplyError
+from .spec import ResolvedSpec
+
+__all__ = [
+    "DELETE_FLAG",
+    "END_AT",
+    "START_AT",
+    "TRUNCATE_FLAG",
+    "UNCHANGED",
+    "Segment",
+    "TableChanges",
+    "fold_changes",
+]
+
+DELETE_FLAG = "__is_delete"
+TRUNCATE_FLAG = "__is_truncate"
+UNCHANGED = "__unchanged"
+START_AT = "__START_AT"
+END_AT = "__END_AT"
+
+Key = tuple[Any, ...]
+Sequence_ = tuple[Any, ...]
+
+
+@dataclass
+class Segment:
+    """Changes that apply in one step; ``truncate_at`` set: the table is emptied (SCD1) or its open
+    versions closed at that sequence (SCD2) before this segment's rows apply."""
+
+    truncate_at: Sequence_ | None = None
+    #: SCD1: key -> (delete?, values of ResolvedSpec.columns, columns whose stored value stays)
+    final: dict[Key, tuple[bool, list[Any], tuple[str, ...]]] = field(default_factory=dict)
+    #: SCD2: versions to insert or replace, as (values, start sequence, end sequence or None)
+    versions: list[tuple[list[Any], Sequence_, Sequence_ | None]] = field(default_factory=list)
+
+
+@dataclass
+class TableChanges:
+    spec: ResolvedSpec
+    segments: list[Segment]
+    tombstones: dict[Key, Sequence_]  # deletes of this batch: key -> sequence of the last delete
+    events: int = 0
+    dropped_late: int = 0  # events not newer than a recorded delete of their key
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.tombstones and all(
+            s.truncate_at is None and not s.final and not s.versions for s in self.segments
+        )
+
+
+@dataclass
+class _Version:
+    values: list[Any]
+    start: Sequence_
+    end: Sequence_ | None = None
+    dirty: bool = False
+
+
+def fold_changes(
+    spec: ResolvedSpec,
+    events: pa.Table,
+    *,
+    tombstones: Mapping[Key, Sequence_] | None = None,
+    open_versions: Mapping[Key, tuple[Sequence[Any], Sequence_]] | None = None,
+) -> TableChanges:
+    """Fold ``events`` (the typed view's rows with ``__is_delete``, ``__is_truncate`` and
+    ``__unchanged``; any order) into a :class:`TableChanges`.
+
+    ``tombstones``: the target's recorded deletes of the batch's keys. ``open_versions`` (SCD2):
+    the target's open version of each of the batch's keys, as (values of ``spec.columns``, start).
+    """
+    ordered = _sorted(events, spec.sequence)
+    known_deletes = dict(tombstones or {})
+    changes = TableChanges(spec, [Segment()], {})
+    if spec.scd_type == 1:
+        _fold_scd1(spec, _rows(spec, ordered), known_deletes, changes)
+    else:
+        _fold_scd2(spec, _rows(spec, ordered), known_deletes, dict(open_versions or {}), changes)
+    return changes
+
+
+def _sorted(events: pa.Table, sequence: tuple[str, ...]) -> pa.Table:
+    missing = [name for name in sequence if name not in events.column_names]
+    if missing:
+        raise ApplyError(f"sequence_by column(s) {missing} are not in the changes")
+    for name in sequence:
+        if events.column(name).null_count:
+            raise ApplyError(f"sequence_by column {name} is null in {events.column(name).null_count} event(s): sequences must be set")
+    return events.sort_by([(name, "ascending") for name in sequence]) if events.num_rows > 1 else events
+
+
+def _rows(spec: ResolvedSpec, events: pa.Table) -> Iterator[tuple[Key, Sequence_, bool, bool, list[Any], frozenset[str]]]:
+    """(key, sequence, delete?, truncate?, values, columns the event does not carry) per event."""
+    names = events.column_names
+    for required in (*spec.columns, DELETE_FLAG, TRUNCATE_FLAG, UNCHANGED):
+        if required not in names:
+            raise ApplyError(f"the changes of {spec.spec.qualified_table} have no column {required}")
+    columns = [events.column(name).to_pylist() for name in spec.columns]
+    sequences = list(zip(*(events.column(name).to_pylist() for name in spec.sequence), strict=True))
+    deletes = events.column(DELETE_FLAG).to_pylist()
+    truncates = events.column(TRUNCATE_FLAG).to_pylist()
+    unchanged = events.column(UNCHANGED).to_pylist()
+    key_index = [spec.columns.index(k) for k in spec.keys]
+    ignore_nulls = spec.spec.ignore_null_updates
+    non_key = [i for i, name in enumerate(spec.columns) if name not in set(spec.keys)]
+    selected = set(spec.columns)
+    for i, values in enumerate(zip(*columns, strict=True) if columns else ()):
+        row = list(values)
+        missing = frozenset(c for c in (unchanged[i] or ()) if c in selected)
+        if ignore_nulls and not deletes[i]:
+            missing = missing | {spec.columns[j] for j in non_key if row[j] is None}
+        yield tuple(row[j] for j in key_index), sequences[i], bool(deletes[i]), bool(truncates[i]), row, missing
+
+
+def _fold_scd1(
+    spec: ResolvedSpec, rows: Iterator[tuple[Key, Sequence_, bool, bool, list[Any], frozenset[str]]],
+    known_deletes: dict[Key, Sequence_], changes: TableChanges,
+) -> None:
+    index = {name: i for i, name in enumerate(spec.columns)}
+    segment = changes.segments[-1]
+    for key, sequence, is_delete, is_truncate, values, missing in rows:
+        changes.events += 1
+        if is_truncate:
+            # What came before the truncate is gone from the table: only its tombstones still count.
+            segment = Segment(truncate_at=sequence)
+            changes.segments[:] = [segment]
+            continue
+        if _is_late(key, sequence, known_deletes):
+            changes.dropped_late += 1
+            continue
+        if is_delete:
+            segment.final[key] = (True, values, ())
+            known_deletes[key] = changes.tombstones[key] = sequence
+            continue
+        earlier = segment.final.get(key)
+        if earlier is not None and not earlier[0]:
+            for name in missing:
+                values[index[name]] = earlier[1][index[name]]
+            kept = tuple(sorted(missing & set(earlier[2])))
+        else:
+            # No earlier value in this batch: after a delete or a truncate there is no stored row
+            # either (null); otherwise the target keeps what it has.
+            for name in missing:
+                values[index[name]] = None
+            kept = () if earlier is not None or segment.truncate_at is not None else tuple(sorted(missing))
+        segment.final[key] = (False, values, kept)
+
+
+def _fold_scd2(
+    spec: ResolvedSpec, rows: Iterator[tuple[Key, Sequence_, bool, bool, list[Any], frozenset[str]]],
+    known_deletes: dict[Key, Sequence_], open_versions: dict[Key, tuple[Sequence[Any], Sequence_]],
+    changes: TableChanges,
+) -> None:
+    index = {name: i for i, name in enumerate(spec.columns)}
+    tracked = [index[name] for name in spec.tracked]
+    segment = changes.segments[-1]
+    current: dict[Key, _Version | None] = {}  # None: known to have no open version
+
+    def close_segment(end: Sequence_ | None) -> None:
+        """Emit the versions still open; a truncate (``end``) closes every one of them."""
+        for version in current.values():
+            if version is not None and version.end is None and (version.dirty or end is not None):
+                segment.versions.append((version.values, version.start, end))
+
+    for key, sequence, is_delete, is_truncate, values, missing in rows:
+        changes.events += 1
+        if is_truncate:
+            close_segment(sequence)
+            current = {}
+            open_versions = {}  # the truncate closes every open version the target has
+            segment = Segment(truncate_at=sequence)
+            changes.segments.append(segment)
+            continue
+        if _is_late(key, sequence, known_deletes):
+            changes.dropped_late += 1
+            continue
+        if key in current:
+            version = current[key]
+        else:
+            stored = open_versions.get(key)
+            version = None if stored is None else _Version(list(stored[0]), tuple(stored[1]))
+        if is_delete:
+            if version is not None:
+                version.end = sequence
+                segment.versions.append((version.values, version.start, sequence))
+            current[key] = None
+            known_deletes[key] = changes.tombstones[key] = sequence
+            continue
+        for name in missing:
+            values[index[name]] = None if version is None else version.values[index[name]]
+        if version is None:
+            current[key] = _Version(values, sequence, dirty=True)
+        elif any(values[i] != version.values[i] for i in tracked):
+            segment.versions.append((version.values, version.start, sequence))
+            current[key] = _Version(values, sequence, dirty=True)
+        elif values != version.values:
+            version.values = values  # only untracked columns changed: the open version is rewritten
+            version.dirty = True
+            current[key] = version
+        else:
+            current[key] = version
+    close_segment(None)
+
+
+def _is_late(key: Key, sequence: Sequence_, known_deletes: Mapping[Key, Sequence_]) -> bool:
+    deleted_at = known_deletes.get(key)
+    return deleted_at is not None and sequence <= deleted_at

@@ -1,0 +1,66 @@
+"""What every apply target does, and the encoding of keys and sequences they store.
+
+Exactly once rests on one rule: a target records, atomically with a table's changes, the id of the
+micro-batch they came from (per pipeline: a pipeline is one Spark checkpoint). A batch whose id is
+not above the recorded one has been applied and changes nothing when replayed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from ..errors import TargetError
+from ..fold import Key, TableChanges
+from ..spec import ResolvedSpec
+
+__all__ = ["ApplyTarget", "TargetColumn", "target_for"]
+
+
+@dataclass(frozen=True)
+class TargetColumn:
+    """A column of the target table: its Arrow type, and its PostgreSQL type when the source knows it."""
+
+    name: str
+    arrow_type: pa.DataType
+    pg_type: str | None = None
+    nullable: bool = True
+
+
+class ApplyTarget(Protocol):
+    """One target store (a PostgreSQL database, a Delta Lake root)."""
+
+    description: str
+
+    def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
+        """Create the target table when it is missing; refuse one whose columns do not fit."""
+
+    def applied_batch(self, spec: ResolvedSpec, pipeline_id: str) -> int | None:
+        """The last batch id of ``pipeline_id`` applied to this table, or None."""
+
+    def tombstones(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, tuple[Any, ...]]:
+        """The recorded deletes (sequence) of those keys that are still retained."""
+
+    def open_versions(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
+        """SCD2: the open version (values of ``spec.columns``, start sequence) of those keys."""
+
+    def apply(self, changes: TableChanges, *, pipeline_id: str, batch_id: int) -> bool:
+        """Apply atomically with the batch position; False when the batch was already applied."""
+
+    def close(self) -> None: ...
+
+
+def target_for(location: str, **options: Any) -> ApplyTarget:
+    """``postgresql://…`` (or ``postgres://``) → PostgreSQL; a path or ``file://``/``s3://`` URI → Delta Lake."""
+    if location.startswith(("postgresql://", "postgres://")):
+        from .postgres import PostgresTarget
+
+        return PostgresTarget(location, **options)
+    if not location:
+        raise TargetError("an apply target location is required (postgresql://… or a Delta Lake path)")
+    from .delta import DeltaTarget
+
+    return DeltaTarget(location, **options)

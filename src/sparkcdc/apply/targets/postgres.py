@@ -1,0 +1,339 @@
+"""A PostgreSQL database as the apply target: COPY into a staging table, then one MERGE.
+
+Everything a batch does to a table (its segments, its tombstones, its position in
+``sparkcdc.apply_positions``) commits in one transaction, under an advisory lock on
+(pipeline, table): a replayed batch finds its position recorded and changes nothing; a crash before
+COMMIT leaves no trace. Tables are created from the source's own column types, keyed like the
+source (SCD2: keys plus ``__START_AT``). Deletes are remembered in ``<table>__sparkcdc_tombstones``
+(key columns, ``__SEQUENCE``, ``__DELETED_AT``) for ``tombstone_retention``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pyarrow as pa
+from psycopg import sql
+
+from ..errors import TargetError
+from ..fold import END_AT, START_AT, Key, Segment, TableChanges
+from ..spec import ResolvedSpec
+from .base import TargetColumn
+
+__all__ = ["PostgresTarget"]
+
+POSITIONS = sql.SQL("sparkcdc.apply_positions")
+SEQUENCE = "__SEQUENCE"
+DELETED_AT = "__DELETED_AT"
+DELETE = "__delete"
+UNCHANGED = "__unchanged"
+
+_ARROW_TO_PG: dict[pa.DataType, str] = {
+    pa.bool_(): "boolean", pa.int8(): "smallint", pa.int16(): "smallint", pa.int32(): "integer", pa.int64(): "bigint",
+    pa.float32(): "real", pa.float64(): "double precision", pa.string(): "text", pa.large_string(): "text",
+    pa.binary(): "bytea", pa.large_binary(): "bytea", pa.date32(): "date",
+}
+
+
+class _Table:
+    """What the target knows of one target table."""
+
+    def __init__(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
+        schema, _, name = spec.target.rpartition(".")
+        self.schema = schema or "public"
+        self.name = name
+        self.ident = sql.Identifier(self.schema, name)
+        self.tombstones = sql.Identifier(self.schema, f"{name}__sparkcdc_tombstones")
+        self.spec = spec
+        self.columns = list(columns)
+        self.sequence = list(sequence)
+        self.keys = [c for c in columns if c.name in spec.keys]
+        self.sequence_type = _sequence_type(spec, sequence)
+        self.may_have_tombstones = True
+
+
+class PostgresTarget:
+    def __init__(self, url: str, *, connect_timeout: int = 10) -> None:
+        self.url = url
+        self.description = _redacted(url)
+        try:
+            self.conn = psycopg.connect(url, autocommit=False, connect_timeout=connect_timeout, application_name="sparkcdc-apply")
+        except psycopg.OperationalError as exc:
+            raise TargetError(f"cannot connect to the apply target {self.description}: {exc}".strip()) from exc
+        self._tables: dict[str, _Table] = {}
+        self._temp = itertools.count()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- set-up ---------------------------------------------------------------------------------
+
+    def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
+        table = _Table(spec, columns, sequence)
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.execute("CREATE SCHEMA IF NOT EXISTS sparkcdc")
+            cur.execute(sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} (pipeline_id text NOT NULL, target text NOT NULL, batch_id bigint NOT NULL, "
+                "applied_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (pipeline_id, target))"
+            ).format(POSITIONS))
+            cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(table.schema)))
+            existing = self._existing_columns(cur, table.schema, table.name)
+            wanted = [c.name for c in columns] + ([START_AT, END_AT] if spec.scd_type == 2 else [])
+            if existing:
+                missing = [name for name in wanted if name not in existing]
+                if missing:
+                    raise TargetError(
+                        f"target table {spec.target} in {self.description} exists without column(s) {', '.join(missing)}"
+                        f" (stored_as_scd_type={spec.scd_type})"
+                    )
+            else:
+                cur.execute(self._create_table_sql(table))
+            key_defs = [sql.SQL("{} {} NOT NULL").format(sql.Identifier(c.name), sql.SQL(_pg_type(c))) for c in table.keys]
+            cur.execute(sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} ({}, {} {} NOT NULL, {} timestamptz NOT NULL DEFAULT now(), PRIMARY KEY ({}))"
+            ).format(
+                table.tombstones, sql.SQL(", ").join(key_defs), sql.Identifier(SEQUENCE), sql.SQL(table.sequence_type),
+                sql.Identifier(DELETED_AT), sql.SQL(", ").join(sql.Identifier(c.name) for c in table.keys),
+            ))
+        self._tables[spec.target] = table
+
+    def _create_table_sql(self, table: _Table) -> sql.Composed:
+        definitions = [
+            sql.SQL("{} {}{}").format(
+                sql.Identifier(c.name), sql.SQL(_pg_type(c)),
+                sql.SQL(" NOT NULL" if c.name in table.spec.keys or not c.nullable else ""),
+            )
+            for c in table.columns
+        ]
+        primary = [sql.Identifier(k) for k in table.spec.keys]
+        if table.spec.scd_type == 2:
+            definitions.append(sql.SQL("{} {} NOT NULL").format(sql.Identifier(START_AT), sql.SQL(table.sequence_type)))
+            definitions.append(sql.SQL("{} {}").format(sql.Identifier(END_AT), sql.SQL(table.sequence_type)))
+            primary.append(sql.Identifier(START_AT))
+        definitions.append(sql.SQL("PRIMARY KEY ({})").format(sql.SQL(", ").join(primary)))
+        return sql.SQL("CREATE TABLE {} ({})").format(table.ident, sql.SQL(", ").join(definitions))
+
+    @staticmethod
+    def _existing_columns(cur: psycopg.Cursor[Any], schema: str, name: str) -> set[str]:
+        cur.execute(
+            "SELECT a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped",
+            (schema, name),
+        )
+        return {row[0] for row in cur.fetchall()}
+
+    def _table(self, spec: ResolvedSpec) -> _Table:
+        try:
+            return self._tables[spec.target]
+        except KeyError:
+            raise TargetError(f"target table {spec.target} was not prepared") from None
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def applied_batch(self, spec: ResolvedSpec, pipeline_id: str) -> int | None:
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.execute(sql.SQL("SELECT batch_id FROM {} WHERE pipeline_id = %s AND target = %s").format(POSITIONS),
+                        (pipeline_id, spec.target))
+            row = cur.fetchone()
+        return None if row is None else int(row[0])
+
+    def tombstones(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, tuple[Any, ...]]:
+        table = self._table(spec)
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.execute(sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(table.tombstones))
+            row = cur.fetchone()
+            if not row or not row[0]:
+                return {}
+            found = self._join_keys(
+                cur, table, keys, table.tombstones, [sql.Identifier(SEQUENCE)],
+                sql.SQL("t.{} > now() - %s").format(sql.Identifier(DELETED_AT)), (spec.spec.tombstone_retention,),
+            )
+        return {key: _sequence_from_pg(values[0], table) for key, values in found.items()}
+
+    def open_versions(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
+        table = self._table(spec)
+        selected = [sql.Identifier(c.name) for c in table.columns] + [sql.Identifier(START_AT)]
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            found = self._join_keys(cur, table, keys, table.ident, selected, sql.SQL("t.{} IS NULL").format(sql.Identifier(END_AT)), ())
+        return {key: (list(values[:-1]), _sequence_from_pg(values[-1], table)) for key, values in found.items()}
+
+    def _join_keys(
+        self, cur: psycopg.Cursor[Any], table: _Table, keys: Iterable[Key], source: sql.Composable,
+        selected: list[sql.Identifier], condition: sql.Composable, params: tuple[Any, ...],
+    ) -> dict[Key, tuple[Any, ...]]:
+        """Rows of ``source`` for those keys: the keys go in by COPY, then one join."""
+        lookup = sql.Identifier(f"sparkcdc_keys_{next(self._temp)}")
+        key_names = [sql.Identifier(c.name) for c in table.keys]
+        cur.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT {} FROM {} WITH NO DATA").format(
+            lookup, sql.SQL(", ").join(key_names), table.ident))
+        with cur.copy(sql.SQL("COPY {} FROM STDIN").format(lookup)) as copy:
+            for key in keys:
+                copy.write_row(list(key))
+        join = sql.SQL(" AND ").join(sql.SQL("t.{0} = k.{0}").format(k) for k in key_names)
+        cur.execute(sql.SQL("SELECT {}, {} FROM {} t JOIN {} k ON {} WHERE {}").format(
+            sql.SQL(", ").join(sql.SQL("t.{}").format(k) for k in key_names),
+            sql.SQL(", ").join(sql.SQL("t.{}").format(c) for c in selected), source, lookup, join, condition,
+        ), params)
+        width = len(key_names)
+        return {tuple(row[:width]): tuple(row[width:]) for row in cur.fetchall()}
+
+    # -- the write --------------------------------------------------------------------------------
+
+    def apply(self, changes: TableChanges, *, pipeline_id: str, batch_id: int) -> bool:
+        table = self._table(changes.spec)
+        target = changes.spec.target
+        try:
+            with self.conn.transaction(), self.conn.cursor() as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{pipeline_id}\x00{target}",))
+                cur.execute(sql.SQL("SELECT batch_id FROM {} WHERE pipeline_id = %s AND target = %s").format(POSITIONS),
+                            (pipeline_id, target))
+                row = cur.fetchone()
+                if row is not None and int(row[0]) >= batch_id:
+                    return False
+                for segment in changes.segments:
+                    self._apply_segment(cur, table, segment)
+                if changes.tombstones:
+                    self._record_tombstones(cur, table, changes.tombstones)
+                cur.execute(sql.SQL(
+                    "INSERT INTO {} (pipeline_id, target, batch_id) VALUES (%s, %s, %s) ON CONFLICT (pipeline_id, target) "
+                    "DO UPDATE SET batch_id = EXCLUDED.batch_id, applied_at = now()"
+                ).format(POSITIONS), (pipeline_id, target, batch_id))
+        except psycopg.Error as exc:
+            raise TargetError(f"applying batch {batch_id} to {target} in {self.description} failed: {exc}".strip()) from exc
+        return True
+
+    def _apply_segment(self, cur: psycopg.Cursor[Any], table: _Table, segment: Segment) -> None:
+        if segment.truncate_at is not None:
+            if table.spec.scd_type == 1:
+                cur.execute(sql.SQL("DELETE FROM {}").format(table.ident))
+            else:
+                cur.execute(sql.SQL("UPDATE {} SET {} = %s WHERE {} IS NULL").format(
+                    table.ident, sql.Identifier(END_AT), sql.Identifier(END_AT)), (_sequence_to_pg(segment.truncate_at, table),))
+        if table.spec.scd_type == 1 and segment.final:
+            self._merge_scd1(cur, table, segment)
+        elif table.spec.scd_type == 2 and segment.versions:
+            self._merge_scd2(cur, table, segment)
+
+    def _stage(self, cur: psycopg.Cursor[Any], table: _Table, extra: list[tuple[str, str]], rows: Iterable[list[Any]]) -> sql.Identifier:
+        stage = sql.Identifier(f"sparkcdc_stage_{next(self._temp)}")
+        names = [sql.Identifier(c.name) for c in table.columns]
+        cur.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT {} FROM {} WITH NO DATA").format(
+            stage, sql.SQL(", ").join(names), table.ident))
+        for name, type_ in extra:
+            cur.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(stage, sql.Identifier(name), sql.SQL(type_)))
+        with cur.copy(sql.SQL("COPY {} FROM STDIN").format(stage)) as copy:
+            for row in rows:
+                copy.write_row(row)
+        return stage
+
+    def _merge_scd1(self, cur: psycopg.Cursor[Any], table: _Table, segment: Segment) -> None:
+        kept_anywhere: set[str] = set()
+        for _, _, kept in segment.final.values():
+            kept_anywhere.update(kept)
+        rows = (
+            [*values, delete, list(kept)] for delete, values, kept in segment.final.values()
+        )
+        stage = self._stage(cur, table, [(DELETE, "boolean"), (UNCHANGED, "text[]")], rows)
+        keys = [c.name for c in table.keys]
+        on = sql.SQL(" AND ").join(sql.SQL("t.{0} = s.{0}").format(sql.Identifier(k)) for k in keys)
+        others = [c.name for c in table.columns if c.name not in table.spec.keys]
+        assignments = [
+            sql.SQL("{0} = CASE WHEN {1} = ANY(s.{2}) THEN t.{0} ELSE s.{0} END").format(
+                sql.Identifier(name), sql.Literal(name), sql.Identifier(UNCHANGED))
+            if name in kept_anywhere else sql.SQL("{0} = s.{0}").format(sql.Identifier(name))
+            for name in others
+        ]
+        all_names = [sql.Identifier(c.name) for c in table.columns]
+        update = (sql.SQL(" WHEN MATCHED THEN UPDATE SET ") + sql.SQL(", ").join(assignments)) if assignments else sql.SQL("")
+        cur.execute(sql.SQL(
+            "MERGE INTO {table} t USING {stage} s ON {on} WHEN MATCHED AND s.{delete} THEN DELETE{update}"
+            " WHEN NOT MATCHED AND NOT s.{delete} THEN INSERT ({names}) VALUES ({values})"
+        ).format(
+            table=table.ident, stage=stage, on=on, delete=sql.Identifier(DELETE), update=update,
+            names=sql.SQL(", ").join(all_names), values=sql.SQL(", ").join(sql.SQL("s.{}").format(n) for n in all_names),
+        ))
+
+    def _merge_scd2(self, cur: psycopg.Cursor[Any], table: _Table, segment: Segment) -> None:
+        rows = (
+            [*values, _sequence_to_pg(start, table), None if end is None else _sequence_to_pg(end, table)]
+            for values, start, end in segment.versions
+        )
+        stage = self._stage(cur, table, [(START_AT, table.sequence_type), (END_AT, table.sequence_type)], rows)
+        keys = [*table.spec.keys, START_AT]
+        on = sql.SQL(" AND ").join(sql.SQL("t.{0} = s.{0}").format(sql.Identifier(k)) for k in keys)
+        updated = [c.name for c in table.columns if c.name not in table.spec.keys] + [END_AT]
+        all_names = [sql.Identifier(c.name) for c in table.columns] + [sql.Identifier(START_AT), sql.Identifier(END_AT)]
+        cur.execute(sql.SQL(
+            "MERGE INTO {table} t USING {stage} s ON {on} WHEN MATCHED THEN UPDATE SET {set}"
+            " WHEN NOT MATCHED THEN INSERT ({names}) VALUES ({values})"
+        ).format(
+            table=table.ident, stage=stage, on=on,
+            set=sql.SQL(", ").join(sql.SQL("{0} = s.{0}").format(sql.Identifier(n)) for n in updated),
+            names=sql.SQL(", ").join(all_names), values=sql.SQL(", ").join(sql.SQL("s.{}").format(n) for n in all_names),
+        ))
+
+    def _record_tombstones(self, cur: psycopg.Cursor[Any], table: _Table, tombstones: dict[Key, tuple[Any, ...]]) -> None:
+        stage = sql.Identifier(f"sparkcdc_tombstones_{next(self._temp)}")
+        key_names = [sql.Identifier(c.name) for c in table.keys]
+        cur.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT {}, {} FROM {} WITH NO DATA").format(
+            stage, sql.SQL(", ").join(key_names), sql.Identifier(SEQUENCE), table.tombstones))
+        with cur.copy(sql.SQL("COPY {} FROM STDIN").format(stage)) as copy:
+            for key, sequence in tombstones.items():
+                copy.write_row([*key, _sequence_to_pg(sequence, table)])
+        cur.execute(sql.SQL(
+            "INSERT INTO {tomb} AS t ({keys}, {seq}) SELECT {keys}, {seq} FROM {stage} ON CONFLICT ({keys}) DO UPDATE"
+            " SET {seq} = EXCLUDED.{seq}, {at} = now() WHERE t.{seq} < EXCLUDED.{seq}"
+        ).format(tomb=table.tombstones, keys=sql.SQL(", ").join(key_names), seq=sql.Identifier(SEQUENCE),
+                 stage=stage, at=sql.Identifier(DELETED_AT)))
+        cur.execute(sql.SQL("DELETE FROM {} WHERE {} < now() - %s").format(table.tombstones, sql.Identifier(DELETED_AT)),
+                    (table.spec.spec.tombstone_retention,))
+
+
+def _pg_type(column: TargetColumn) -> str:
+    if column.pg_type:
+        return column.pg_type
+    return _arrow_pg_type(column.arrow_type, column.name)
+
+
+def _arrow_pg_type(arrow_type: pa.DataType, name: str) -> str:
+    if arrow_type in _ARROW_TO_PG:
+        return _ARROW_TO_PG[arrow_type]
+    if pa.types.is_decimal(arrow_type):
+        return f"numeric({arrow_type.precision},{arrow_type.scale})"
+    if pa.types.is_timestamp(arrow_type):
+        return "timestamp with time zone" if arrow_type.tz else "timestamp without time zone"
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return _arrow_pg_type(arrow_type.value_type, name) + "[]"
+    raise TargetError(f"column {name}: no PostgreSQL type for Arrow type {arrow_type}")
+
+
+def _sequence_type(spec: ResolvedSpec, sequence: Sequence[TargetColumn]) -> str:
+    """One sequence column keeps its type; several integer columns become ``bigint[]`` (arrays
+    compare element by element, as sequences must)."""
+    if len(sequence) == 1:
+        return _pg_type(sequence[0])
+    if all(pa.types.is_integer(c.arrow_type) for c in sequence):
+        return "bigint[]"
+    raise TargetError(
+        f"sequence_by {list(spec.sequence)}: a PostgreSQL target stores a sequence of several columns only when all are integers"
+    )
+
+
+def _sequence_to_pg(sequence: tuple[Any, ...], table: _Table) -> Any:
+    return sequence[0] if len(table.sequence) == 1 else list(sequence)
+
+
+def _sequence_from_pg(value: Any, table: _Table) -> tuple[Any, ...]:
+    return (value,) if len(table.sequence) == 1 else tuple(value)
+
+
+def _redacted(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url
