@@ -136,6 +136,10 @@ class PostgresTarget:
 
     def applied_batch(self, spec: ResolvedSpec, pipeline_id: str) -> int | None:
         with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.execute("SELECT to_regclass('sparkcdc.apply_positions') IS NOT NULL")
+            row = cur.fetchone()
+            if not row or not row[0]:
+                return None  # nothing was ever applied to this database
             cur.execute(sql.SQL("SELECT batch_id FROM {} WHERE pipeline_id = %s AND target = %s").format(POSITIONS),
                         (pipeline_id, spec.target))
             row = cur.fetchone()
