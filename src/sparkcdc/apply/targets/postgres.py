@@ -192,7 +192,7 @@ class PostgresTarget:
         target = changes.spec.target
         try:
             with self.conn.transaction(), self.conn.cursor() as cur:
-                cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{pipeline_id}\x00{target}",))
+                cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{pipeline_id}\x1f{target}",))
                 cur.execute(sql.SQL("SELECT batch_id FROM {} WHERE pipeline_id = %s AND target = %s").format(POSITIONS),
                             (pipeline_id, target))
                 row = cur.fetchone()
