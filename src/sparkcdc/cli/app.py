@@ -21,6 +21,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from ..apply.errors import ApplyError, ApplySpecError
 from ..debezium.config import ConfigError
 from ..engine.setup import SetupError
 from ..postgres.errors import ReplicationError
@@ -196,15 +197,24 @@ def _import_runner() -> ModuleType:
 @app.command()
 def run(
     config: ConfigArgument,
-    output: Annotated[str, typer.Option("--output", metavar="DIR", help="Where the change events are written (a local directory or file: URI; topic directories are created under it).")],
     checkpoint: Annotated[str, typer.Option("--checkpoint", metavar="DIR",
                                             help="Spark checkpoint location (a path or URI); it holds the connector's offsets.")],
+    output: Annotated[str | None, typer.Option("--output", metavar="DIR", help="Where the change events are written (a local directory or file: URI; topic directories are created under it).")] = None,
     once: Annotated[bool, typer.Option("--once", help="Process what is available now, then stop.")] = False,
     master: Annotated[str | None, typer.Option("--master", metavar="URL", help="Spark master, e.g. local[4] (default: Spark's).")] = None,
     summary_file: Annotated[str | None, typer.Option("--summary", metavar="FILE",
                                                      help="Write a JSON summary of the run (batches, records, timings) here.")] = None,
+    apply_to: Annotated[list[str] | None, typer.Option(
+        "--apply-to", metavar="TARGET",
+        help="Keep a mirror of every captured table: postgresql://… or a Delta Lake directory. May be given more than once.")] = None,
+    scd_type: Annotated[int, typer.Option("--scd-type", metavar="1|2",
+                                          help="With --apply-to: 1 mirrors the tables, 2 keeps their history (__START_AT/__END_AT).")] = 1,
 ) -> None:
     """Run the pipeline. SIGINT/SIGTERM stop it cleanly after the current micro-batch; a second signal exits immediately."""
+    if output is None and not apply_to:
+        _fail(EXIT_CONFIG, "give --output DIR, --apply-to TARGET, or both")
+    if scd_type not in (1, 2):
+        _fail(EXIT_CONFIG, f"--scd-type must be 1 or 2, not {scd_type}")
     loaded = _load(config)
     runner = _import_runner()
     err = _stderr()
@@ -217,13 +227,17 @@ def run(
     with StopEvent(on_first=stopping) as stop:
         try:
             summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
-                                          stop_event=stop)
+                                          stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type)
         except ConfigError as exc:
             _config_error(loaded, exc)
         except (SetupError, ReplicationError) as exc:
             _fail(EXIT_PROBLEMS, str(exc))
         except pipeline_error as exc:
             _fail(EXIT_PROBLEMS, f"the pipeline failed: {exc}")
+        except ApplyError as exc:
+            _fail(EXIT_PROBLEMS, f"applying the changes failed: {exc}")
+        except ApplySpecError as exc:
+            _fail(EXIT_CONFIG, str(exc))
         except psycopg.OperationalError as exc:
             _fail(EXIT_PROBLEMS, f"{_target(loaded)}: {str(exc).strip()}")
     if summary_file is not None and hasattr(summary, "to_dict"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ class RunSummary:
     stopped_by_signal: bool
     startup_seconds: float = 0.0  # from the call to the query's start: Spark's own start-up, mostly
     batch_durations_ms: tuple[int, ...] = ()  # Spark's triggerExecution time of each micro-batch
+    applied: dict[str, dict[str, int]] | None = None  # apply target -> table -> events applied
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -41,48 +42,61 @@ class RunSummary:
             "stopped_by_signal": self.stopped_by_signal,
             "startup_seconds": round(self.startup_seconds, 3),
             "batch_durations_ms": list(self.batch_durations_ms),
+            "applied": self.applied or {},
         }
 
 
 def run_pipeline(
     config: ConnectorConfig | Mapping[str, Any],
     *,
-    output: str | Path,
+    output: str | Path | None,
     checkpoint: str | Path,
     once: bool = False,
     master: str | None = None,
     stop_event: threading.Event | None = None,
     trigger_interval: str = "1 second",
+    apply_to: Sequence[str] = (),
+    scd_type: int = 1,
 ) -> RunSummary:
+    """Run the connector as a streaming query writing topic directories under ``output`` and/or
+    applying every captured table to each target of ``apply_to`` (SCD ``scd_type``)."""
     from pyspark.errors import StreamingQueryException
 
     from ..gc_policy import use_throughput_gc
     from .options import options_for
     from .session import spark_session
-    from .sinks.topic_files import local_output_path, topic_files_writer
+    from .sinks.topic_files import TopicFilesBatchWriter, local_output_path, topic_files_writer
     from .source import register
 
     called = time.perf_counter()
     if not isinstance(config, ConnectorConfig):
         config = ConnectorConfig(config)
+    if output is None and not apply_to:
+        raise PipelineError("nothing to write: give an output directory, an apply target, or both")
     try:
-        output = local_output_path(output)  # refused before Spark starts: the sink publishes by local renames
+        # refused before Spark starts: the sink publishes by local renames
+        output = None if output is None else local_output_path(output)
     except ValueError as exc:
         raise PipelineError(str(exc)) from None
     checkpoint = Path(checkpoint)
+    appliers = _appliers(config, checkpoint, apply_to, scd_type)
     properties = dict(config.raw)
     properties.setdefault("sparkcdc.state.location", str(checkpoint / "sparkcdc-state"))
     use_throughput_gc()
     spark = spark_session(master, app_name=f"sparkcdc-{config.get('name') or 'connector'}")
     register(spark)
-    # The topic files need only each record's line: the reader builds it (see sparkcdc.spark.lines).
-    lines = {**properties, "sparkcdc.output.layout": "lines"}
-    frame = spark.readStream.format("postgres-cdc").options(**options_for(lines)).load()
-    writer = (
-        topic_files_writer(frame, output)
-        .option("checkpointLocation", str(checkpoint))
-        .queryName(config.get("name") or "sparkcdc")
-    )
+    if appliers:
+        # Applying needs the typed columns: the columns layout, and one persisted read per batch.
+        frame = spark.readStream.format("postgres-cdc").options(**options_for(properties)).load()
+        topic_files = None if output is None else TopicFilesBatchWriter(output)
+        writer = frame.writeStream.foreachBatch(_BatchFanOut(topic_files, appliers))
+    else:
+        # The topic files need only each record's line: the reader builds it (see sparkcdc.spark.lines).
+        lines = {**properties, "sparkcdc.output.layout": "lines"}
+        frame = spark.readStream.format("postgres-cdc").options(**options_for(lines)).load()
+        assert output is not None
+        writer = topic_files_writer(frame, output)
+    writer = writer.option("checkpointLocation", str(checkpoint)).queryName(config.get("name") or "sparkcdc")
     writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger_interval)
     stopped = False
     try:
@@ -102,13 +116,49 @@ def run_pipeline(
         raise PipelineError(_describe(exc)) from exc
     finally:
         _stop_quietly(spark)
+        for applier in appliers:
+            applier.close()
     return RunSummary(
         batches=len(progress),
         records=sum(int(p.get("numInputRows", 0)) for p in progress),
         stopped_by_signal=stopped,
         startup_seconds=started - called,
         batch_durations_ms=tuple(int(p.get("durationMs", {}).get("triggerExecution", 0)) for p in progress),
+        applied={a.target.description: dict(a.stats.events or {}) for a in appliers if a.stats.batches},
     )
+
+
+def _appliers(config: ConnectorConfig, checkpoint: Path, apply_to: Sequence[str], scd_type: int) -> list[Any]:
+    """One applier per target, checked before Spark starts (a bad parameter names itself)."""
+    if not apply_to:
+        return []
+    from .apply import ChangeApplier
+
+    pipeline_id = str(checkpoint.absolute())
+    return [
+        ChangeApplier(target, config.raw, pipeline_id=pipeline_id, all_tables=True, defaults={"stored_as_scd_type": scd_type})
+        for target in apply_to
+    ]
+
+
+class _BatchFanOut:
+    """One micro-batch to the topic files and every apply target, reading the source once."""
+
+    def __init__(self, topic_files: Any, appliers: Sequence[Any]) -> None:
+        self.topic_files = topic_files
+        self.appliers = list(appliers)
+
+    def __call__(self, batch: Any, batch_id: int) -> None:
+        from pyspark import StorageLevel
+
+        batch = batch.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            if self.topic_files is not None:
+                self.topic_files(batch, batch_id)
+            for applier in self.appliers:
+                applier(batch, batch_id)
+        finally:
+            batch.unpersist()
 
 
 def _stop_quietly(spark: Any) -> None:
