@@ -26,7 +26,7 @@ test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 demo: $(STAMP)
-	@echo "make demo arrives with the sinks issue (#5); until then see README.md"; exit 1
+	$(PY) -m sparkcdc.cli demo $(DEMO_ARGS)
 
 # One benchmark at a time: each compares against its baseline in the same run and needs the cores to itself.
 bench: $(STAMP)

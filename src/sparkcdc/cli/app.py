@@ -1,4 +1,4 @@
-"""The ``sparkcdc`` command: ``validate``, ``status`` and ``run``.
+"""The ``sparkcdc`` command: ``validate``, ``status``, ``run`` and ``demo``.
 
 Exit codes are part of the interface, because these commands run in deployment scripts and health
 checks: 0 success; 1 the server (or the pipeline) has a problem, or cannot be reached; 2 the
@@ -245,6 +245,20 @@ def run(
     batches, records = getattr(summary, "batches", None), getattr(summary, "records", None)
     done = "stopped" if stop.is_set() else "finished"
     err.print(f"{done}" + (f": {batches} micro-batch(es), {records} record(s)" if batches is not None else ""))
+
+
+@app.command()
+def demo(
+    seconds: Annotated[float, typer.Option("--seconds", help="How long the generator changes the sample database.")] = 20.0,
+    master: Annotated[str, typer.Option("--master", metavar="URL", help="Spark master.")] = "local[2]",
+) -> None:
+    """The whole pipeline on a throwaway PostgreSQL and local Spark: snapshot, streaming under load, mirror check."""
+    _import_runner()
+    from .demo import run_demo
+
+    result = run_demo(seconds=seconds, master=master, console=_stdout())
+    if not result.mirror_equal:
+        raise typer.Exit(EXIT_PROBLEMS)
 
 
 def main() -> None:
