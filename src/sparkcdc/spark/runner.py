@@ -55,11 +55,12 @@ def run_pipeline(
     master: str | None = None,
     stop_event: threading.Event | None = None,
     trigger_interval: str = "1 second",
-    apply_to: Sequence[str] = (),
+    apply_to: Sequence[str | tuple[str, int]] = (),
     scd_type: int = 1,
 ) -> RunSummary:
     """Run the connector as a streaming query writing topic directories under ``output`` and/or
-    applying every captured table to each target of ``apply_to`` (SCD ``scd_type``)."""
+    applying every captured table to each target of ``apply_to``: a location (SCD ``scd_type``)
+    or a (location, SCD type) pair."""
     from pyspark.errors import StreamingQueryException
 
     from ..gc_policy import use_throughput_gc
@@ -128,16 +129,17 @@ def run_pipeline(
     )
 
 
-def _appliers(config: ConnectorConfig, checkpoint: Path, apply_to: Sequence[str], scd_type: int) -> list[Any]:
+def _appliers(config: ConnectorConfig, checkpoint: Path, apply_to: Sequence[str | tuple[str, int]], scd_type: int) -> list[Any]:
     """One applier per target, checked before Spark starts (a bad parameter names itself)."""
     if not apply_to:
         return []
     from .apply import ChangeApplier
 
     pipeline_id = str(checkpoint.absolute())
+    pairs = [(target, scd_type) if isinstance(target, str) else target for target in apply_to]
     return [
-        ChangeApplier(target, config.raw, pipeline_id=pipeline_id, all_tables=True, defaults={"stored_as_scd_type": scd_type})
-        for target in apply_to
+        ChangeApplier(target, config.raw, pipeline_id=pipeline_id, all_tables=True, defaults={"stored_as_scd_type": scd})
+        for target, scd in pairs
     ]
 
 
