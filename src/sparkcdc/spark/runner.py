@@ -106,7 +106,7 @@ def run_pipeline(
         while query.isActive:
             if stop_event is not None and stop_event.is_set():
                 stopped = True
-                query.stop()
+                _stop_between_batches(query)
                 break
             query.awaitTermination(0.5)
         failure = query.exception()
@@ -161,6 +161,15 @@ class _BatchFanOut:
                 applier(batch, batch_id)
         finally:
             batch.unpersist()
+
+
+def _stop_between_batches(query: Any, patience: float = 60.0) -> None:
+    """Stop after the micro-batch in flight: interrupting one mid-way (its Python sink included)
+    makes Spark report an interrupted batch, and it would be re-executed at the next start anyway."""
+    deadline = time.monotonic() + patience
+    while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+        query.awaitTermination(0.1)
+    query.stop()
 
 
 def _stop_quietly(spark: Any) -> None:
