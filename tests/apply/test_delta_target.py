@@ -1,0 +1,554 @@
+"""The Delta Lake apply target, driven the way the Spark layer drives it: fold a batch of typed
+change events with the target's tombstones and open versions, then apply it. Pure Python."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import CommitProperties, DeltaTable
+
+from sparkcdc.apply import ApplySpec, TargetError
+from sparkcdc.apply.fold import fold_changes
+from sparkcdc.apply.spec import DEFAULT_SEQUENCE, ResolvedSpec
+from sparkcdc.apply.targets import TargetColumn, target_for
+from sparkcdc.apply.targets.delta import DeltaTarget
+
+COLUMNS = [
+    TargetColumn("id", pa.int64(), nullable=False),
+    TargetColumn("name", pa.string()),
+    TargetColumn("body", pa.string()),
+    TargetColumn("qty", pa.int64()),
+]
+SEQ_COLUMNS = [TargetColumn(name, pa.int64(), nullable=False) for name in DEFAULT_SEQUENCE]
+SEQ_TYPE = pa.struct([(name, pa.int64()) for name in DEFAULT_SEQUENCE])
+
+
+class Feed:
+    """Typed change events as the Spark view hands them over, with increasing sequences."""
+
+    def __init__(self, columns: list[TargetColumn] = COLUMNS) -> None:
+        self.columns = columns
+        self.lsn = itertools.count(1000, 10)
+
+    def event(self, op: str = "u", *, lsn: int | None = None, unchanged: tuple[str, ...] = (), **values: Any) -> dict[str, Any]:
+        lsn = next(self.lsn) if lsn is None else lsn
+        row = {c.name: values.get(c.name) for c in self.columns}
+        row.update(__is_delete=op == "d", __is_truncate=op == "t", __unchanged=list(unchanged),
+                   __commit_lsn=lsn, __lsn=lsn + 1, __ordinal=0)
+        return row
+
+    def table(self, events: list[dict[str, Any]]) -> pa.Table:
+        fields = [pa.field(c.name, c.arrow_type) for c in self.columns] + [
+            pa.field("__is_delete", pa.bool_()), pa.field("__is_truncate", pa.bool_()),
+            pa.field("__unchanged", pa.list_(pa.string())),
+            pa.field("__commit_lsn", pa.int64()), pa.field("__lsn", pa.int64()), pa.field("__ordinal", pa.int64()),
+        ]
+        schema = pa.schema(fields)
+        return pa.table({f.name: pa.array([e[f.name] for e in events], type=f.type) for f in schema}, schema=schema)
+
+
+class Harness:
+    def __init__(self, root: Path, spec: ApplySpec, columns: list[TargetColumn] = COLUMNS,
+                 sequence: list[TargetColumn] = SEQ_COLUMNS, target: DeltaTarget | None = None) -> None:
+        self.root = root
+        self.target = target or DeltaTarget(str(root))
+        self.columns = columns
+        self.resolved: ResolvedSpec = spec.resolve([c.name for c in columns], [columns[0].name])
+        self.feed = Feed(columns)
+        self.target.prepare(self.resolved, columns, sequence)
+        self.batch = itertools.count(0)
+        schema, _, name = self.resolved.target.rpartition(".")
+        self.path = root / (schema or "public") / name
+        self.last_changes = None
+
+    def run(self, events: list[dict[str, Any]], *, batch_id: int | None = None, pipeline: str = "pipe") -> bool:
+        table = self.feed.table(events)
+        index = [self.resolved.columns.index(k) for k in self.resolved.keys]
+        keys = {tuple(e[self.resolved.columns[i]] for i in index) for e in events if not e["__is_truncate"]}
+        changes = fold_changes(
+            self.resolved, table,
+            tombstones=self.target.tombstones(self.resolved, keys),
+            open_versions=self.target.open_versions(self.resolved, keys) if self.resolved.scd_type == 2 else None,
+        )
+        self.last_changes = changes
+        return self.target.apply(changes, pipeline_id=pipeline, batch_id=next(self.batch) if batch_id is None else batch_id)
+
+    def rows(self) -> list[dict[str, Any]]:
+        rows = DeltaTable(str(self.path)).to_pyarrow_table().to_pylist()
+        return sorted(rows, key=lambda r: (r["id"], _start(r)))
+
+    def state(self) -> dict[int, dict[str, Any]]:
+        return {r["id"]: r for r in self.rows()}
+
+    def version(self) -> int:
+        return DeltaTable(str(self.path)).version()
+
+
+def _start(row: dict[str, Any]) -> tuple[Any, ...]:
+    start = row.get("__START_AT")
+    return () if start is None else tuple(start.values()) if isinstance(start, dict) else (start,)
+
+
+def seq(lsn: int) -> dict[str, int]:
+    return {"__commit_lsn": lsn, "__lsn": lsn + 1, "__ordinal": 0}
+
+
+def data(rows: list[dict[str, Any]], *names: str) -> list[tuple[Any, ...]]:
+    return [tuple(r[n] for n in names) for r in rows]
+
+
+# -- SCD1 -----------------------------------------------------------------------------------------
+
+
+def test_scd1_insert_update_delete(tmp_path: Path) -> None:
+    h = Harness(tmp_path, ApplySpec("public.items"))
+    f = h.feed
+    assert h.run([f.event("c", id=1, name="a", body="x", qty=1), f.event("c", id=2, name="b", body="y", qty=2),
+                  f.event("c", id=3, name="c", body="z", qty=3)])
+    assert data(h.rows(), "id", "name", "body", "qty") == [(1, "a", "x", 1), (2, "b", "y", 2), (3, "c", "z", 3)]
+    assert h.run([f.event("u", id=1, name="A", body="x", qty=10), f.event("d", id=2, name=None, body=None, qty=None),
+                  f.event("u", id=3, name="c", body="z", qty=30), f.event("u", id=3, name="C", body="z", qty=31)])
+    assert data(h.rows(), "id", "name", "body", "qty") == [(1, "A", "x", 10), (3, "C", "z", 31)]
+    # insert then delete in one batch leaves nothing; delete then re-insert leaves the new row
+    assert h.run([f.event("c", id=4, name="d", body="w", qty=4), f.event("d", id=4),
+                  f.event("d", id=1), f.event("c", id=1, name="new", body="n", qty=0)])
+    assert data(h.rows(), "id", "name", "body", "qty") == [(1, "new", "n", 0), (3, "C", "z", 31)]
+    schema = DeltaTable(str(h.path)).schema().to_arrow()
+    assert pa.schema(schema).names == ["id", "name", "body", "qty"]
+
+
+def test_scd1_unchanged_toast_keeps_stored_value_across_batches(tmp_path: Path) -> None:
+    h = Harness(tmp_path, ApplySpec("public.docs"))
+    f = h.feed
+    h.run([f.event("c", id=1, name="a", body="big-1", qty=1), f.event("c", id=2, name="b", body="big-2", qty=2)])
+    # body not carried (unchanged TOAST): the stored value stays; the other row's body changes
+    h.run([f.event("u", id=1, name="a2", qty=5, unchanged=("body",)), f.event("u", id=2, name="b2", body="BIG-2", qty=6)])
+    assert data(h.rows(), "id", "name", "body", "qty") == [(1, "a2", "big-1", 5), (2, "b2", "BIG-2", 6)]
+    # two placeholders in one batch: still the stored value; a later full image in the batch wins
+    h.run([f.event("u", id=1, name="a3", qty=7, unchanged=("body",)), f.event("u", id=1, name="a4", qty=8, unchanged=("body",)),
+           f.event("u", id=2, name="b3", qty=9, unchanged=("body",)), f.event("u", id=2, name="b4", body="new-2", qty=9)])
+    assert data(h.rows(), "id", "name", "body", "qty") == [(1, "a4", "big-1", 8), (2, "b4", "new-2", 9)]
+    # a full image earlier in the same batch fills the placeholder of a later event
+    h.run([f.event("u", id=1, name="a5", body="mid", qty=1), f.event("u", id=1, name="a6", qty=2, unchanged=("body",))])
+    assert data(h.rows(), "id", "name", "body", "qty")[0] == (1, "a6", "mid", 2)
+    # a placeholder for a key the target does not have: inserted with null
+    h.run([f.event("u", id=9, name="z", qty=1, unchanged=("body",))])
+    assert h.state()[9]["body"] is None
+
+
+def test_scd1_ignore_null_updates(tmp_path: Path) -> None:
+    h = Harness(tmp_path, ApplySpec("public.items", ignore_null_updates=True))
+    f = h.feed
+    h.run([f.event("c", id=1, name="a", body="x", qty=1)])
+    h.run([f.event("u", id=1, name=None, body="y", qty=None)])
+    assert data(h.rows(), "id", "name", "body", "qty") == [(1, "a", "y", 1)]
+    h.run([f.event("u", id=1, name="b", body=None, qty=None), f.event("u", id=1, name=None, body=None, qty=3)])
+    assert data(h.rows(), "id", "name", "body", "qty") == [(1, "b", "y", 3)]
+    # a delete still deletes, whatever its nulls
+    h.run([f.event("d", id=1)])
+    assert h.rows() == []
+
+
+def test_scd1_truncate_then_inserts_in_one_batch(tmp_path: Path) -> None:
+    h = Harness(tmp_path, ApplySpec("public.items"))
+    f = h.feed
+    h.run([f.event("c", id=i, name=f"n{i}", body="b", qty=i) for i in range(1, 6)])
+    before = h.version()
+    assert h.run([f.event("u", id=1, name="lost", body="b", qty=0), f.event("t"),
+                  f.event("c", id=2, name="two", body="b2", qty=2), f.event("c", id=7, name="seven", body=None, qty=7),
+                  f.event("u", id=3, name="three", qty=3, unchanged=("body",))])
+    assert h.version() == before + 1  # one commit
+    assert data(h.rows(), "id", "name", "body", "qty") == [(2, "two", "b2", 2), (3, "three", None, 3), (7, "seven", None, 7)]
+    # a truncate alone empties the table
+    h.run([f.event("t")])
+    assert h.rows() == []
+
+
+def test_replaying_a_batch_changes_nothing(tmp_path: Path) -> None:
+    h = Harness(tmp_path, ApplySpec("public.items"))
+    f = h.feed
+    first = [f.event("c", id=1, name="a", body="x", qty=1), f.event("c", id=2, name="b", body="y", qty=2)]
+    second = [f.event("u", id=1, name="A", body="x", qty=1), f.event("d", id=2)]
+    assert h.run(first, batch_id=0)
+    assert h.run(second, batch_id=1)
+    version, rows = h.version(), h.rows()
+    tomb = DeltaTable(str(tmp_path / "_sparkcdc/tombstones/public/items"))
+    tomb_version = tomb.version()
+    assert not h.run(second, batch_id=1)
+    assert not h.run(first, batch_id=0)
+    assert h.version() == version and h.rows() == rows
+    assert DeltaTable(str(tmp_path / "_sparkcdc/tombstones/public/items")).version() == tomb_version
+    assert h.target.applied_batch(h.resolved, "pipe") == 1
+    # another pipeline has its own position
+    assert h.target.applied_batch(h.resolved, "other") is None
+    assert h.run([f.event("u", id=1, name="other", body="x", qty=1)], batch_id=0, pipeline="other")
+    assert h.target.applied_batch(h.resolved, "other") == 0 and h.target.applied_batch(h.resolved, "pipe") == 1
+
+
+def test_each_batch_is_one_commit_with_its_position(tmp_path: Path) -> None:
+    h = Harness(tmp_path, ApplySpec("public.items"))
+    f = h.feed
+    start = h.version()
+    h.run([f.event("c", id=1, name="a", body="x", qty=1)], batch_id=5)
+    h.run([f.event("d", id=1), f.event("c", id=2, name="b", body="y", qty=2)], batch_id=6)
+    # a batch whose merge changes no row (deleting a key the table does not have) is still recorded
+    h.run([f.event("d", id=99)], batch_id=7)
+    dt = DeltaTable(str(h.path))
+    assert dt.version() == start + 3
+    history = dt.history(3)
+    assert [(c["sparkcdc.pipeline_id"], c["sparkcdc.batch_id"]) for c in history] == [("pipe", 7), ("pipe", 6), ("pipe", 5)]
+    assert dt.transaction_version("sparkcdc:pipe") == 7
+    assert h.target.applied_batch(h.resolved, "pipe") == 7
+
+
+def test_applied_batch_falls_back_to_the_history(tmp_path: Path) -> None:
+    """A table whose commits carry the metadata but no txn (another writer, an expired txn)."""
+    h = Harness(tmp_path, ApplySpec("public.items"))
+    dt = DeltaTable(str(h.path))
+    for batch in (3, 4):
+        dt.create_write_transaction([], mode="append", schema=dt.schema(), commit_properties=CommitProperties(
+            custom_metadata={"sparkcdc.pipeline_id": "legacy", "sparkcdc.batch_id": batch}))
+        dt = DeltaTable(str(h.path))
+    for _ in range(20):  # more commits than the first history page
+        dt.create_write_transaction([], mode="append", schema=dt.schema(), commit_properties=CommitProperties(
+            custom_metadata={"sparkcdc.pipeline_id": "someone-else", "sparkcdc.batch_id": 1}))
+        dt = DeltaTable(str(h.path))
+    assert h.target.applied_batch(h.resolved, "legacy") == 4
+    assert h.target.applied_batch(h.resolved, "nobody") is None
+    assert not h.run([h.feed.event("c", id=1, name="a", body="x", qty=1)], batch_id=4, pipeline="legacy")
+    assert h.run([h.feed.event("c", id=1, name="a", body="x", qty=1)], batch_id=5, pipeline="legacy")
+
+
+def test_a_late_event_older_than_a_recorded_delete_is_dropped(tmp_path: Path) -> None:
+    h = Harness(tmp_path, ApplySpec("public.items"))
+    f = h.feed
+    h.run([f.event("c", id=1, name="a", body="x", qty=1, lsn=100), f.event("c", id=2, name="b", body="y", qty=2, lsn=110)])
+    h.run([f.event("d", id=1, lsn=200)])
+    assert h.target.tombstones(h.resolved, [(1,), (2,), (3,)]) == {(1,): (200, 201, 0)}
+    # an update of id 1 older than its delete arrives late: dropped; a newer insert comes back
+    h.run([f.event("u", id=1, name="zombie", body="x", qty=1, lsn=150), f.event("u", id=2, name="B", body="y", qty=2, lsn=300)])
+    assert h.last_changes is not None and h.last_changes.dropped_late == 1
+    assert data(h.rows(), "id", "name") == [(2, "B")]
+    h.run([f.event("c", id=1, name="reborn", body="x", qty=1, lsn=400)])
+    assert data(h.rows(), "id", "name") == [(1, "reborn"), (2, "B")]
+    # a later delete raises the recorded sequence; an older one does not lower it
+    h.run([f.event("d", id=1, lsn=500)])
+    h.run([f.event("d", id=1, lsn=450)])
+    assert h.target.tombstones(h.resolved, [(1,)]) == {(1,): (500, 501, 0)}
+
+
+def test_tombstones_expire_after_the_retention(tmp_path: Path) -> None:
+    h = Harness(tmp_path, ApplySpec("public.items", tombstone_retention=timedelta(milliseconds=300)))
+    f = h.feed
+    assert h.target.tombstones(h.resolved, [(1,)]) == {}  # no tombstone table yet
+    assert not (tmp_path / "_sparkcdc").exists()
+    h.run([f.event("c", id=1, name="a", body="x", qty=1, lsn=100), f.event("d", id=1, lsn=200)])
+    assert h.target.tombstones(h.resolved, [(1,)]) == {(1,): (200, 201, 0)}
+    time.sleep(0.4)
+    assert h.target.tombstones(h.resolved, [(1,)]) == {}  # read: no longer retained
+    h.run([f.event("d", id=2, lsn=300)])  # the next recording removes the expired ones
+    rows = DeltaTable(str(tmp_path / "_sparkcdc/tombstones/public/items")).to_pyarrow_table().to_pylist()
+    assert [(r["id"], r["__SEQUENCE"]) for r in rows] == [(2, seq(300))]
+    tomb_schema = pa.schema(DeltaTable(str(tmp_path / "_sparkcdc/tombstones/public/items")).schema().to_arrow())
+    assert tomb_schema.names == ["id", "__SEQUENCE", "__DELETED_AT"]
+    assert tomb_schema.field("__SEQUENCE").type == SEQ_TYPE
+    assert tomb_schema.field("__DELETED_AT").type == pa.timestamp("us", tz="UTC")
+
+
+@pytest.mark.parametrize("scd", [1, 2])
+def test_a_crash_between_the_tombstones_and_the_commit_is_replayed_whole(tmp_path: Path, scd: int,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tombstones are committed before the table: a replay must not take its own deletes for old ones."""
+    h = Harness(tmp_path, ApplySpec("public.items", stored_as_scd_type=scd))
+    f = h.feed
+    h.run([f.event("c", id=1, name="a", body="x", qty=1, lsn=100), f.event("c", id=2, name="b", body="y", qty=2, lsn=100)],
+          batch_id=0)
+    batch = [f.event("u", id=1, name="a2", body="x", qty=1, lsn=200), f.event("d", id=1, lsn=210),
+             f.event("d", id=2, lsn=220)]
+    method = "_merge_scd1" if scd == 1 else "_merge_scd2"
+
+    def crash(*args: Any, **kwargs: Any) -> None:
+        raise OSError("the process died")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(DeltaTarget, method, crash)
+        with pytest.raises(TargetError, match="applying batch 1 to public.items at .*the process died"):
+            h.run(batch, batch_id=1)
+    tomb = DeltaTable(str(tmp_path / "_sparkcdc/tombstones/public/items"))
+    assert tomb.to_pyarrow_table().num_rows == 2  # the tombstones were written ...
+    assert h.target.tombstones(h.resolved, [(1,), (2,)]) == {}  # ... but are not trusted yet
+    assert h.target.applied_batch(h.resolved, "pipe") == 0
+    assert h.run(batch, batch_id=1)
+    assert h.last_changes is not None and h.last_changes.dropped_late == 0
+    if scd == 1:
+        assert h.rows() == []
+    else:
+        assert data(h.rows(), "id", "name", "__START_AT", "__END_AT") == [
+            (1, "a", seq(100), seq(200)), (1, "a2", seq(200), seq(210)), (2, "b", seq(100), seq(220))]
+    assert h.target.tombstones(h.resolved, [(1,), (2,)]) == {(1,): (210, 211, 0), (2,): (220, 221, 0)}
+
+
+def test_weird_column_names(tmp_path: Path) -> None:
+    columns = [TargetColumn("Key Col", pa.int64()), TargetColumn('say "hi"', pa.string()), TargetColumn("it's", pa.string())]
+    h = Harness(tmp_path, ApplySpec("My Schema.Odd-Table"), columns=columns)
+    f = h.feed
+    h.run([f.event("c", **{"Key Col": 1, 'say "hi"': "a", "it's": "keep"})])
+    h.run([f.event("u", unchanged=("it's",), **{"Key Col": 1, 'say "hi"': "b"})])
+    rows = DeltaTable(str(tmp_path / "My Schema" / "Odd-Table")).to_pyarrow_table().to_pylist()
+    assert rows == [{"Key Col": 1, 'say "hi"': "b", "it's": "keep"}]
+    h.run([f.event("d", **{"Key Col": 1})])
+    assert DeltaTable(str(tmp_path / "My Schema" / "Odd-Table")).to_pyarrow_table().num_rows == 0
+
+
+def test_an_existing_table_without_the_expected_columns_is_refused(tmp_path: Path) -> None:
+    DeltaTable.create(str(tmp_path / "public" / "items"), schema=pa.schema([("id", pa.int64()), ("name", pa.string())]))
+    with pytest.raises(TargetError, match=r"public\.items .*without column\(s\) body, qty"):
+        Harness(tmp_path, ApplySpec("public.items"))
+    # SCD1 table, SCD2 spec: the history columns are missing
+    DeltaTable.create(str(tmp_path / "public" / "hist"), schema=pa.schema([(c.name, c.arrow_type) for c in COLUMNS]))
+    with pytest.raises(TargetError, match=r"without column\(s\) __START_AT, __END_AT \(stored_as_scd_type=2\)"):
+        Harness(tmp_path, ApplySpec("public.hist", stored_as_scd_type=2))
+
+
+def test_an_existing_table_with_the_columns_is_used(tmp_path: Path) -> None:
+    h = Harness(tmp_path, ApplySpec("public.items"))
+    h.run([h.feed.event("c", id=1, name="a", body="x", qty=1)], batch_id=0)
+    again = Harness(tmp_path, ApplySpec("public.items"))  # a new process
+    assert again.target.applied_batch(again.resolved, "pipe") == 0
+    again.run([again.feed.event("u", id=1, name="b", qty=2, unchanged=("body",))], batch_id=1)
+    assert data(again.rows(), "id", "name", "body", "qty") == [(1, "b", "x", 2)]
+
+
+def test_unprepared_and_unsupported(tmp_path: Path) -> None:
+    target = DeltaTarget(str(tmp_path))
+    resolved = ApplySpec("public.items").resolve(["id"], ["id"])
+    assert target.applied_batch(resolved, "pipe") is None  # no table: nothing applied
+    with pytest.raises(TargetError, match="not prepared"):
+        target.tombstones(resolved, [(1,)])
+    with pytest.raises(TargetError, match="column t: Delta Lake has no type"):
+        target.prepare(ApplySpec("public.times").resolve(["id", "t"], ["id"]),
+                       [TargetColumn("id", pa.int64()), TargetColumn("t", pa.time64("us"))], SEQ_COLUMNS)
+    assert isinstance(target_for(str(tmp_path)), DeltaTarget)
+
+
+def test_types_are_stored_as_delta_can(tmp_path: Path) -> None:
+    from datetime import UTC, date, datetime
+    from decimal import Decimal
+
+    columns = [
+        TargetColumn("id", pa.int32()), TargetColumn("big", pa.large_string()), TargetColumn("ts", pa.timestamp("ns", tz="+02:00")),
+        TargetColumn("local", pa.timestamp("us")), TargetColumn("d", pa.date32()), TargetColumn("n", pa.decimal128(12, 3)),
+        TargetColumn("tags", pa.list_(pa.string())), TargetColumn("u", pa.uint32()),
+    ]
+    h = Harness(tmp_path, ApplySpec("public.typed", stored_as_scd_type=2), columns=columns)
+    f = h.feed
+    instant = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
+    row = {"id": 1, "big": "x" * 10, "ts": instant, "local": datetime(2024, 1, 1, 12), "d": date(2024, 2, 29),
+           "n": Decimal("12.345"), "tags": ["a", "b"], "u": 4_000_000_000}
+    h.run([f.event("c", **row)])
+    h.run([f.event("u", **row)])  # no change: no new version
+    stored = h.rows()
+    assert len(stored) == 1 and {k: stored[0][k] for k in row} == row
+    schema = pa.schema(DeltaTable(str(h.path)).schema().to_arrow())
+    assert schema.field("ts").type == pa.timestamp("us", tz="UTC") and schema.field("u").type == pa.int64()
+    assert schema.field("__START_AT").type == SEQ_TYPE and schema.field("__END_AT").type == SEQ_TYPE
+
+
+# -- SCD2 -----------------------------------------------------------------------------------------
+
+
+def _open_counts(rows: list[dict[str, Any]]) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for r in rows:
+        counts[r["id"]] = counts.get(r["id"], 0) + (r["__END_AT"] is None)
+    return counts
+
+
+def test_scd2_version_chains(tmp_path: Path) -> None:
+    h = Harness(tmp_path, ApplySpec("public.items", stored_as_scd_type=2, track_history_except_column_list=["qty"]))
+    f = h.feed
+    h.run([f.event("c", id=1, name="a", body="x", qty=1, lsn=100), f.event("c", id=2, name="b", body="y", qty=2, lsn=100)])
+    # tracked change (name) closes the version and opens another; untracked (qty) rewrites in place
+    h.run([f.event("u", id=1, name="a2", body="x", qty=1, lsn=200), f.event("u", id=2, name="b", body="y", qty=20, lsn=200)])
+    assert data(h.rows(), "id", "name", "qty", "__START_AT", "__END_AT") == [
+        (1, "a", 1, seq(100), seq(200)), (1, "a2", 1, seq(200), None), (2, "b", 20, seq(100), None)]
+    # several changes of one key in one batch; an unchanged-TOAST body is carried from the open version
+    h.run([f.event("u", id=1, name="a3", qty=1, unchanged=("body",), lsn=300), f.event("u", id=1, name="a3", body="x", qty=5, lsn=310),
+           f.event("u", id=1, name="a4", body="x", qty=5, lsn=320)])
+    assert data(h.rows(), "id", "name", "body", "qty", "__START_AT", "__END_AT")[:4] == [
+        (1, "a", "x", 1, seq(100), seq(200)), (1, "a2", "x", 1, seq(200), seq(300)),
+        (1, "a3", "x", 5, seq(300), seq(320)), (1, "a4", "x", 5, seq(320), None)]
+    # a delete closes the open version; a re-insert opens a new one
+    h.run([f.event("d", id=2, lsn=400)])
+    assert data(h.rows(), "id", "__START_AT", "__END_AT")[-1] == (2, seq(100), seq(400))
+    h.run([f.event("c", id=2, name="b2", body="y", qty=1, lsn=500)])
+    assert _open_counts(h.rows()) == {1: 1, 2: 1}
+    assert h.target.open_versions(h.resolved, [(1,), (2,), (3,)]) == {
+        (1,): ([1, "a4", "x", 5], (320, 321, 0)), (2,): ([2, "b2", "y", 1], (500, 501, 0))}
+
+
+def test_scd2_truncate_closes_every_open_version(tmp_path: Path) -> None:
+    h = Harness(tmp_path, ApplySpec("public.items", stored_as_scd_type=2))
+    f = h.feed
+    h.run([f.event("c", id=i, name=f"n{i}", body="b", qty=i, lsn=100) for i in range(1, 5)])
+    h.run([f.event("u", id=1, name="closed-earlier", body="b", qty=1, lsn=150), f.event("d", id=4, lsn=160)])
+    before = h.version()
+    # 2 is touched before the truncate, 3 untouched, 5 inserted after; a second truncate closes 5's first version
+    h.run([f.event("u", id=2, name="n2b", body="b", qty=2, lsn=200), f.event("t", lsn=300),
+           f.event("c", id=5, name="five", body="b", qty=5, lsn=400), f.event("c", id=1, name="one", body="b", qty=1, lsn=410),
+           f.event("t", lsn=500), f.event("c", id=5, name="five-again", body="b", qty=5, lsn=600)])
+    assert h.version() == before + 1
+    rows = h.rows()
+    assert data(rows, "id", "name", "__START_AT", "__END_AT") == [
+        (1, "n1", seq(100), seq(150)), (1, "closed-earlier", seq(150), seq(300)), (1, "one", seq(410), seq(500)),
+        (2, "n2", seq(100), seq(200)), (2, "n2b", seq(200), seq(300)),
+        (3, "n3", seq(100), seq(300)),
+        (4, "n4", seq(100), seq(160)),
+        (5, "five", seq(400), seq(500)), (5, "five-again", seq(600), None),
+    ]
+    assert _open_counts(rows) == {1: 0, 2: 0, 3: 0, 4: 0, 5: 1}
+    # a truncate alone
+    h.run([f.event("t", lsn=700)])
+    assert _open_counts(h.rows()) == {1: 0, 2: 0, 3: 0, 4: 0, 5: 0}
+
+
+def test_scd2_single_sequence_column_keeps_its_type(tmp_path: Path) -> None:
+    h = Harness(tmp_path, ApplySpec("public.items", stored_as_scd_type=2, sequence_by="__commit_lsn"),
+                sequence=[TargetColumn("__commit_lsn", pa.int64())])
+    f = h.feed
+    h.run([f.event("c", id=1, name="a", body="x", qty=1, lsn=100), f.event("c", id=2, name="b", body="y", qty=2, lsn=110)])
+    h.run([f.event("u", id=1, name="a2", body="x", qty=1, lsn=200), f.event("t", lsn=300)])
+    schema = pa.schema(DeltaTable(str(h.path)).schema().to_arrow())
+    assert schema.field("__START_AT").type == pa.int64() and schema.field("__END_AT").type == pa.int64()
+    assert data(h.rows(), "id", "name", "__START_AT", "__END_AT") == [
+        (1, "a", 100, 200), (1, "a2", 200, 300), (2, "b", 110, 300)]
+    h.run([f.event("d", id=2, lsn=400)])
+    assert h.target.tombstones(h.resolved, [(2,)]) == {(2,): (400,)}
+
+
+def test_scd2_late_event_after_delete_is_dropped(tmp_path: Path) -> None:
+    h = Harness(tmp_path, ApplySpec("public.items", stored_as_scd_type=2))
+    f = h.feed
+    h.run([f.event("c", id=1, name="a", body="x", qty=1, lsn=100)])
+    h.run([f.event("d", id=1, lsn=200)])
+    h.run([f.event("u", id=1, name="zombie", body="x", qty=1, lsn=150)])
+    assert data(h.rows(), "id", "name", "__START_AT", "__END_AT") == [(1, "a", seq(100), seq(200))]
+
+
+def test_scd2_composite_key(tmp_path: Path) -> None:
+    columns = [TargetColumn("tenant", pa.string()), TargetColumn("id", pa.int64()), TargetColumn("v", pa.string())]
+    h = Harness(tmp_path, ApplySpec("public.multi", stored_as_scd_type=2, keys=["tenant", "id"]), columns=columns)
+    f = h.feed
+    h.run([f.event("c", tenant="a", id=1, v="x"), f.event("c", tenant="b", id=1, v="y"), f.event("c", tenant="a", id=2, v="z")])
+    h.run([f.event("u", tenant="a", id=1, v="x2")])
+    assert h.target.open_versions(h.resolved, [("a", 1), ("b", 2)]) == {("a", 1): (["a", 1, "x2"], (1030, 1031, 0))}
+    assert len(h.rows()) == 4
+
+
+# -- against a model ------------------------------------------------------------------------------
+
+
+class Model:
+    """SCD1 as the events say, one at a time in sequence order."""
+
+    def __init__(self, ignore_nulls: bool) -> None:
+        self.rows: dict[int, dict[str, Any]] = {}
+        self.deleted: dict[int, int] = {}
+        self.ignore_nulls = ignore_nulls
+
+    def apply(self, events: list[dict[str, Any]]) -> None:
+        for e in sorted(events, key=lambda e: (e["__commit_lsn"], e["__lsn"], e["__ordinal"])):
+            if e["__is_truncate"]:
+                self.rows.clear()
+                continue
+            key, lsn = e["id"], e["__commit_lsn"]
+            if key in self.deleted and lsn <= self.deleted[key]:
+                continue
+            if e["__is_delete"]:
+                self.rows.pop(key, None)
+                self.deleted[key] = lsn
+                continue
+            old = self.rows.get(key)
+            row = {"id": key}
+            for name in ("name", "body", "qty"):
+                missing = name in e["__unchanged"] or (self.ignore_nulls and e[name] is None)
+                row[name] = (old[name] if old else None) if missing else e[name]
+            self.rows[key] = row
+
+
+@pytest.mark.parametrize("seed,ignore_nulls", [(1, False), (2, True), (3, False)])
+def test_scd1_matches_a_model_over_random_batches(tmp_path: Path, seed: int, ignore_nulls: bool) -> None:
+    rng = random.Random(seed)
+    h = Harness(tmp_path, ApplySpec("public.items", ignore_null_updates=ignore_nulls))
+    model = Model(ignore_nulls)
+    lsn = 1000
+    batch_id = 0
+    for _ in range(25):
+        events = []
+        for _ in range(rng.randint(0, 12)):
+            lsn += 10
+            roll = rng.random()
+            key = rng.randint(1, 8)
+            values = {"name": rng.choice(["a", "b", None]), "body": rng.choice(["x" * 5, "y", None]), "qty": rng.choice([1, 2, None])}
+            if roll < 0.03:
+                events.append(h.feed.event("t", lsn=lsn))
+            elif roll < 0.25:
+                events.append(h.feed.event("d", id=key, lsn=lsn))
+            elif roll < 0.33 and model.deleted:
+                # a late event: older than some recorded delete
+                late_key = rng.choice(sorted(model.deleted))
+                events.append(h.feed.event("u", id=late_key, lsn=model.deleted[late_key] - 5, **values))
+            else:
+                unchanged = tuple(n for n in ("body", "qty") if rng.random() < 0.3)
+                for n in unchanged:
+                    values[n] = None
+                events.append(h.feed.event("u", id=key, lsn=lsn, unchanged=unchanged, **values))
+        rng.shuffle(events)  # the fold orders them
+        h.run(events, batch_id=batch_id)
+        model.apply(events)
+        if rng.random() < 0.2:
+            assert not h.run(events, batch_id=batch_id)  # a replay
+        batch_id += 1
+        assert {k: {n: r[n] for n in ("id", "name", "body", "qty")} for k, r in h.state().items()} == model.rows
+
+
+# -- no PostgreSQL ----------------------------------------------------------------------------------
+
+
+def test_the_delta_target_needs_no_postgresql(tmp_path: Path) -> None:
+    """psycopg made unimportable: the Delta target still imports, prepares, folds and applies."""
+    script = f"""
+import sys
+sys.modules["psycopg"] = None
+import pyarrow as pa
+from sparkcdc.apply import ApplySpec
+from sparkcdc.apply.fold import fold_changes
+from sparkcdc.apply.targets import TargetColumn, target_for
+target = target_for({str(tmp_path)!r})
+spec = ApplySpec("public.t").resolve(["id", "v"], ["id"])
+seq = [TargetColumn(n, pa.int64()) for n in ("__commit_lsn", "__lsn", "__ordinal")]
+target.prepare(spec, [TargetColumn("id", pa.int64()), TargetColumn("v", pa.string())], seq)
+events = pa.table({{"id": [1], "v": ["x"], "__is_delete": [False], "__is_truncate": [False],
+                   "__unchanged": pa.array([[]], pa.list_(pa.string())), "__commit_lsn": [1], "__lsn": [1], "__ordinal": [0]}})
+changes = fold_changes(spec, events, tombstones=target.tombstones(spec, [(1,)]))
+assert target.apply(changes, pipeline_id="p", batch_id=0)
+assert "sparkcdc.apply.targets.postgres" not in sys.modules
+print(type(target).__name__)
+"""
+    env = dict(os.environ)
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "DeltaTarget"
+    assert DeltaTable(str(tmp_path / "public" / "t")).to_pyarrow_table().to_pylist() == [{"id": 1, "v": "x"}]
