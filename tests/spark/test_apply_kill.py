@@ -1,0 +1,114 @@
+"""``apply_changes`` killed with SIGKILL at random moments while a random workload runs.
+
+Five kills land while the pipeline applies batches (snapshot and streaming) into a PostgreSQL
+mirror (SCD1), a PostgreSQL history (SCD2) and a Delta Lake mirror (SCD1); a final run catches up;
+then the mirrors equal the source and the history has one open version per live key and no
+overlapping versions — a batch applied twice would show as a duplicate version or a wrong row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from ..support.waiting import wait_until
+from . import apply_workload as workload
+from .support import properties
+
+KILLS = 5
+RUNNER = """
+import json, sys
+from sparkcdc.spark.runner import run_pipeline
+spec = json.load(open(sys.argv[1]))
+run_pipeline(spec["properties"], output=None, checkpoint=spec["checkpoint"], master="local[2]", once=spec["once"],
+             apply_to=[tuple(t) for t in spec["targets"]], trigger_interval="200 milliseconds")
+"""
+
+
+def _commits(checkpoint: Path) -> int:
+    folder = checkpoint / "commits"
+    return len([p for p in folder.iterdir() if p.name.isdigit()]) if folder.is_dir() else 0
+
+
+class _Run:
+    def __init__(self, spec: Path, log: Path) -> None:
+        self.log = open(log, "ab")  # noqa: SIM115 - closed in kill/wait
+        self.process = subprocess.Popen([sys.executable, "-c", RUNNER, str(spec)], stdout=self.log, stderr=subprocess.STDOUT,
+                                        start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait(60)
+        self.log.close()
+
+    def wait(self, timeout: float) -> int:
+        code = self.process.wait(timeout)
+        self.log.close()
+        return code
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_sigkill_while_applying(pg_cluster, db, tmp_path, unique_name):
+    prefix = f"ak{abs(hash(unique_name)) % 10**6}"
+    workload.create(db, prefix)
+    for suffix in ("mirror", "history"):
+        db.execute(f'CREATE DATABASE "{prefix}_{suffix}"')
+    base = f"postgresql://{pg_cluster.user}@{pg_cluster.host}:{pg_cluster.port}"
+    targets = [(f"{base}/{prefix}_mirror", 1), (f"{base}/{prefix}_history", 2), (str(tmp_path / "delta"), 1)]
+    props = properties(pg_cluster, f"{prefix}_slot", workload.tables(prefix), **{
+        "skipped.operations": "none",
+        "sparkcdc.max.batch.wal.bytes": "1048576",  # several batches: kills land between and inside them
+    })
+    checkpoint, log = tmp_path / "checkpoint", tmp_path / "runs.log"
+    spec = tmp_path / "run.json"
+
+    def write_spec(once: bool) -> None:
+        spec.write_text(json.dumps({"properties": props, "checkpoint": str(checkpoint), "targets": targets, "once": once}))
+
+    def context() -> str:
+        return log.read_text(errors="replace")[-3000:] if log.exists() else ""
+
+    counts: dict[str, int] = {}
+
+    def write() -> None:
+        with psycopg.connect(pg_cluster.conninfo(), autocommit=True) as conn:
+            counts.update(workload.run_workload(conn, prefix, 100_000))
+
+    writer = threading.Thread(target=write, daemon=True)
+    rnd = random.Random(20261122)
+    write_spec(once=False)
+    for kill in range(KILLS):
+        run = _Run(spec, log)
+        before = _commits(checkpoint)
+        wait_until(lambda run=run, before=before: _commits(checkpoint) > before or run.process.poll() is not None,
+                   timeout=300, interval=0.05, what=f"a batch to commit\n{context()}")
+        assert run.process.poll() is None, f"the pipeline exited:\n{context()}"
+        if kill == 0:
+            writer.start()  # the snapshot is applied: now the workload streams
+        time.sleep(rnd.uniform(0.2, 3.0))  # a random moment while batches are being applied: the test's point
+        run.kill()
+        print(f"kill {kill + 1}: {_commits(checkpoint)} batches committed", flush=True)
+    writer.join(600)
+    assert counts.get("items truncate") == 1, "the workload did not finish"
+    write_spec(once=True)
+    assert _Run(spec, log).wait(900) == 0, context()
+
+    with psycopg.connect(pg_cluster.conninfo(f"{prefix}_mirror"), autocommit=True) as mirror, \
+            psycopg.connect(pg_cluster.conninfo(f"{prefix}_history"), autocommit=True) as history:
+        assert workload.mirror_mismatches(db, mirror, prefix) == []
+        assert workload.history_problems(db, history, prefix) == []
+    assert workload.delta_mismatches(db, tmp_path / "delta", prefix) == []
