@@ -522,6 +522,50 @@ def test_scd1_matches_a_model_over_random_batches(tmp_path: Path, seed: int, ign
         assert {k: {n: r[n] for n in ("id", "name", "body", "qty")} for k, r in h.state().items()} == model.rows
 
 
+@pytest.mark.parametrize("seed", [4, 5])
+def test_scd2_open_versions_follow_the_model_and_chain(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    h = Harness(tmp_path, ApplySpec("public.items", stored_as_scd_type=2, track_history_except_column_list=["qty"]))
+    model = Model(ignore_nulls=False)
+    lsn = 1000
+    for batch_id in range(20):
+        events = []
+        for _ in range(rng.randint(0, 10)):
+            lsn += 10
+            roll, key = rng.random(), rng.randint(1, 6)
+            values = {"name": rng.choice(["a", "b"]), "body": rng.choice(["x", "y"]), "qty": rng.choice([1, 2, 3])}
+            if roll < 0.04:
+                events.append(h.feed.event("t", lsn=lsn))
+            elif roll < 0.25:
+                events.append(h.feed.event("d", id=key, lsn=lsn))
+            else:
+                unchanged = ("body",) if rng.random() < 0.2 else ()
+                if unchanged:
+                    values["body"] = None
+                events.append(h.feed.event("u", id=key, lsn=lsn, unchanged=unchanged, **values))
+        rng.shuffle(events)
+        h.run(events, batch_id=batch_id)
+        model.apply(events)
+        rows = h.rows()
+        open_rows = {r["id"]: {n: r[n] for n in ("id", "name", "body", "qty")} for r in rows if r["__END_AT"] is None}
+        assert open_rows == model.rows
+        assert all(count <= 1 for count in _open_counts(rows).values())
+        for older, newer in zip(rows, rows[1:], strict=False):
+            assert older["__END_AT"] is None or _start(older) < tuple(older["__END_AT"].values())
+            if older["id"] == newer["id"]:
+                assert older["__END_AT"] is not None and tuple(older["__END_AT"].values()) <= _start(newer)
+
+
+def test_an_existing_table_with_more_columns_keeps_them(tmp_path: Path) -> None:
+    schema = pa.schema([(c.name, c.arrow_type) for c in COLUMNS] + [("note", pa.string())])
+    dt = DeltaTable.create(str(tmp_path / "public" / "items"), schema=schema)
+    dt.merge(pa.table({"id": [1], "name": ["a"], "body": ["x"], "qty": [1], "note": ["mine"]}, schema=schema),
+             "t.id = s.id", source_alias="s", target_alias="t").when_not_matched_insert_all().execute()
+    h = Harness(tmp_path, ApplySpec("public.items"))
+    h.run([h.feed.event("u", id=1, name="b", body="x", qty=2), h.feed.event("c", id=2, name="c", body="y", qty=3)])
+    assert data(h.rows(), "id", "name", "qty", "note") == [(1, "b", 2, "mine"), (2, "c", 3, None)]
+
+
 # -- no PostgreSQL ----------------------------------------------------------------------------------
 
 

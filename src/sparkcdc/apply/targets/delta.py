@@ -22,6 +22,20 @@ batch has not reached the main table (the writer died in between) is not trusted
 :meth:`DeltaTarget.tombstones`, which reads the tombstone table as of its newest commit whose batch
 did commit. Otherwise the replayed batch would drop its own deletes as "older than a recorded
 delete".
+
+deltalake (1.6) behaviours this module works around:
+
+* a merge that changes no row commits nothing (and so would record no position): an empty commit
+  carrying the same ``txn`` and metadata is made instead;
+* with ``streamed_exec=False`` (which lets the merge prune target files by the source's key
+  range), a struct compared whole in the merge predicate fails ("Unable to convert expression to
+  string"): ``__START_AT`` is matched field by field;
+* comparing a timestamp column with a bare string literal silently matches nothing: literals are
+  ``arrow_cast``;
+* string columns are written as ``string_view``, which pyarrow's dataset filters cannot compare:
+  reads prune files with the Delta log's statistics (``file_pruning_predicate``) and filter rows
+  in memory;
+* errors carry the Rust backtrace when ``RUST_BACKTRACE`` is set: it is cut from the messages.
 """
 
 from __future__ import annotations
@@ -55,7 +69,7 @@ DELETED_AT_TYPE = pa.timestamp("us", tz="UTC")
 #: History pages read by the fallback of applied_batch: newest commits first, each page re-read
 #: from the newest (deltalake has no history cursor), so the cost stays below twice the commits
 #: that precede the pipeline's newest one.
-_HISTORY_PAGES = (8, 64, 512, None)
+_HISTORY_PAGES = (1, 16, 256, None)
 
 
 def _app_id(pipeline_id: str) -> str:
@@ -185,9 +199,10 @@ class DeltaTarget:
         Cost: the snapshot's ``txn`` of the pipeline (no I/O beyond bringing the table's snapshot up
         to date). Only when the table has none (never written by this pipeline, or its ``txn`` was
         expired through ``delta.setTransactionRetentionDuration``) is the history read, newest commit
-        first, page by page (8, 64, 512 commits, then all), stopping at the first commit of the
-        pipeline: one commit file per commit written since, the whole retained log when the pipeline
-        never wrote the table.
+        first, page by page (1, 16, 256 commits, then all), stopping at the first commit of the
+        pipeline: about one commit file per commit written since (a fraction of a millisecond each on
+        a local disk, one GET each on object storage), the whole retained log when the pipeline never
+        wrote the table.
         """
         table = self._tables.get(spec.target)
         path = table.path if table is not None else self._paths(spec)[0]
