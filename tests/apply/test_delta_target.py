@@ -455,6 +455,21 @@ def test_scd2_composite_key(tmp_path: Path) -> None:
     assert len(h.rows()) == 4
 
 
+@pytest.mark.parametrize("in_list", [1000, 1])
+def test_reads_of_keys_prune_files_and_match_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_list: int) -> None:
+    import sparkcdc.apply.targets.delta as delta
+
+    monkeypatch.setattr(delta, "_PRUNE_IN_LIST", in_list)  # 1: every read prunes by the keys' range
+    h = Harness(tmp_path, ApplySpec("public.items", stored_as_scd_type=2))
+    f = h.feed
+    for start in (1, 11, 21):  # three files of ten keys
+        h.run([f.event("c", id=i, name=f"n{i}", body="b", qty=i, lsn=100 * start) for i in range(start, start + 10)])
+    h.run([f.event("d", id=i, lsn=5000 + i) for i in (3, 5, 24)])
+    found = h.target.open_versions(h.resolved, [(2,), (4,), (5,), (12,), (99,)])
+    assert sorted(found) == [(2,), (4,), (12,)] and found[(12,)] == ([12, "n12", "b", 12], (1100, 1101, 0))
+    assert h.target.tombstones(h.resolved, [(3,), (4,), (24,), (30,)]) == {(3,): (5003, 5004, 0), (24,): (5024, 5025, 0)}
+
+
 # -- against a model ------------------------------------------------------------------------------
 
 

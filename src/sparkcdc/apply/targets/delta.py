@@ -70,6 +70,8 @@ DELETED_AT_TYPE = pa.timestamp("us", tz="UTC")
 #: from the newest (deltalake has no history cursor), so the cost stays below twice the commits
 #: that precede the pipeline's newest one.
 _HISTORY_PAGES = (1, 16, 256, None)
+#: Up to this many keys, reads prune files by the keys themselves; beyond, by their range.
+_PRUNE_IN_LIST = 1000
 
 
 def _app_id(pipeline_id: str) -> str:
@@ -449,8 +451,10 @@ def _rows_of_keys(
     first = list({key[0] for key in wanted})
     dataset = None
     if all(isinstance(v, str) for v in first) or all(isinstance(v, int) and not isinstance(v, bool) for v in first):
+        # deltalake evaluates an IN list value by value (100,000 keys: seconds): many keys prune by their range
+        prune = [(keys[0], "in", first)] if len(first) <= _PRUNE_IN_LIST else [(keys[0], ">=", min(first)), (keys[0], "<=", max(first))]
         try:
-            dataset = handle.to_pyarrow_dataset(file_pruning_predicate=[(keys[0], "in", first)])
+            dataset = handle.to_pyarrow_dataset(file_pruning_predicate=prune)
         except Exception:  # a value the predicate cannot encode for the column's type: read every file
             dataset = None
     if dataset is None:
