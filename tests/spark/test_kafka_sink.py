@@ -93,9 +93,9 @@ def test_records_headers_tombstones_and_a_replayed_batch(spark: Any, kafka_broke
     pipeline = f"p-{unique_name}"
     config = TopicConfig(partitions=3)
 
-    KafkaBatchWriter(kafka_broker, pipeline_id=pipeline, topic_config=config)(frame(spark, rows, partitions=4), 0)
+    KafkaBatchWriter(kafka_broker, pipeline_id=pipeline, topic_config=config)(frame(spark, rows, partitions=3), 0)
     # A replay of batch 0 by a new writer (a restarted driver): the fence in Kafka says it is written.
-    KafkaBatchWriter(kafka_broker, pipeline_id=pipeline, topic_config=config)(frame(spark, rows, partitions=2), 0)
+    KafkaBatchWriter(kafka_broker, pipeline_id=pipeline, topic_config=config)(frame(spark, rows), 0)
     writer = KafkaBatchWriter(kafka_broker, pipeline_id=pipeline, topic_config=config)
     later = [record(topic_b, '{"id":2}', '{"later":1}', lsn=5000, commit_lsn=5001)]
     writer(frame(spark, later), 1)
@@ -128,7 +128,7 @@ def test_out_of_order_partitions_fail_the_batch_unless_sorted(spark: Any, kafka_
 
     sorted_topic = f"{unique_name}.sorted"
     again = [(sorted_topic, *row[1:]) for row in shuffled]
-    KafkaBatchWriter(kafka_broker, pipeline_id=f"p2-{unique_name}", sort=True)(frame(spark, again, partitions=3), 0)
+    KafkaBatchWriter(kafka_broker, pipeline_id=f"p2-{unique_name}", sort=True)(frame(spark, again, partitions=2), 0)
     assert [json.loads(r["value"])["n"] for r in consume(kafka_broker, [sorted_topic])] == list(range(100))
 
 
@@ -172,6 +172,21 @@ def test_a_second_writer_of_the_pipeline_fences_the_first(spark: Any, kafka_brok
         zombie(frame(spark, [record(topic, "{}", '{"zombie":2}', lsn=3, commit_lsn=3)]), 2)
     successor(frame(spark, [record(topic, "{}", '{"n":2}', lsn=3, commit_lsn=3)]), 2)
     assert fence_batches(kafka_broker, pipeline) == [0, 1, 2]
+
+
+def test_the_fence_of_another_streaming_query_does_not_apply(
+    spark: Any, kafka_broker: str, unique_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sparkcdc.spark.sinks.kafka as sink
+
+    topic, pipeline = f"{unique_name}.t", f"p-{unique_name}"
+    monkeypatch.setattr(sink, "_query_id", lambda batch: "query-1")
+    KafkaBatchWriter(kafka_broker, pipeline_id=pipeline)(frame(spark, [record(topic, "{}", '{"n":0}', lsn=1, commit_lsn=1)]), 0)
+    KafkaBatchWriter(kafka_broker, pipeline_id=pipeline)(frame(spark, [record(topic, "{}", '{"n":0}', lsn=1, commit_lsn=1)]), 0)
+    # A new checkpoint (another query id): its batch ids start again at 0, and its batch 0 is new.
+    monkeypatch.setattr(sink, "_query_id", lambda batch: "query-2")
+    KafkaBatchWriter(kafka_broker, pipeline_id=pipeline)(frame(spark, [record(topic, "{}", '{"n":1}', lsn=1, commit_lsn=1)]), 0)
+    assert [r["value"] for r in consume(kafka_broker, [topic])] == [b'{"n":0}', b'{"n":1}']
 
 
 def test_a_record_the_producer_refuses_names_its_topic(spark: Any, kafka_broker: str, unique_name: str) -> None:
@@ -220,14 +235,16 @@ def test_a_streaming_query_writes_every_change_once_across_a_forced_replay(
 ) -> None:
     table = f"t_{unique_name}"
     db.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, v text)")
-    db.execute(f"INSERT INTO {table} SELECT g, 'snap' || g FROM generate_series(0, 4) g")
+    # Enough pages for several snapshot chunks: the snapshot batch has several partitions.
+    db.execute(f"INSERT INTO {table} SELECT g, repeat('s', 200) FROM generate_series(0, 599) g")
+    db.execute(f"ANALYZE {table}")
     props = properties(pg_cluster, unique_name, [f"public.{table}"], **{
-        "topic.prefix": unique_name, "sparkcdc.state.location": str(tmp_path / "state")})
+        "topic.prefix": unique_name, "sparkcdc.state.location": str(tmp_path / "state"), "sparkcdc.snapshot.chunk.rows": 200})
     topic = f"{unique_name}.public.{table}"
     checkpoint, pipeline = tmp_path / "checkpoint", f"p-{unique_name}"
 
     _run(spark, props, kafka_broker, checkpoint, pipeline)  # the snapshot
-    for i in range(5, 15):
+    for i in range(1000, 1010):
         db.execute(f"INSERT INTO {table} VALUES (%s, %s)", (i, f"v{i}"))
     db.execute(f"UPDATE {table} SET v = 'changed' WHERE id = 0")
     db.execute(f"DELETE FROM {table} WHERE id = 1")  # a delete event, then its tombstone
@@ -238,7 +255,7 @@ def test_a_streaming_query_writes_every_change_once_across_a_forced_replay(
     assert last in fence_batches(kafka_broker, pipeline), "the last batch wrote records"
     for name in (str(last), f".{last}.crc"):
         (checkpoint / "commits" / name).unlink(missing_ok=True)
-    db.execute(f"INSERT INTO {table} VALUES (100, 'after')")  # for the batches after the replayed one
+    db.execute(f"INSERT INTO {table} VALUES (2000, 'after')")  # for the batches after the replayed one
     db.execute(f"DELETE FROM {table} WHERE id = 2")
     replay = _run(spark, props, kafka_broker, checkpoint, pipeline)
     assert [p["batchId"] for p in replay.recentProgress][0] == last, "the batch ran again"
@@ -253,8 +270,8 @@ def test_a_streaming_query_writes_every_change_once_across_a_forced_replay(
     by_key: dict[int, list[str]] = defaultdict(list)
     for key, p in events:
         by_key[json.loads(key)["payload"]["id"]].append("tombstone" if p is None else p["op"])
-    assert by_key == {0: ["r", "u"], 1: ["r", "d", "tombstone"], 2: ["r", "d", "tombstone"], 3: ["r"], 4: ["r"],
-                      **{i: ["c"] for i in range(5, 15)}, 100: ["c"]}
+    assert by_key == {**{i: ["r"] for i in range(600)}, 0: ["r", "u"], 1: ["r", "d", "tombstone"], 2: ["r", "d", "tombstone"],
+                      **{i: ["c"] for i in range(1000, 1010)}, 2000: ["c"]}
     for r in records:  # header values are the source's JSON texts, with their schemas
         assert json.loads(dict(r["headers"])[CONTEXT_HEADER])["payload"] == "postgresql", r
     # Each key's records sit in one partition, in commit order.

@@ -52,7 +52,8 @@ import logging
 import re
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -252,8 +253,10 @@ class KafkaBatchWriter:
                         session.committed_query, query)
             session.committed_batch, session.committed_query = -1, query
         if batch_id <= session.committed_batch:
-            log.info("Kafka sink %s: batch %d is already committed to Kafka (fence: batch %d); skipped",
-                     self.pipeline_id, batch_id, session.committed_batch)
+            # The same batch again is a replay; an older one means the checkpoint was rolled back.
+            level = logging.INFO if batch_id == session.committed_batch else logging.WARNING
+            log.log(level, "Kafka sink %s: batch %d is already committed to Kafka (fence: batch %d); skipped",
+                    self.pipeline_id, batch_id, session.committed_batch)
             return
         try:
             count = self._write(session, batch, batch_id, query)
@@ -283,9 +286,30 @@ class KafkaBatchWriter:
                 partition = msg.partition()
                 failure.append((msg.topic() or "?", -1 if partition is None else partition, err))
 
+        rows = self._rows(batch)
+        with closing(rows):  # on a failure: stop the batch's jobs and unpersist now, not when collected
+            count = self._produce_rows(session, rows, batch_id, delivered, failure)
+        if count == 0:
+            return 0
+        fence = json.dumps({"batch_id": batch_id, "query_id": query, "records": count}).encode()
+        self._produce(producer, self.fence_topic, self.pipeline_id.encode(), fence, None, delivered, batch_id, partition=0)
+        # Bounded: librdkafka fails a message after message.timeout.ms.
+        remaining = self._call(producer.flush, "flushing the batch's records", batch_id)
+        self._raise_delivery_failure(failure, batch_id)
+        if remaining:
+            raise self._error(f"{remaining} records were not delivered", batch_id)
+        self._commit(producer, batch_id)
+        return count
+
+    def _produce_rows(
+        self, session: _Session, rows: Iterator[Any], batch_id: int, delivered: Callable[[KafkaError | None, Message], None],
+        failure: list[tuple[str, int, KafkaError]],
+    ) -> int:
+        """Produce every row (beginning the transaction at the first); checks the order unless sorted."""
+        producer = session.producer
         last_position: dict[str, tuple[int, int, int]] = {}
         count = 0
-        for topic, key, value, headers, commit_lsn, lsn, ordinal in self._rows(batch):
+        for topic, key, value, headers, commit_lsn, lsn, ordinal in rows:
             if topic is None or topic == "":
                 raise self._error("a record without a topic", batch_id)
             if topic not in session.topics:
@@ -306,20 +330,9 @@ class KafkaBatchWriter:
             if count % _POLL_EVERY == 0:
                 self._call(lambda: producer.poll(0), "serving delivery reports", batch_id)
                 self._raise_delivery_failure(failure, batch_id)
-        if count == 0:
-            return 0
-        fence = json.dumps({"batch_id": batch_id, "query_id": query, "records": count}).encode()
-        self._produce(producer, self.fence_topic, self.pipeline_id.encode(), fence, None, delivered, batch_id, partition=0)
-        # Bounded: librdkafka fails a message after message.timeout.ms.
-        remaining = self._call(producer.flush, "flushing the batch's records", batch_id)
-        self._raise_delivery_failure(failure, batch_id)
-        if remaining:
-            raise self._error(f"{remaining} records were not delivered", batch_id)
-        self._commit(producer, batch_id)
-        self._raise_delivery_failure(failure, batch_id)
         return count
 
-    def _rows(self, batch: DataFrame) -> Iterator[Any]:
+    def _rows(self, batch: DataFrame) -> Generator[Any, None, None]:
         frame = batch.select(*_COLUMNS)
         if not self.sort:
             # One job per partition, in partition order; the next one runs while this one is produced.
