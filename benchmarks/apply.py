@@ -1,0 +1,156 @@
+"""Applying changes to mirrors: PostgreSQL's own logical replication vs ``sparkcdc run --apply-to``.
+
+The same backlog is applied three ways, each from its own slot created before the workload:
+events.py's ``--changes`` changes (5/6 inserts, 1/6 updates, 1,000 rows per transaction) to the
+6-column ``bench`` table, plus ``--deletes`` deletes.
+
+* Baseline: native logical replication. A subscription in a mirror database (``copy_data=false``,
+  its slot made before the workload, created disabled) is enabled after the workload; its time runs
+  from ``ENABLE`` until its slot has confirmed the last change's LSN (the apply worker commits each
+  transaction as it goes).
+* sparkcdc into PostgreSQL: ``python -m sparkcdc.cli run CONFIG --apply-to postgresql://…/mirror
+  --checkpoint DIR --once --summary FILE`` (a subprocess with its own Spark JVM; processing time is
+  the sum of Spark's ``triggerExecution`` of its micro-batches, wall time the whole command).
+* sparkcdc into Delta Lake: the same with ``--apply-to DIR``.
+
+Each mirror is then compared with the source (row count and md5 of every row for PostgreSQL; every
+row for Delta). Reported: changes/s of each and the ratio of sparkcdc's processing rate to the
+baseline's.
+
+    python benchmarks/apply.py [--changes 1000000] [--deletes 50000] [--record]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _common import load_average, machine_summary, record_result, sparkcdc_properties, write_properties  # noqa: E402
+from events import TABLE_DDL, load  # noqa: E402
+
+from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
+
+
+def run_apply(config: Path, checkpoint: Path, target: str, timeout: float = 3600) -> tuple[float, float, int]:
+    """One ``sparkcdc run --apply-to TARGET --once``: (wall s, processing s, records)."""
+    summary = checkpoint.parent / f"{checkpoint.name}-summary.json"
+    log = checkpoint.parent / f"{checkpoint.name}-run.log"
+    argv = [sys.executable, "-m", "sparkcdc.cli", "run", str(config), "--apply-to", target, "--checkpoint", str(checkpoint),
+            "--once", "--master", "local[2]", "--summary", str(summary)]
+    summary.unlink(missing_ok=True)
+    with open(log, "wb") as handle:
+        started = time.perf_counter()
+        code = subprocess.run(argv, stdout=handle, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        wall = time.perf_counter() - started
+    if code != 0:
+        raise SystemExit(f"sparkcdc run failed (exit code {code}):\n{log.read_text(errors='replace')[-4000:]}")
+    data = json.loads(summary.read_text())
+    return wall, sum(data["batch_durations_ms"]) / 1000, int(data["records"])
+
+
+def checksum(conn: psycopg.Connection) -> tuple:
+    row = conn.execute("SELECT count(*), md5(string_agg(t::text, '|' ORDER BY id)) FROM public.bench t").fetchone()
+    assert row is not None
+    return tuple(row)
+
+
+def delta_equal(conn: psycopg.Connection, path: Path) -> bool:
+    from deltalake import DeltaTable
+
+    stored = DeltaTable(str(path)).to_pyarrow_table().sort_by("id")
+    source = conn.execute("SELECT id, qty, label, price, created, active FROM bench ORDER BY id").fetchall()
+    columns = [stored.column(name).to_pylist() for name in ("id", "qty", "label", "price", "created", "active")]
+    return list(zip(*columns, strict=True)) == source
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--changes", type=int, default=1_000_000)
+    parser.add_argument("--deletes", type=int, default=50_000)
+    parser.add_argument("--rows-per-transaction", type=int, default=1000)
+    parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
+    args = parser.parse_args()
+    load_before = load_average()
+    with (ThrowawayCluster() as cluster, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
+          tempfile.TemporaryDirectory(prefix="sparkcdc-bench-apply-") as tmp):
+        work = Path(tmp)
+        conn.execute(TABLE_DDL)
+        for name in ("native_mirror", "pg_mirror"):
+            conn.execute(f"CREATE DATABASE {name}")
+        with psycopg.connect(cluster.conninfo("native_mirror"), autocommit=True) as native:
+            native.execute(TABLE_DDL)
+            conn.execute("CREATE PUBLICATION bench_native FOR TABLE bench")
+            conn.execute("SELECT pg_create_logical_replication_slot('bench_native', 'pgoutput')")
+            native.execute(f"CREATE SUBSCRIPTION bench_native CONNECTION '{cluster.conninfo()}' PUBLICATION bench_native "
+                           "WITH (create_slot = false, slot_name = 'bench_native', copy_data = false, enabled = false)")
+        runs = {}
+        for name, target in (("postgresql", f"postgresql://{cluster.user}@{cluster.host}:{cluster.port}/pg_mirror"),
+                             ("delta", str(work / "delta"))):
+            props = sparkcdc_properties(cluster, f"apply_{name}", "no_data")
+            config = write_properties(work / f"{name}.properties", props)
+            runs[name] = (config, work / f"{name}-checkpoint", target)
+            run_apply(config, work / f"{name}-checkpoint", target)  # publication, slot and checkpoint; nothing to apply yet
+        began = time.perf_counter()
+        load(conn, args.changes, args.rows_per_transaction)
+        conn.execute("DELETE FROM bench WHERE id %% 17 = 0 AND id <= %s", (args.deletes * 17,))
+        deleted = conn.execute("SELECT %s::bigint - count(*) FROM bench", (args.changes * 5 // 6,)).fetchone()[0]  # type: ignore[index]
+        total = args.changes + int(deleted)
+        end_lsn = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]  # type: ignore[index]
+        print(f"workload: {total:,} changes ({deleted:,} deletes) in {time.perf_counter() - began:.1f} s")
+
+        with psycopg.connect(cluster.conninfo("native_mirror"), autocommit=True) as native:
+            began = time.perf_counter()
+            native.execute("ALTER SUBSCRIPTION bench_native ENABLE")
+            while True:
+                row = conn.execute("SELECT confirmed_flush_lsn >= %s FROM pg_replication_slots WHERE slot_name = 'bench_native'",
+                                   (end_lsn,)).fetchone()
+                if row and row[0]:
+                    break
+                time.sleep(0.05)
+            native_seconds = time.perf_counter() - began
+            native_ok = checksum(native) == checksum(conn)
+            native.execute("ALTER SUBSCRIPTION bench_native DISABLE")
+        print(f"native logical replication: {total / native_seconds:,.0f} changes/s ({native_seconds:.1f} s), equal: {native_ok}")
+
+        results = {}
+        for name, (config, checkpoint, target) in runs.items():
+            wall, processing, records = run_apply(config, checkpoint, target)
+            if name == "postgresql":
+                with psycopg.connect(cluster.conninfo("pg_mirror"), autocommit=True) as mirror:
+                    equal = checksum(mirror) == checksum(conn)
+            else:
+                equal = delta_equal(conn, Path(target) / "public" / "bench")
+            results[name] = (wall, processing, records, equal)
+            print(f"sparkcdc → {name}: {total / processing:,.0f} changes/s processing ({processing:.1f} s), "
+                  f"{total / wall:,.0f} on wall time ({wall:.1f} s); {records:,} records; mirror equal: {equal}")
+        if not native_ok or not all(r[3] for r in results.values()):
+            raise SystemExit("a mirror differs from the source")
+    load_after = load_average()
+    rows = [("PostgreSQL logical replication (subscription)", f"{total / native_seconds:,.0f} changes/s",
+             f"{native_seconds:.1f} s from ENABLE to the last change confirmed")]
+    for name, (wall, processing, _records, _equal) in results.items():
+        rows.append((f"sparkcdc → {'PostgreSQL (COPY + MERGE)' if name == 'postgresql' else 'Delta Lake (deltalake merge)'} processing",
+                     f"{total / processing:,.0f} changes/s", f"{processing:.1f} s of micro-batches; mirror equals the source"))
+        rows.append((f"sparkcdc → {name} wall", f"{total / wall:,.0f} changes/s", f"{wall:.1f} s for the whole command, Spark's start-up included"))
+    rows.append(("ratio sparkcdc → PostgreSQL processing / native", f"{native_seconds / results['postgresql'][1]:.2f}", ""))
+    print("\n".join(f"{a}: {b} ({c})" for a, b, c in rows))
+    if args.record:
+        record_result("apply", f"{total:,} changes ({args.changes * 5 // 6:,} inserts, {args.changes - args.changes * 5 // 6:,} updates, "
+                      f"{deleted:,} deletes; {args.rows_per_transaction:,} rows per transaction) to a 6-column table, applied as an SCD1 "
+                      f"mirror; load average {load_before} before, {load_after} after", rows)
+    print(machine_summary())
+
+
+if __name__ == "__main__":
+    main()
