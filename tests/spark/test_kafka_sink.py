@@ -281,3 +281,31 @@ def test_a_streaming_query_writes_every_change_once_across_a_forced_replay(
         lsns = [json.loads(r["value"])["payload"]["source"]["lsn"] for r in mine if r["value"] is not None]
         assert lsns == sorted(lsns)
     db.execute("SELECT pg_drop_replication_slot(%s)", (unique_name,))
+
+
+def test_a_replayed_initial_snapshot_is_written_again_so_no_change_is_lost(
+    spark: Any, db: psycopg.Connection, pg_cluster: Any, kafka_broker: str, unique_name: str, tmp_path: Path
+) -> None:
+    """A re-executed snapshot batch is a new snapshot (the source's export died with the query): skipping it
+    would lose the changes made between the two snapshots, since streaming goes on from the new one."""
+    table = f"t_{unique_name}"
+    db.execute(f"CREATE TABLE {table} (id int PRIMARY KEY)")
+    db.execute(f"INSERT INTO {table} VALUES (0), (1)")
+    props = properties(pg_cluster, unique_name, [f"public.{table}"], **{
+        "topic.prefix": unique_name, "sparkcdc.state.location": str(tmp_path / "state")})
+    checkpoint, pipeline = tmp_path / "checkpoint", f"p-{unique_name}"
+    _run(spark, props, kafka_broker, checkpoint, pipeline)
+    assert _committed_batches(checkpoint) == [0]
+
+    (checkpoint / "commits" / "0").unlink()  # Spark forgets it committed the snapshot batch
+    (checkpoint / "commits" / ".0.crc").unlink(missing_ok=True)
+    db.execute(f"INSERT INTO {table} VALUES (2)")  # after the first snapshot, before the second
+    _run(spark, props, kafka_broker, checkpoint, pipeline)
+    db.execute(f"INSERT INTO {table} VALUES (3)")
+    _run(spark, props, kafka_broker, checkpoint, pipeline)
+
+    records = consume(kafka_broker, [f"{unique_name}.public.{table}"])
+    reads = [(json.loads(r["value"])["payload"]["op"], json.loads(r["key"])["payload"]["id"]) for r in records]
+    assert sorted(reads) == [("c", 3), ("r", 0), ("r", 0), ("r", 1), ("r", 1), ("r", 2)]
+    assert fence_batches(kafka_broker, pipeline)[:2] == [0, 0]
+    db.execute("SELECT pg_drop_replication_slot(%s)", (unique_name,))

@@ -31,6 +31,14 @@ Why the fence also holds the streaming query's id. A new checkpoint restarts bat
 ids alone would skip its first batches as "already written". A fence record of another query (the
 id Spark keeps in the checkpoint) does not apply and is replaced by this query's first commit.
 
+Why a replayed initial snapshot is written again. Its exported snapshot died with the driver (or
+query) that took it, so the source re-executes the snapshot batch from a new snapshot and slot and
+streams on from the new consistent point (Spark plans the batch's partitions, which does this, even
+when the sink reads nothing). Skipping that batch would leave out of Kafka every change between the
+two snapshots. So the fence notes whether its batch held initial snapshot records, and a replay of
+such a batch is written again: the snapshot's reads then appear twice, as after Debezium restarts an
+interrupted snapshot, while streamed changes stay exactly once.
+
 Why the batch is read partition by partition, without a sort. ``DataFrame.toLocalIterator`` brings
 one partition at a time to the driver (two with prefetching), and the source's partitions are
 bounded (snapshot chunks, WAL-capped stream ranges); each partition is read exactly once, so the
@@ -81,7 +89,9 @@ SORTED_PARTITION_ROWS = 50_000
 #: ``transaction.timeout.ms`` unless configured: a whole micro-batch (an initial snapshot too) is one
 #: transaction, and the broker aborts one that runs longer. 15 minutes is the brokers' default maximum.
 DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
-_COLUMNS = ("topic", "key", "value", "headers", "commit_lsn", "lsn", "ordinal")
+_COLUMNS = ("topic", "key", "value", "headers", "commit_lsn", "lsn", "ordinal", "snapshot")
+# Debezium's source.snapshot values that do not come from an initial snapshot (null: a streamed change).
+_NOT_INITIAL_SNAPSHOT = (None, "false", "incremental")
 _POSITION = ("commit_lsn", "lsn", "ordinal")
 _PIPELINE_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
 _POLL_EVERY = 1000  # produce calls between serving delivery reports
@@ -172,6 +182,7 @@ class _Session:
     topics: set[str]  # topics known to exist
     committed_batch: int  # the last batch id committed (-1: none)
     committed_query: str | None  # the streaming query that committed it, when known
+    committed_snapshot: bool = False  # whether that batch held initial snapshot records
 
 
 class KafkaBatchWriter:
@@ -252,19 +263,22 @@ class KafkaBatchWriter:
                         "(a new checkpoint?): it does not apply", self.pipeline_id, session.committed_batch,
                         session.committed_query, query)
             session.committed_batch, session.committed_query = -1, query
-        if batch_id <= session.committed_batch:
+        if batch_id == session.committed_batch and session.committed_snapshot:
+            log.warning("Kafka sink %s: batch %d, an initial snapshot already committed to Kafka, runs again: the source "
+                        "takes a new snapshot (and slot) for it, so it is written again", self.pipeline_id, batch_id)
+        elif batch_id <= session.committed_batch:
             # The same batch again is a replay; an older one means the checkpoint was rolled back.
             level = logging.INFO if batch_id == session.committed_batch else logging.WARNING
             log.log(level, "Kafka sink %s: batch %d is already committed to Kafka (fence: batch %d); skipped",
                     self.pipeline_id, batch_id, session.committed_batch)
             return
         try:
-            count = self._write(session, batch, batch_id, query)
+            count, snapshot = self._write(session, batch, batch_id, query)
         except BaseException:
             self._end_session(session, abort=True)
             raise
         if count:
-            session.committed_batch, session.committed_query = batch_id, query
+            session.committed_batch, session.committed_query, session.committed_snapshot = batch_id, query, snapshot
         log.debug("Kafka sink %s: batch %d: %d records committed", self.pipeline_id, batch_id, count)
 
     def close(self) -> None:
@@ -273,8 +287,9 @@ class KafkaBatchWriter:
             self._end_session(self._session, abort=True)
 
     # -- a batch -------------------------------------------------------------------------------------
-    def _write(self, session: _Session, batch: DataFrame, batch_id: int, query: str | None) -> int:
-        """Produce the batch in one transaction with its fence record and commit it; the record count.
+    def _write(self, session: _Session, batch: DataFrame, batch_id: int, query: str | None) -> tuple[int, bool]:
+        """Produce the batch in one transaction with its fence record and commit it; the record count, and
+        whether the batch held initial snapshot records.
 
         An empty batch opens no transaction and writes no fence: its replay writes nothing either.
         """
@@ -288,10 +303,10 @@ class KafkaBatchWriter:
 
         rows = self._rows(batch)
         with closing(rows):  # on a failure: stop the batch's jobs and unpersist now, not when collected
-            count = self._produce_rows(session, rows, batch_id, delivered, failure)
+            count, snapshot = self._produce_rows(session, rows, batch_id, delivered, failure)
         if count == 0:
-            return 0
-        fence = json.dumps({"batch_id": batch_id, "query_id": query, "records": count}).encode()
+            return 0, False
+        fence = json.dumps({"batch_id": batch_id, "query_id": query, "records": count, "snapshot": snapshot}).encode()
         self._produce(producer, self.fence_topic, self.pipeline_id.encode(), fence, None, delivered, batch_id, partition=0)
         # Bounded: librdkafka fails a message after message.timeout.ms.
         remaining = self._call(producer.flush, "flushing the batch's records", batch_id)
@@ -299,17 +314,21 @@ class KafkaBatchWriter:
         if remaining:
             raise self._error(f"{remaining} records were not delivered", batch_id)
         self._commit(producer, batch_id)
-        return count
+        return count, snapshot
 
     def _produce_rows(
         self, session: _Session, rows: Iterator[Any], batch_id: int, delivered: Callable[[KafkaError | None, Message], None],
         failure: list[tuple[str, int, KafkaError]],
-    ) -> int:
-        """Produce every row (beginning the transaction at the first); checks the order unless sorted."""
+    ) -> tuple[int, bool]:
+        """Produce every row (beginning the transaction at the first); checks the order unless sorted.
+
+        Returns the count and whether a row came from an initial snapshot.
+        """
         producer = session.producer
         last_position: dict[str, tuple[int, int, int]] = {}
         count = 0
-        for topic, key, value, headers, commit_lsn, lsn, ordinal in rows:
+        snapshot = False
+        for topic, key, value, headers, commit_lsn, lsn, ordinal, marker in rows:
             if topic is None or topic == "":
                 raise self._error("a record without a topic", batch_id)
             if topic not in session.topics:
@@ -327,13 +346,18 @@ class KafkaBatchWriter:
             self._produce(producer, topic, None if key is None else key.encode(),
                           None if value is None else value.encode(), _headers(headers), delivered, batch_id)
             count += 1
+            if not snapshot and marker not in _NOT_INITIAL_SNAPSHOT:
+                snapshot = True
             if count % _POLL_EVERY == 0:
                 self._call(lambda: producer.poll(0), "serving delivery reports", batch_id)
                 self._raise_delivery_failure(failure, batch_id)
-        return count
+        return count, snapshot
 
     def _rows(self, batch: DataFrame) -> Generator[Any, None, None]:
-        frame = batch.select(*_COLUMNS)
+        from pyspark.sql import functions as F
+
+        # A frame of the user's own may lack the snapshot marker: its batches are then not snapshots.
+        frame = batch.select(*_COLUMNS[:-1], F.col("snapshot") if "snapshot" in batch.columns else F.lit(None).alias("snapshot"))
         if not self.sort:
             # One job per partition, in partition order; the next one runs while this one is produced.
             yield from frame.toLocalIterator(prefetchPartitions=True)
@@ -398,13 +422,14 @@ class KafkaBatchWriter:
         try:
             self._call(lambda: producer.init_transactions(self.timeout), "start the transactional producer", batch_id)
             session.producer = producer
-            session.committed_batch, session.committed_query = self._read_fence(batch_id)
+            session.committed_batch, session.committed_query, session.committed_snapshot = self._read_fence(batch_id)
         except BaseException:
             _close_quietly(producer)
             raise
         self._session = session
-        log.info("Kafka sink %s: producer %s ready; fence: batch %d of query %s", self.pipeline_id,
-                 self._producer_config["transactional.id"], session.committed_batch, session.committed_query)
+        log.info("Kafka sink %s: producer %s ready; fence: batch %d of query %s (snapshot: %s)", self.pipeline_id,
+                 self._producer_config["transactional.id"], session.committed_batch, session.committed_query,
+                 session.committed_snapshot)
         return session
 
     def _end_session(self, session: _Session, *, abort: bool) -> None:
@@ -417,8 +442,8 @@ class KafkaBatchWriter:
                 pass  # no transaction, or a fatal state: the next init_transactions aborts it
         _close_quietly(session.producer)
 
-    def _read_fence(self, batch_id: int) -> tuple[int, str | None]:
-        """The last (batch id, query id) committed for this pipeline, reading the fence to partition EOF."""
+    def _read_fence(self, batch_id: int) -> tuple[int, str | None, bool]:
+        """The last (batch id, query id, snapshot) committed for this pipeline, reading the fence to partition EOF."""
         consumer = Consumer(self._client(**{
             "group.id": f"sparkcdc-fence-{self.pipeline_id}",  # required by the client; no group is joined (assign)
             "enable.auto.commit": False,
@@ -427,7 +452,7 @@ class KafkaBatchWriter:
             "fetch.wait.max.ms": 50,
         }))
         key = self.pipeline_id.encode()
-        last: tuple[int, str | None] = (-1, None)
+        last: tuple[int, str | None, bool] = (-1, None, False)
         try:
             consumer.assign([TopicPartition(self.fence_topic, 0, -2)])  # -2: OFFSET_BEGINNING
             deadline = time.monotonic() + self.timeout
@@ -449,12 +474,12 @@ class KafkaBatchWriter:
         finally:
             consumer.close()
 
-    def _parse_fence(self, value: bytes | None, batch_id: int) -> tuple[int, str | None]:
+    def _parse_fence(self, value: bytes | None, batch_id: int) -> tuple[int, str | None, bool]:
         if value is None:
-            return (-1, None)  # a tombstone: the fence was reset by hand
+            return (-1, None, False)  # a tombstone: the fence was reset by hand
         try:
             record = json.loads(value)
-            return (int(record["batch_id"]), record.get("query_id"))
+            return (int(record["batch_id"]), record.get("query_id"), bool(record.get("snapshot", False)))
         except (ValueError, KeyError, TypeError) as exc:
             raise self._error(f"the fence topic {self.fence_topic!r} holds a record that is not a fence: {value[:200]!r}",
                               batch_id, self.fence_topic) from exc
