@@ -50,7 +50,8 @@ persisted (one read of the source), range-partitioned into bounded pieces and so
 
 Topics are created when missing, with the partitions, replication factor and ``cleanup.policy``
 given; existing topics are left as they are. Keys are partitioned with murmur2, as Kafka's Java
-producer (Kafka Connect, Debezium) does, so a key lands on the partition Debezium would choose.
+producer (Kafka Connect, Debezium) does: with the same key bytes and partition count, a key lands on
+the partition Debezium would choose.
 """
 
 from __future__ import annotations
