@@ -71,7 +71,7 @@ def test_sigkill_while_applying(pg_cluster, db, tmp_path, unique_name):
     targets = [(f"{base}/{prefix}_mirror", 1), (f"{base}/{prefix}_history", 2), (str(tmp_path / "delta"), 1)]
     props = properties(pg_cluster, f"{prefix}_slot", workload.tables(prefix), **{
         "skipped.operations": "none",
-        "sparkcdc.max.batch.wal.bytes": "1048576",  # several batches: kills land between and inside them
+        "sparkcdc.max.batch.wal.bytes": "8388608",  # several batches: kills land between and inside them
     })
     checkpoint, log = tmp_path / "checkpoint", tmp_path / "runs.log"
     spec = tmp_path / "run.json"
