@@ -16,7 +16,12 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
+from sparkcdc.debezium.config import ConnectorConfig
+from sparkcdc.debezium.serialization import JsonSerializer
+from sparkcdc.debezium.table import ColumnDescription, TableDescription, TableSchemaFactory
+from sparkcdc.debezium.types import ColumnType
 from sparkcdc.postgres import drop_slot
+from sparkcdc.spark.arrow import DDL_SCHEMA
 from sparkcdc.spark.options import options_for
 from sparkcdc.spark.views import (
     METADATA_COLUMNS,
@@ -26,6 +31,7 @@ from sparkcdc.spark.views import (
     describe_table,
     spark_type,
     table_changes,
+    view_of,
 )
 
 from .support import properties
@@ -249,42 +255,40 @@ def test_many_types_snapshot_and_stream(spark, db, pg_cluster, unique_name: str,
 # -- decimal.handling.mode (and the converters' schemas.enable) -------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("mode", "schemas", "num_type", "var_type"),
-    [
-        ("precise", "false", T.DecimalType(10, 2), T.DecimalType(38, 18)),
-        ("double", "true", T.DoubleType(), T.DoubleType()),
-        ("string", "false", T.StringType(), T.StringType()),
-    ],
-)
-def test_decimal_handling_modes(spark, db, pg_cluster, unique_name, tmp_path, mode, schemas, num_type, var_type) -> None:
+# mode -> (converters' schemas.enable, Spark type of numeric(10,2), of numeric). "precise" streams in the
+# many-types test above; every mode is also in test_every_type_in_every_mode.
+_DECIMAL_MODES = {
+    "double": ("true", T.DoubleType(), T.DoubleType()),
+    "string": ("false", T.StringType(), T.StringType()),
+}
+
+
+def test_decimal_handling_modes(spark, db, pg_cluster, unique_name: str, tmp_path: Path) -> None:
     table = f"t_{unique_name}"
     db.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, num numeric(10,2) NOT NULL, var numeric, money_ money)")
     values = [(1, "12345678.90", "-1.5", "12.34"), (2, "-0.01", "123456789012345678.000000000000000001", "-0.99"),
               (3, "0", "0", "0")]
     for row in values:
         db.execute(f"INSERT INTO {table} VALUES (%s, %s, %s, %s)", row)
-    props = properties(
-        pg_cluster, unique_name, [f"public.{table}"],
-        **{"decimal.handling.mode": mode, "key.converter.schemas.enable": schemas, "value.converter.schemas.enable": schemas},
-    )
-    view = describe_table(props, f"public.{table}")
-    assert view.column("num").spark_type == num_type and view.column("var").spark_type == var_type
-
-    rows = _typed_view_rows(spark, props, tmp_path / "checkpoint", view)
-    assert [r["id"] for r in rows] == [1, 2, 3]
-    for row, (_, num, var, money) in zip(rows, values, strict=True):
-        if mode == "precise":
-            assert row["num"] == Decimal(num) and row["var"] == Decimal(var) and row["money_"] == Decimal(money)
-            assert view.column("money_").spark_type == T.DecimalType(38, 2)
-        elif mode == "double":
-            assert row["num"] == float(num) and row["var"] == float(var) and row["money_"] == float(money)
-        else:
-            assert Decimal(row["num"]) == Decimal(num) and Decimal(row["var"]) == Decimal(var)
-            assert Decimal(row["money_"]) == Decimal(money)
-    if mode == "string":
-        assert rows[0]["num"] == "12345678.90"  # the column's scale, as Debezium writes it
-    drop_slot(db, unique_name, wait=30)
+    for mode, (schemas, num_type, var_type) in _DECIMAL_MODES.items():
+        name = f"{unique_name}_{mode}"
+        props = properties(
+            pg_cluster, name, [f"public.{table}"],
+            **{"decimal.handling.mode": mode, "key.converter.schemas.enable": schemas, "value.converter.schemas.enable": schemas},
+        )
+        view = describe_table(props, f"public.{table}")
+        assert view.column("num").spark_type == num_type and view.column("var").spark_type == var_type
+        rows = _typed_view_rows(spark, props, tmp_path / mode, view)
+        assert [r["id"] for r in rows] == [1, 2, 3], mode
+        for row, (_, num, var, money) in zip(rows, values, strict=True):
+            if mode == "double":
+                assert row["num"] == float(num) and row["var"] == float(var) and row["money_"] == float(money)
+            else:
+                assert Decimal(row["num"]) == Decimal(num) and Decimal(row["var"]) == Decimal(var)
+                assert Decimal(row["money_"]) == Decimal(money)
+        if mode == "string":
+            assert rows[0]["num"] == "12345678.90"  # the column's scale, as Debezium writes it
+        drop_slot(db, name, wait=30)
 
 
 # -- descriptions that fail ------------------------------------------------------------------------------
@@ -311,3 +315,184 @@ def test_unsupported_schemas_name_the_column() -> None:
     with pytest.raises(TypeError, match=r"public\.t\.odd.*com\.example\.Custom"):
         spark_type(string(name="com.example.Custom"), column="public.t.odd")
     assert spark_type(bytes_()) == T.BinaryType()
+
+
+# -- every mode, on events the connector's own schemas and serializer make (static frames) ---------------
+
+
+def _type(name: str, modifier: int = -1, element: ColumnType | None = None, **extra: Any) -> ColumnType:
+    return ColumnType(0, name, "pg_catalog", modifier, name, element=element, **extra)
+
+
+def _array(element: ColumnType) -> ColumnType:
+    return _type(f"_{element.name}", element=element, category="A")
+
+
+_ENUM = ColumnType(0, "mood", "public", -1, "mood", typtype="e", enum_labels=("sad", "happy"))
+_NUMERIC_5_2 = _type("numeric", (5 << 16 | 2) + 4)
+
+# (column, type, PostgreSQL text, the value the view must give in the default modes)
+_CASES: list[tuple[str, ColumnType, str, Any]] = [
+    ("i2", _type("int2"), "-7", -7),
+    ("o", _type("oid"), "4294967295", 4294967295),
+    ("f4", _type("float4"), "3.4028235e+38", _float32(3.4028235e38)),
+    ("f8_nan", _type("float8"), "NaN", "nan"),
+    ("f8_inf", _type("float8"), "-Infinity", float("-inf")),
+    ("d", _type("date"), "2024-02-29", dt.date(2024, 2, 29)),
+    ("d_old", _type("date"), "0044-03-15", dt.date(44, 3, 15)),
+    ("t3", _type("time", 3), "12:34:56.789", 45_296_789_000),
+    ("t6", _type("time", 6), "23:59:59.999999", 86_399_999_999),
+    ("ts3", _type("timestamp", 3), "2024-01-02 03:04:05.678", dt.datetime(2024, 1, 2, 3, 4, 5, 678000)),
+    ("ts6", _type("timestamp", 6), "1969-12-31 23:59:59.999999", dt.datetime(1969, 12, 31, 23, 59, 59, 999999)),
+    ("tstz", _type("timestamptz", 6), "2024-01-02 03:04:05.678901+00",
+     dt.datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=dt.timezone.utc)),
+    ("ttz", _type("timetz"), "12:34:56+02", "10:34:56Z"),
+    ("iv", _type("interval"), "1 day 02:00:00", 93_600_000_000),
+    ("b", _type("bytea"), "\\x00ff41", b"\x00\xffA"),
+    ("bits", _type("bit", 8), "10000001", b"\x81"),
+    ("bit1", _type("bit", 1), "1", True),
+    ("hs", _type("hstore"), '"a"=>"1", "b"=>NULL', {"a": "1", "b": None}),
+    ("pt", _type("point"), "(1.5,-2)", {"x": 1.5, "y": -2.0, "srid": None}),
+    ("money", _type("money"), "-$1,234.56", Decimal("-1234.56")),
+    ("num", _NUMERIC_5_2, "-123.4", Decimal("-123.40")),
+    ("var", _type("numeric"), "-0.000123", Decimal("-0.000123")),
+    ("wide", _type("numeric", (30 << 16 | 4) + 4), "-12345678901234567890123456.1234", Decimal("-12345678901234567890123456.1234")),
+    ("dates", _array(_type("date")), "{2024-01-01,NULL}", [dt.date(2024, 1, 1), None]),
+    ("nums", _array(_NUMERIC_5_2), "{1.5,-2.25}", [Decimal("1.50"), Decimal("-2.25")]),
+    ("vars", _array(_type("numeric")), "{1.5,-0.001,NULL}", [Decimal("1.5"), Decimal("-0.001"), None]),
+    ("uuids", _array(_type("uuid")), "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}", ["a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"]),
+    ("stamps", _array(_type("timestamp", 6)), "{\"2024-01-02 03:04:05.5\"}", [dt.datetime(2024, 1, 2, 3, 4, 5, 500000)]),
+    ("bools", _array(_type("bool")), "{t,f,NULL}", [True, False, None]),
+    ("jb", _type("jsonb"), '{"a": [1, 2]}', '{"a": [1, 2]}'),
+    ("x", _type("xml"), "<a>b</a>", "<a>b</a>"),
+    ("mood", _ENUM, "happy", "happy"),
+    ("r", _type("int4range"), "[1,5)", "[1,5)"),
+    ("inet", _type("inet"), "10.0.0.1/8", "10.0.0.1/8"),
+]
+
+# Per mode set: connector properties, and the values that differ from the default modes'.
+_MODES: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
+    "defaults": ({}, {}),
+    "connect": ({"time.precision.mode": "connect", "binary.handling.mode": "hex", "interval.handling.mode": "string",
+                 "hstore.handling.mode": "map", "decimal.handling.mode": "string", "value.converter.schemas.enable": "false"},
+                {"t6": 86_399_999_000, "ts6": dt.datetime(1969, 12, 31, 23, 59, 59, 999000), "b": "00ff41", "iv": "P0Y0M1DT2H0M0S",
+                 "money": "-1234.56", "num": "-123.40", "var": "-0.000123", "wide": "-12345678901234567890123456.1234", "nums": ["1.50", "-2.25"], "vars": ["1.5", "-0.001", None],
+                 "stamps": [dt.datetime(2024, 1, 2, 3, 4, 5, 500000)]}),
+    "microseconds": ({"time.precision.mode": "microseconds", "binary.handling.mode": "base64", "decimal.handling.mode": "double",
+                      "key.converter.schemas.enable": "false"},
+                     {"b": "AP9B", "money": -1234.56, "num": -123.4, "var": -0.000123, "wide": -1.2345678901234568e25, "nums": [1.5, -2.25], "vars": [1.5, -0.001, None]}),
+    "nanoseconds": ({"time.precision.mode": "nanoseconds", "binary.handling.mode": "base64-url-safe"}, {"b": "AP9B"}),
+    "isostring": ({"time.precision.mode": "isostring"}, {}),
+    "adaptive_time_microseconds": ({"time.precision.mode": "adaptive_time_microseconds"}, {}),
+}
+
+
+def _config(**overrides: str) -> ConnectorConfig:
+    base = {"database.hostname": "localhost", "database.user": "u", "database.dbname": "db", "topic.prefix": "srv"}
+    return ConnectorConfig({**base, **overrides})
+
+
+def _static_changes(spark: Any, config: ConnectorConfig, columns: list[tuple[str, ColumnType, bool]],
+                    events: list[tuple[str, tuple[Any, ...] | None, tuple[Any, ...] | None]]) -> tuple[TableView, list[dict[str, Any]]]:
+    """The view of events (op, old tuple, new tuple) made by the connector's table schema and serializer."""
+    description = TableDescription(
+        "public", "s", tuple(ColumnDescription(name, type_, not_null, None, i) for i, (name, type_, not_null) in enumerate(columns)),
+        (columns[0][0],),
+    )
+    schema = TableSchemaFactory(config).build(description)
+    view = view_of(schema, config, replica_identity="d", identity_columns=(columns[0][0],))
+    serializer = JsonSerializer(key_schemas=config.key_schemas_enable, value_schemas=config.value_schemas_enable)
+    rows = []
+    for ordinal, (op, old, new) in enumerate(events):
+        before = schema.row(old) if old is not None else None
+        after = schema.row(new) if new is not None else None
+        key = schema.key(new if new is not None else old) if old is not None or new is not None else None
+        envelope = {"before": before, "after": after, "source": {}, "op": op}
+        encoded_key = serializer.encode(key, schema.key_schema if op != "t" else None, with_schema=config.key_schemas_enable)
+        value = serializer.encode(envelope, schema.envelope_schema, with_schema=config.value_schemas_enable)
+        rows.append((schema.topic, encoded_key and encoded_key.decode(), value.decode(), [], op, "public", "s",
+                     ordinal, ordinal, ordinal, 7, dt.datetime(2024, 1, 1), None))
+    rows.append((schema.topic, None, None, [], None, "public", "s", 99, 99, 99, None, None, None))  # a tombstone
+    rows.append((schema.topic, None, '{"status":"BEGIN"}', [], None, None, None, 0, 0, 0, None, None, None))  # transaction
+    frame = spark.createDataFrame(rows, DDL_SCHEMA)
+    return view, _ordered([r.asDict(recursive=True) for r in table_changes(frame, view).collect()])
+
+
+def _normalise(column: str, value: Any) -> Any:
+    if isinstance(value, float) and value != value:
+        return "nan"
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if column == "tstz" and value is not None:
+        return value.astimezone(dt.timezone.utc)
+    if column == "hs" and isinstance(value, str):
+        return json.loads(value)
+    if column == "pt" and value is not None:
+        return {k: v for k, v in value.items() if k != "wkb"}
+    return value
+
+
+@pytest.mark.parametrize("modes", list(_MODES))
+def test_every_type_in_every_mode(spark, modes: str) -> None:
+    overrides, differences = _MODES[modes]
+    config = _config(**overrides)
+    columns = [("id", _type("int4"), True)] + [(name, type_, False) for name, type_, _, _ in _CASES]
+    new = ("1",) + tuple(text for _, _, text, _ in _CASES)
+    view, rows = _static_changes(spark, config, columns, [("c", None, new), ("d", new, None), ("t", None, None)])
+    assert [r["__op"] for r in rows] == ["c", "d", "t"]
+    created = rows[0]
+    for name, _, _, expected in _CASES:
+        expected = differences.get(name, expected)
+        assert _normalise(name, created[name]) == expected, (modes, name, created[name])
+        assert rows[1][name] is None and rows[2][name] is None, name  # delete: the key only; truncate: nothing
+    assert rows[1]["id"] == 1 and rows[2]["id"] is None
+    assert [c.name for c in view.columns] == ["id"] + [name for name, _, _, _ in _CASES]
+    assert rows[0]["__tx_id"] == 7 and rows[0]["__unchanged"] == []
+    if modes == "defaults":
+        types = {c.name: c.spark_type.simpleString() for c in view.columns}
+        assert types == {
+            "id": "int", "i2": "smallint", "o": "bigint", "f4": "float", "f8_nan": "double", "f8_inf": "double", "d": "date",
+            "d_old": "date", "t3": "bigint", "t6": "bigint", "ts3": "timestamp_ntz", "ts6": "timestamp_ntz", "tstz": "timestamp",
+            "ttz": "string", "iv": "bigint", "b": "binary", "bits": "binary", "bit1": "boolean", "hs": "string",
+            "pt": "struct<x:double,y:double,wkb:binary,srid:int>", "money": "decimal(38,2)", "num": "decimal(5,2)",
+            "var": "decimal(38,18)", "wide": "decimal(30,4)", "dates": "array<date>", "nums": "array<decimal(5,2)>",
+            "vars": "array<decimal(38,18)>", "uuids": "array<string>", "stamps": "array<timestamp_ntz>", "bools": "array<boolean>",
+            "jb": "string", "x": "string", "mood": "string", "r": "string", "inet": "string",
+        }
+
+
+def test_unchanged_toast_placeholders_of_every_form(spark) -> None:
+    """Each placeholder form (text, bytes, arrays, hstore, numerics) is NULL and listed in __unchanged."""
+    from sparkcdc.pgoutput.messages import UNCHANGED_TOAST
+
+    toastable = [
+        ("t", _type("text")), ("j", _type("jsonb")), ("b", _type("bytea")), ("ints", _array(_type("int4"))),
+        ("bigs", _array(_type("int8"))), ("texts", _array(_type("text"))), ("uuids", _array(_type("uuid"))),
+        ("byteas", _array(_type("bytea"))), ("hs", _type("hstore")), ("num", _NUMERIC_5_2), ("var", _type("numeric")),
+        ("dates", _array(_type("date"))),
+    ]
+    columns = [("id", _type("int4"), True), ("n", _type("int4"), False)] + [(name, type_, False) for name, type_ in toastable]
+    columns.append(("nums", _array(_NUMERIC_5_2), False))
+    # Debezium emits null (no placeholder) for an unchanged numeric[], and for bytea[] in the string binary modes.
+    for overrides, never_detected in (
+        ({}, ["nums"]),
+        ({"binary.handling.mode": "hex", "hstore.handling.mode": "map", "decimal.handling.mode": "double",
+          "unavailable.value.placeholder": "hex:00ff"}, ["byteas", "nums"]),
+    ):
+        config = _config(**overrides)
+        update = ("1", "5") + (UNCHANGED_TOAST,) * (len(columns) - 2)
+        view, rows = _static_changes(spark, config, columns, [("u", None, update)])
+        (row,) = rows
+        assert row["id"] == 1 and row["n"] == 5
+        assert sorted(row["__unchanged"]) == sorted(name for name, _ in toastable if name not in never_detected), overrides
+        assert all(row[name] is None for name, _, _ in columns[2:]), overrides
+        assert [c.name for c in view.columns if c.placeholder is None] == ["id", "n", *never_detected]
+
+
+def test_the_key_fills_a_delete_and_key_only_columns(spark) -> None:
+    """message.key.columns and column filters: key columns missing from ``before`` (or from the value) come from the key."""
+    config = _config(**{"message.key.columns": "public.s:code", "column.exclude.list": "public.s.code"})
+    columns = [("id", _type("int4"), True), ("code", _type("text"), True), ("v", _type("text"), False)]
+    view, rows = _static_changes(spark, config, columns, [("c", None, ("1", "A", "x")), ("d", ("1", "A", None), None)])
+    assert view.keys == ("code",) and [c.name for c in view.columns] == ["id", "v", "code"]
+    assert [(r["__op"], r["id"], r["v"], r["code"]) for r in rows] == [("c", 1, "x", "A"), ("d", 1, None, "A")]

@@ -27,10 +27,10 @@ See ``docs/spark-source.md`` ("Typed per-table views") for the type mapping tabl
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -62,6 +62,10 @@ from ..debezium.types.temporal import (
 )
 from ..debezium.types.text import BITS_NAME, ENUM_NAME, JSON_NAME, LTREE_NAME, TSVECTOR_NAME, UUID_NAME, XML_NAME
 
+if TYPE_CHECKING:
+    from ..debezium.config import ConnectorConfig
+    from ..debezium.table import TableSchema
+
 __all__ = [
     "CHANGE_OPS",
     "METADATA_COLUMNS",
@@ -74,6 +78,7 @@ __all__ = [
     "describe_table",
     "spark_type",
     "table_changes",
+    "view_of",
 ]
 
 #: The ``op`` values of row changes (snapshot read, create, update, delete, truncate).
@@ -201,6 +206,8 @@ def describe_table(properties: Mapping[str, str], table: str) -> TableView:
             raise UnknownTableError(
                 f"table {qualified} does not exist in database {config.get('database.dbname')!r}"
             ) from None
+        if info.kind not in ("r", "p"):
+            raise UnknownTableError(f"{qualified} is not a table (pg_class.relkind {info.kind!r})")
         if not table_filter(schema_name, table_name):
             raise TableNotCapturedError(
                 f"table {qualified} is not captured by this connector (see table.include.list / table.exclude.list, "
@@ -219,13 +226,32 @@ def describe_table(properties: Mapping[str, str], table: str) -> TableView:
         columns = [(c.name, c.type_oid, c.type_modifier) for c in info.columns if not c.generated]
         description = resolver._describe(schema_name, table_name, columns, info)  # noqa: SLF001 - the resolver's own path
         table_schema = factory.build(description)
-
     identity = {"d": info.primary_key, "i": info.replica_identity_index, "n": ()}.get(info.replica_identity)
+    return view_of(
+        table_schema, config, declared_types=declared, replica_identity=info.replica_identity, identity_columns=identity
+    )
+
+
+def view_of(
+    table_schema: TableSchema,
+    config: ConnectorConfig,
+    *,
+    declared_types: Mapping[str, str] | None = None,
+    replica_identity: str = "f",
+    identity_columns: Sequence[str] | None = None,
+) -> TableView:
+    """The view of a table whose event schema is ``table_schema`` (built for ``config``).
+
+    ``declared_types``: column name -> PostgreSQL type text; ``identity_columns``: the columns a
+    delete's ``before`` carries (None: all of them, REPLICA IDENTITY FULL).
+    """
+    description = table_schema.description
+    qualified = description.qualified_name
+    declared = declared_types or {}
     column_names = [c.name for c in description.columns]
     value_plans = table_schema._value_fields  # noqa: SLF001 - the field plans say which column each field reads
     key_plans = table_schema._key_fields if table_schema.key_schema is not None else ()  # noqa: SLF001
     key_fields = {f.name: f.schema for f in table_schema.key_schema.fields} if table_schema.key_schema is not None else {}
-    keys = tuple(key_fields)
 
     def source_column(position: int, field_name: str) -> str:
         return column_names[position] if position >= 0 else field_name
@@ -233,6 +259,7 @@ def describe_table(properties: Mapping[str, str], table: str) -> TableView:
     view_columns: list[ViewColumn] = []
     for plan, field in zip(value_plans, table_schema.row_schema.fields, strict=True):
         original = source_column(plan.position, field.name)
+        toastable = plan.position < 0 or _toastable(description.columns[plan.position].type)
         view_columns.append(
             ViewColumn(
                 name=field.name,
@@ -241,9 +268,9 @@ def describe_table(properties: Mapping[str, str], table: str) -> TableView:
                 pg_type=declared.get(original, ""),
                 nullable=field.schema.optional,
                 is_key=field.name in key_fields,
-                placeholder=plan.toast,
+                placeholder=plan.toast if toastable else None,
                 key_schema=key_fields.get(field.name),
-                in_delete_image=identity is None or original in identity or field.name in key_fields,
+                in_delete_image=identity_columns is None or original in identity_columns or field.name in key_fields,
             )
         )
     in_value = {c.name for c in view_columns}
@@ -251,13 +278,12 @@ def describe_table(properties: Mapping[str, str], table: str) -> TableView:
         if plan.name in in_value:
             continue
         schema = key_fields[plan.name]
-        original = source_column(plan.position, plan.name)
         view_columns.append(
             ViewColumn(
                 name=plan.name,
                 spark_type=spark_type(schema, column=f"{qualified}.{plan.name}"),
                 connect_schema=schema,
-                pg_type=declared.get(original, ""),
+                pg_type=declared.get(source_column(plan.position, plan.name), ""),
                 nullable=schema.optional,
                 is_key=True,
                 in_value=False,
@@ -267,19 +293,39 @@ def describe_table(properties: Mapping[str, str], table: str) -> TableView:
     return TableView(
         table=qualified,
         topic=table_schema.topic,
-        keys=keys,
+        keys=tuple(key_fields),
         columns=tuple(view_columns),
-        schema_name=schema_name,
-        table_name=table_name,
+        schema_name=description.schema,
+        table_name=description.name,
         key_schemas_enable=config.key_schemas_enable,
         value_schemas_enable=config.value_schemas_enable,
-        replica_identity=info.replica_identity,
+        replica_identity=replica_identity,
     )
 
 
-# -- Connect schema -> Spark type, and the conversion from what from_json reads ----------------------------
+# Fixed-length types (pg_type.typlen > 0): PostgreSQL never TOASTs their values, so no placeholder
+# can stand for them (Debezium's plan still has one; comparing every integer with it is wasted work).
+_FIXED_LENGTH_TYPES = frozenset({
+    "int2", "int4", "int8", "oid", "float4", "float8", "bool", "date", "time", "timetz", "timestamp", "timestamptz",
+    "interval", "uuid", "money", "point", "macaddr", "macaddr8", "char", "box", "lseg", "line", "circle", "pg_lsn",
+    "tid", "xid", "xid8", "cid",
+})  # fmt: skip
 
-Convert = Callable[[Column], Column]
+
+def _toastable(column_type: Any) -> bool:
+    """Whether values of this (domain-resolved) column type can be stored out of line (TOAST)."""
+    if column_type.element is not None:
+        return True
+    return column_type.typtype != "e" and column_type.name not in _FIXED_LENGTH_TYPES
+
+
+# -- Connect schema -> Spark type, and the conversion from what from_json reads ----------------------------
+#
+# Conversions are Spark SQL expression texts (one parse per column on the JVM side, instead of
+# thousands of py4j calls building Column objects): a codec's ``convert`` maps the SQL text of the
+# raw value to the SQL text of the typed value.
+
+Convert = Callable[[str], str]
 
 
 @dataclass(frozen=True)
@@ -291,12 +337,12 @@ class _Codec:
     raw: T.DataType
     convert: Convert | None = None
 
-    def apply(self, raw: Column) -> Column:
+    def apply(self, raw: str) -> str:
         return raw if self.convert is None else self.convert(raw)
 
 
 def spark_type(schema: ConnectSchema, column: str = "") -> T.DataType:
-    """The Spark type of a Connect schema the connector produces (see the module docs' table).
+    """The Spark type of a Connect schema the connector produces (see docs/spark-source.md's table).
 
     Raises :class:`UnsupportedColumnError` naming ``column`` for a schema without a faithful type.
     """
@@ -320,79 +366,81 @@ def _unsupported(schema: ConnectSchema, where: str, why: str = "") -> Unsupporte
     return UnsupportedColumnError(f"column {where}: Connect schema {described} has no Spark type in table views{why}")
 
 
-def _codec(schema: ConnectSchema, where: str) -> _Codec:
+def _codec(schema: ConnectSchema, where: str, depth: int = 0) -> _Codec:
     name, kind = schema.name, schema.type
     if name is not None:
-        codec = _named_codec(schema, where)
+        codec = _named_codec(schema, where, depth)
         if codec is not None:
             return codec
         raise _unsupported(schema, where)
     if kind in _PRIMITIVES:
         return _Codec(_PRIMITIVES[kind], _PRIMITIVES[kind])
     if kind == "bytes":
-        return _Codec(T.BinaryType(), T.StringType(), F.unbase64)
+        return _Codec(T.BinaryType(), T.StringType(), _unbase64)
     if kind == "array":
         assert schema.items is not None
-        items = _codec(schema.items, f"{where}[]")
-        convert = None if items.convert is None else _array_convert(items.convert)
-        return _Codec(T.ArrayType(items.spark, schema.items.optional), T.ArrayType(items.raw, True), convert)
+        items = _codec(schema.items, f"{where}[]", depth + 1)
+        convert = None if items.convert is None else _array_convert(items, depth)
+        return _Codec(T.ArrayType(items.spark, True), T.ArrayType(items.raw, True), convert)
     if kind == "map":
         assert schema.keys is not None and schema.values is not None
-        keys, values = _codec(schema.keys, f"{where}{{key}}"), _codec(schema.values, f"{where}{{value}}")
+        keys, values = _codec(schema.keys, f"{where}{{key}}", depth + 1), _codec(schema.values, f"{where}{{value}}", depth + 1)
         if keys.convert is not None or not isinstance(keys.raw, T.StringType):
             raise _unsupported(schema, where, ": map keys must be strings")
-        convert = None if values.convert is None else _map_convert(values.convert)
-        return _Codec(T.MapType(keys.spark, values.spark, schema.values.optional), T.MapType(T.StringType(), values.raw, True), convert)
+        convert = None if values.convert is None else _map_convert(values, depth)
+        return _Codec(T.MapType(keys.spark, values.spark, True), T.MapType(T.StringType(), values.raw, True), convert)
     if kind == "struct":
-        return _struct_codec(schema, where)
+        return _struct_codec(schema, where, depth)
     raise _unsupported(schema, where)
 
 
-def _array_convert(convert: Convert) -> Convert:
-    return lambda raw: F.transform(raw, convert)
+def _array_convert(items: _Codec, depth: int) -> Convert:
+    variable = f"__x{depth}"
+    return lambda raw: f"transform({raw}, {variable} -> {items.apply(variable)})"
 
 
-def _map_convert(convert: Convert) -> Convert:
-    return lambda raw: F.transform_values(raw, lambda _key, value: convert(value))
+def _map_convert(values: _Codec, depth: int) -> Convert:
+    key, value = f"__k{depth}", f"__x{depth}"
+    return lambda raw: f"transform_values({raw}, ({key}, {value}) -> {values.apply(value)})"
 
 
-def _struct_codec(schema: ConnectSchema, where: str) -> _Codec:
-    fields = [(f.name, f.schema.optional, _codec(f.schema, f"{where}.{f.name}")) for f in schema.fields]
-    spark = T.StructType([T.StructField(n, c.spark, optional) for n, optional, c in fields])
-    raw = T.StructType([T.StructField(n, c.raw, True) for n, _, c in fields])
-    if all(c.convert is None for _, _, c in fields):
+def _struct_codec(schema: ConnectSchema, where: str, depth: int) -> _Codec:
+    fields = [(f.name, _codec(f.schema, f"{where}.{f.name}", depth)) for f in schema.fields]
+    spark = T.StructType([T.StructField(n, c.spark, True) for n, c in fields])
+    raw = T.StructType([T.StructField(n, c.raw, True) for n, c in fields])
+    if all(c.convert is None for _, c in fields):
         return _Codec(spark, raw)
 
-    def convert(value: Column) -> Column:
-        built = F.struct(*[c.apply(value.getField(n)).alias(n) for n, _, c in fields])
-        return F.when(value.isNull(), F.lit(None).cast(spark)).otherwise(built)
+    def convert(value: str) -> str:
+        built = ", ".join(f"{_literal(n)}, {c.apply(f'{value}.{_quote(n)}')}" for n, c in fields)
+        return f"CASE WHEN {value} IS NULL THEN NULL ELSE named_struct({built}) END"
 
     return _Codec(spark, raw, convert)
 
 
-def _named_codec(schema: ConnectSchema, where: str) -> _Codec | None:
+def _named_codec(schema: ConnectSchema, where: str, depth: int) -> _Codec | None:
     name, kind = schema.name, schema.type
     if name == DECIMAL_NAME and kind == "bytes":
         return _decimal_codec(schema, where)
     if name == VARIABLE_SCALE_DECIMAL_NAME and kind == "struct":
+        target = VARIABLE_SCALE_DECIMAL_TYPE
+        problem = f"does not fit {target.simpleString()} (decimal.handling.mode=string keeps such values)"
         return _Codec(
-            VARIABLE_SCALE_DECIMAL_TYPE,
+            target,
             T.StructType([T.StructField("scale", T.IntegerType()), T.StructField("value", T.StringType())]),
-            lambda raw: _checked(_scaled_decimal(raw.getField("value"), -raw.getField("scale"), VARIABLE_SCALE_DECIMAL_TYPE),
-                                 raw, where, f"does not fit {VARIABLE_SCALE_DECIMAL_TYPE.simpleString()}"
-                                 " (use decimal.handling.mode=string for such values)"),
+            lambda raw: _checked(_decimal(f"{raw}.value", f"CAST(-{raw}.scale AS STRING)", target, wide=True), raw, where, problem),
         )
     if kind == "string" and name in _STRING_NAMES:
         return _Codec(T.StringType(), T.StringType())
     if kind == "bytes" and name == BITS_NAME:
-        return _Codec(T.BinaryType(), T.StringType(), F.unbase64)
+        return _Codec(T.BinaryType(), T.StringType(), _unbase64)
     if kind == "struct" and name in _STRUCT_NAMES:
-        return _struct_codec(schema, where)
+        return _struct_codec(schema, where, depth)
     if kind == "int32" and name in _DATE_NAMES:
-        return _Codec(T.DateType(), T.IntegerType(), F.date_from_unix_date)
+        return _Codec(T.DateType(), T.IntegerType(), lambda raw: f"date_from_unix_date({raw})")
     if kind == "int32" and name in _TIME_MILLIS_NAMES:
-        return _Codec(T.LongType(), T.IntegerType(), lambda raw: raw.cast("long") * 1000)
-    if kind == "int64" and name == MICRO_TIME_NAME:
+        return _Codec(T.LongType(), T.IntegerType(), lambda raw: f"(CAST({raw} AS BIGINT) * 1000L)")
+    if kind == "int64" and name in (MICRO_TIME_NAME, MICRO_DURATION_NAME):
         return _Codec(T.LongType(), T.LongType())
     if kind == "int64" and name == NANO_TIME_NAME:
         return _Codec(T.LongType(), T.LongType(), lambda raw: _floor_div(raw, 1000))
@@ -402,16 +450,14 @@ def _named_codec(schema: ConnectSchema, where: str) -> _Codec | None:
         return _Codec(T.TimestampNTZType(), T.LongType(), lambda raw: _ntz(raw, "MICROSECOND"))
     if kind == "int64" and name == NANO_TIMESTAMP_NAME:
         return _Codec(T.TimestampNTZType(), T.LongType(), lambda raw: _ntz(_floor_div(raw, 1000), "MICROSECOND"))
-    if kind == "int64" and name == MICRO_DURATION_NAME:
-        return _Codec(T.LongType(), T.LongType())
     if kind == "string" and name == ZONED_TIMESTAMP_NAME:
         return _Codec(T.TimestampType(), T.StringType(), lambda raw: _zoned_timestamp(raw, where))
     if kind == "string" and name == ISO_DATE_NAME:
-        return _Codec(T.DateType(), T.StringType(), lambda raw: _checked(_strip_z(raw).try_cast(T.DateType()), raw, where, "is not a date"))
+        return _Codec(T.DateType(), T.StringType(), lambda raw: _checked(f"try_cast({_strip_z(raw)} AS DATE)", raw, where, "is not a date"))
     if kind == "string" and name == ISO_TIMESTAMP_NAME:
         return _Codec(
             T.TimestampNTZType(), T.StringType(),
-            lambda raw: _checked(_strip_z(raw).try_cast(T.TimestampNTZType()), raw, where, "is not a timestamp"),
+            lambda raw: _checked(f"try_cast({_strip_z(raw)} AS TIMESTAMP_NTZ)", raw, where, "is not a timestamp"),
         )
     if kind == "string" and name == ISO_TIME_NAME:
         return _Codec(T.LongType(), T.StringType(), lambda raw: _checked(_iso_time_micros(raw), raw, where, "is not a time"))
@@ -430,73 +476,93 @@ def _decimal_codec(schema: ConnectSchema, where: str) -> _Codec:
             " use decimal.handling.mode=string or double",
         )
     target = T.DecimalType(precision, scale)
+    # Up to 18 digits the unscaled value is a long (8 bytes); Debezium has already rescaled it to the column's scale.
+    wide = precision > 18
     return _Codec(
         target, T.StringType(),
-        lambda raw: _checked(_scaled_decimal(raw, F.lit(-scale), target), raw, where, f"does not fit {target.simpleString()}"),
+        lambda raw: _checked(_decimal(raw, f"'{-scale}'", target, wide=wide), raw, where, f"does not fit {target.simpleString()}"),
     )
 
 
-# -- conversion expressions ------------------------------------------------------------------------------
+# -- conversion expressions (SQL text) -------------------------------------------------------------------
 
 
-def _checked(result: Column, raw: Column, where: str, problem: str) -> Column:
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _literal(text: str) -> str:
+    """A Spark SQL string literal of any text (backslash escapes; control characters as \\uXXXX)."""
+    out = []
+    for char in text:
+        if char in ("\\", "'"):
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return "'" + "".join(out) + "'"
+
+
+def _unbase64(raw: str) -> str:
+    return f"unbase64({raw})"
+
+
+def _checked(result: str, raw: str, where: str, problem: str) -> str:
     """``result``, or a query error naming the column where a present value gave no result."""
-    message = F.concat(F.lit(f"sparkcdc table view: column {where}: value "), F.coalesce(raw.cast("string"), F.lit("?")), F.lit(f" {problem}"))
-    return F.when(raw.isNotNull() & result.isNull(), F.raise_error(message)).otherwise(result)
+    message = f"concat({_literal(f'sparkcdc table view: column {where}: value ')}, CAST({raw} AS STRING), {_literal(' ' + problem)})"
+    return f"coalesce({result}, CASE WHEN {raw} IS NOT NULL THEN raise_error({message}) END)"
 
 
-def _unscaled_text(base64_value: Column) -> Column:
-    """Base64 of a big-endian two's-complement integer (Connect Decimal bytes) -> its decimal digits.
+def _decimal(base64_value: str, exponent: str, target: T.DecimalType, *, wide: bool) -> str:
+    """Base64 of a big-endian two's-complement unscaled value (Connect Decimal bytes), times
+    10^exponent, as ``target``; exact, or rounded half up to the target's scale. Null when it does not fit.
 
-    Up to 16 bytes: the value sign-extended to 32 hex digits, as a signed high and an unsigned low
-    64-bit half, combined in decimal(38,0). Null when longer or beyond 38 digits.
+    Not ``wide``: at most 8 bytes, read as one signed 64-bit integer. ``wide``: at most 16 bytes,
+    sign-extended to 32 hex digits and read as a signed high and an unsigned low half in decimal(38,0).
     """
-    hexed = F.hex(F.unbase64(base64_value))
-    negative = F.substring(hexed, 1, 1) >= F.lit("8")
-    padded = F.when(negative, F.lpad(hexed, 32, "F")).otherwise(F.lpad(hexed, 32, "0"))
-    high = F.conv(F.substring(padded, 1, 16), 16, -10).cast(T.DecimalType(38, 0))
-    low = F.conv(F.substring(padded, 17, 16), 16, 10).cast(T.DecimalType(38, 0))
-    unscaled = F.try_add(F.try_multiply(high, F.lit(_TWO_TO_64)), low)
-    return F.when(F.length(hexed) <= 32, unscaled.cast("string"))
+    hexed = f"hex(unbase64({base64_value}))"
+    fill = f"CASE WHEN {hexed} >= '8' THEN 'F' ELSE '0' END"
+    if not wide:
+        unscaled = f"conv(lpad({hexed}, 16, {fill}), 16, -10)"
+    else:
+        padded = f"lpad({hexed}, 32, {fill})"
+        high = f"CAST(conv(substring({padded}, 1, 16), 16, -10) AS DECIMAL(38,0))"
+        low = f"CAST(conv(substring({padded}, 17, 16), 16, 10) AS DECIMAL(38,0))"
+        combined = f"try_add(try_multiply({high}, 18446744073709551616BD), {low})"
+        unscaled = f"CASE WHEN length({hexed}) <= 32 THEN CAST({combined} AS STRING) END"
+    return f"try_cast(concat({unscaled}, 'E', {exponent}) AS DECIMAL({target.precision},{target.scale}))"
 
 
-def _scaled_decimal(base64_value: Column, exponent: Column, target: T.DecimalType) -> Column:
-    """``unscaled * 10^exponent`` as ``target`` (exact, or rounded HALF_UP to the target's scale)."""
-    text = F.concat(_unscaled_text(base64_value), F.lit("E"), exponent.cast("string"))
-    return text.try_cast(target)
+def _floor_div(raw: str, divisor: int) -> str:
+    """Exact integer division rounding down (a double would lose nanoseconds)."""
+    return f"(({raw} - pmod({raw}, {divisor}L)) div {divisor}L)"
 
 
-def _floor_div(raw: Column, divisor: int) -> Column:
-    """Exact integer division rounding down (decimal arithmetic: a double would lose nanoseconds)."""
-    return F.floor(raw.cast(T.DecimalType(20, 0)) / F.lit(Decimal(divisor))).cast("long")
-
-
-def _ntz(amount: Column, unit: str) -> Column:
+def _ntz(amount: str, unit: str) -> str:
     """Epoch + amount as TIMESTAMP_NTZ, independent of the session time zone."""
-    return F.timestamp_add(unit, amount, F.expr("TIMESTAMP_NTZ'1970-01-01 00:00:00'"))
+    return f"timestampadd({unit}, {amount}, TIMESTAMP_NTZ'1970-01-01 00:00:00')"
 
 
-def _strip_z(raw: Column) -> Column:
-    return F.regexp_replace(raw, "Z$", "")
+def _strip_z(raw: str) -> str:
+    return f"regexp_replace({raw}, 'Z$', '')"
 
 
-def _zoned_timestamp(raw: Column, where: str) -> Column:
+def _zoned_timestamp(raw: str, where: str) -> str:
     """ZonedTimestamp (ISO-8601 in UTC) -> TIMESTAMP; ``infinity``/``-infinity`` -> pgjdbc's sentinel
     instants, as TIMESTAMP columns carry them."""
-    parsed = _checked(raw.try_cast(T.TimestampType()), raw, where, "is not a timestamp")
+    parsed = _checked(f"try_cast({raw} AS TIMESTAMP)", raw, where, "is not a timestamp")
     return (
-        F.when(raw == "infinity", F.timestamp_micros(F.lit(TIMESTAMP_POSITIVE_INFINITY_MICROS)))
-        .when(raw == "-infinity", F.timestamp_micros(F.lit(TIMESTAMP_NEGATIVE_INFINITY_MICROS)))
-        .otherwise(parsed)
+        f"CASE {raw} WHEN 'infinity' THEN timestamp_micros({TIMESTAMP_POSITIVE_INFINITY_MICROS}L)"
+        f" WHEN '-infinity' THEN timestamp_micros({TIMESTAMP_NEGATIVE_INFINITY_MICROS}L) ELSE {parsed} END"
     )
 
 
-def _iso_time_micros(raw: Column) -> Column:
+def _iso_time_micros(raw: str) -> str:
     """``HH:MM:SS[.fffffffff]Z`` -> microseconds since midnight."""
-    parts = F.split(_strip_z(raw), ":")
-    seconds = parts.getItem(2).try_cast(T.DecimalType(18, 9))
-    micros = F.floor(seconds * F.lit(Decimal(1_000_000))).cast("long")
-    return parts.getItem(0).try_cast("long") * 3_600_000_000 + parts.getItem(1).try_cast("long") * 60_000_000 + micros
+    parts = f"split({_strip_z(raw)}, ':')"
+    seconds = f"CAST(floor(try_cast({parts}[2] AS DECIMAL(18,9)) * 1000000) AS BIGINT)"
+    return f"(try_cast({parts}[0] AS BIGINT) * 3600000000L + try_cast({parts}[1] AS BIGINT) * 60000000L + {seconds})"
 
 
 # -- unchanged TOAST placeholders -------------------------------------------------------------------------
@@ -524,10 +590,14 @@ def _conforms(value: Any, raw: T.DataType) -> bool:
     return False
 
 
+def _is_nested(data_type: T.DataType) -> bool:
+    return isinstance(data_type, (T.ArrayType, T.MapType, T.StructType))
+
+
 @dataclass(frozen=True)
 class _ColumnReader:
-    """How a view column is read from the parsed event: the raw type from_json uses for its field, and
-    the expressions for its value and its unchanged-TOAST test."""
+    """How a view column is read from the parsed event: the type from_json reads its field as, and
+    the SQL of its staged raw value, its unchanged-TOAST test and its typed value."""
 
     column: ViewColumn
     codec: _Codec
@@ -543,22 +613,27 @@ class _ColumnReader:
         key_codec = _codec(column.key_schema, column.name) if column.key_schema is not None else None
         return cls(column, codec, raw, key_codec)
 
-    def unchanged(self, raw: Column) -> Column | None:
+    def unchanged(self, raw: str) -> str | None:
+        """SQL: the raw value is the column's unchanged-TOAST placeholder (None: not detectable)."""
         placeholder = self.column.placeholder
         if placeholder is None or not self.column.in_value:
             return None
-        if isinstance(self.raw, (T.ArrayType, T.MapType, T.StructType)):
-            expected = F.to_json(F.from_json(F.lit(json.dumps(placeholder)), self.raw))
-            return F.to_json(raw) == expected
-        return raw == F.lit(placeholder).cast(self.raw)
+        if _is_nested(self.raw):
+            expected = f"to_json(from_json({_literal(json.dumps(placeholder))}, {_literal(self.raw.json())}))"
+            return f"to_json({raw}) = {expected}"
+        if isinstance(placeholder, str):
+            return f"{raw} = {_literal(placeholder)}"
+        return f"{raw} = CAST({_literal(json.dumps(placeholder))} AS {self.raw.simpleString()})"
 
-    def value(self, raw: Column) -> Column:
-        if self.raw != self.codec.raw:  # the JSON text of the field: parse it as what it is
-            if isinstance(self.codec.raw, (T.ArrayType, T.MapType, T.StructType)):
-                raw = F.from_json(raw, self.codec.raw)
-            elif not isinstance(self.codec.raw, T.StringType):
-                raw = raw.cast(self.codec.raw)
-        return self.codec.apply(raw)
+    def reparsed(self, raw: str) -> str:
+        """SQL: the raw value as the codec reads it (the field was read as its JSON text)."""
+        if self.raw == self.codec.raw:
+            return raw
+        if _is_nested(self.codec.raw):
+            return f"from_json({raw}, {_literal(self.codec.raw.json())})"
+        if isinstance(self.codec.raw, T.StringType):
+            return raw
+        return f"CAST({raw} AS {self.codec.raw.simpleString()})"
 
 
 # -- the view ------------------------------------------------------------------------------------------
@@ -598,12 +673,15 @@ def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[
         )
     readers = [_ColumnReader.of(column) for column in view.columns]
     has_key = any(r.key_codec is not None for r in readers)
+    meta_names = [name for name, _ in METADATA_COLUMNS[:-1]]
 
     events = frame.where(
         (F.col("schema") == view.schema_name) & (F.col("table") == view.table_name)
         & F.col("op").isin(*CHANGE_OPS) & F.col("value").isNotNull()
     )
-    metadata = [
+    parsed = events.select(
+        _parse(F.col("value"), _envelope_type(readers), view.value_schemas_enable).alias("__value"),
+        (_parse(F.col("key"), _key_type(readers), view.key_schemas_enable) if has_key else F.lit(None)).alias("__key"),
         F.col("op").alias("__op"),
         F.col("commit_lsn").cast("long").alias("__commit_lsn"),
         F.col("lsn").cast("long").alias("__lsn"),
@@ -611,49 +689,51 @@ def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[
         F.col("tx_id").cast("long").alias("__tx_id"),
         F.col("source_ts").cast("timestamp").alias("__source_ts"),
         F.col("snapshot").alias("__snapshot"),
-    ]
-    parsed = events.select(
-        _parse(F.col("value"), _envelope_type(readers), view.value_schemas_enable).alias("__value"),
-        (_parse(F.col("key"), _key_type(readers), view.key_schemas_enable) if has_key else F.lit(None)).alias("__key"),
-        *metadata,
     )
-    op = F.col("__op")
-    image = F.when(op == "d", F.col("__value.before")).otherwise(F.col("__value.after"))
-    # One projection picks the image; the next converts (each parsed value is read once).
-    picked = parsed.select(image.alias("__image"), "__key", *[name for name, _ in METADATA_COLUMNS[:-1]])
+    # The image: c/u/r read ``after``, d ``before`` (t has neither). Each parsed value is read once.
+    picked = parsed.selectExpr("CASE WHEN __op = 'd' THEN __value.before ELSE __value.after END AS __image", "__key", *meta_names)
 
-    data: list[Column] = []
-    unchanged: list[Column] = []
-    for reader in readers:
+    # Per column, as plain columns: the raw value (placeholders and a delete's missing columns already
+    # null, read as the codec reads it), the key's raw value and the unchanged-TOAST flag.
+    flag_exprs: list[str] = []
+    value_exprs: list[str] = []
+    plans: list[tuple[_ColumnReader, str | None, str | None, str | None]] = []
+    for index, reader in enumerate(readers):
         column = reader.column
-        value: Column | None = None
-        flag: Column | None = None
+        raw_name = key_name = flag_name = None
         if column.in_value:
-            raw = F.col("__image").getField(column.name)
-            flag = reader.unchanged(raw)
-            if flag is not None:
-                flag = (op == "u") & F.coalesce(flag, F.lit(False))
-                raw = F.when(flag, F.lit(None)).otherwise(raw)
-            if not column.in_delete_image:  # a delete's before-image does not carry it: Debezium's fallback, not data
-                raw = F.when(op == "d", F.lit(None)).otherwise(raw)
-            value = reader.value(raw)
+            raw = f"__image.{_quote(column.name)}"
+            test = reader.unchanged(raw)
+            if test is not None:
+                flag_name = f"__f{index}"
+                flag_exprs.append(f"(__op = 'u' AND coalesce({test}, false)) AS {flag_name}")
+                raw = f"CASE WHEN {flag_name} THEN NULL ELSE {raw} END"
+            if not column.in_delete_image:  # a delete's before-image lacks it: Debezium's fallback, not data
+                raw = f"CASE WHEN __op = 'd' THEN NULL ELSE {raw} END"
+            raw_name = f"__r{index}"
+            value_exprs.append(f"{reader.reparsed(raw)} AS {raw_name}")
         if reader.key_codec is not None:
-            key_raw = F.col("__key").getField(column.name)
-            from_key = reader.key_codec.apply(key_raw)
-            value = from_key if value is None else F.coalesce(value, from_key)
-            if flag is not None and column.in_value:
-                flag = flag & key_raw.isNull()
+            key_name = f"__k{index}"
+            value_exprs.append(f"__key.{_quote(column.name)} AS {key_name}")
+        plans.append((reader, raw_name, key_name, flag_name))
+    # The raw values use the flags: the flags come first, in a projection of their own.
+    flagged = picked.selectExpr("*", *flag_exprs) if flag_exprs else picked
+    flag_names = [flag for _, _, _, flag in plans if flag is not None]
+    stage = flagged.selectExpr(*value_exprs, *flag_names, *meta_names)
+
+    data: list[str] = []
+    unchanged: list[str] = []
+    for reader, raw_name, key_name, flag_name in plans:
+        column = reader.column
+        value = reader.codec.apply(raw_name) if raw_name is not None else None
+        if key_name is not None:
+            assert reader.key_codec is not None
+            from_key = reader.key_codec.apply(key_name)
+            value = from_key if value is None else f"coalesce({value}, {from_key})"
         assert value is not None
-        data.append(value.cast(column.spark_type).alias(column.name))
-        if column.in_value and flag is not None:
-            unchanged.append(F.when(flag, F.lit(column.name)))
-    if unchanged:
-        unchanged_names = F.filter(F.array(*unchanged), lambda name: name.isNotNull())
-    else:
-        unchanged_names = F.array()
-    result = picked.select(
-        *data,
-        *[F.col(name) for name, _ in METADATA_COLUMNS[:-1]],
-        unchanged_names.cast(T.ArrayType(T.StringType())).alias("__unchanged"),
-    )
-    return result
+        data.append(f"CAST({value} AS {column.spark_type.simpleString()}) AS {_quote(column.name)}")
+        if flag_name is not None:
+            flag = flag_name if key_name is None else f"{flag_name} AND {key_name} IS NULL"  # a key column comes from the key
+            unchanged.append(f"CASE WHEN {flag} THEN {_literal(column.name)} END")
+    unchanged_names = f"filter(array({', '.join(unchanged)}), __n -> __n IS NOT NULL)" if unchanged else "array()"
+    return stage.selectExpr(*data, *meta_names, f"CAST({unchanged_names} AS ARRAY<STRING>) AS __unchanged")
