@@ -211,6 +211,7 @@ def test_many_types_snapshot_and_stream(spark, db, pg_cluster, unique_name: str,
     assert [(r["__op"], r["id"]) for r in snapshot] == [("r", 1), ("r", 2)]
     assert all(r["__unchanged"] == [] and r["__snapshot"] in ("first", "true", "last", "first_in_data_collection",
                                                                "last_in_data_collection") for r in snapshot)
+    assert all(isinstance(r["__tx_id"], int) and r["__source_ts"] is not None for r in snapshot)
     _assert_matches_postgres(snapshot[0], _stored(db, table, 1))
     _assert_matches_postgres(snapshot[1], _stored(db, table, 2))
     assert list(snapshot[0]) == list(_EXPECTED_TYPES) + [name for name, _ in METADATA_COLUMNS]
