@@ -394,14 +394,16 @@ def _config(**overrides: str) -> ConnectorConfig:
 
 
 def _static_changes(spark: Any, config: ConnectorConfig, columns: list[tuple[str, ColumnType, bool]],
-                    events: list[tuple[str, tuple[Any, ...] | None, tuple[Any, ...] | None]]) -> tuple[TableView, list[dict[str, Any]]]:
+                    events: list[tuple[str, tuple[Any, ...] | None, tuple[Any, ...] | None]],
+                    primary_key: tuple[str, ...] | None = None) -> tuple[TableView, list[dict[str, Any]]]:
     """The view of events (op, old tuple, new tuple) made by the connector's table schema and serializer."""
+    primary_key = (columns[0][0],) if primary_key is None else primary_key
     description = TableDescription(
         "public", "s", tuple(ColumnDescription(name, type_, not_null, None, i) for i, (name, type_, not_null) in enumerate(columns)),
-        (columns[0][0],),
+        primary_key,
     )
     schema = TableSchemaFactory(config).build(description)
-    view = view_of(schema, config, replica_identity="d", identity_columns=(columns[0][0],))
+    view = view_of(schema, config, replica_identity="d" if primary_key else "f", identity_columns=primary_key or None)
     serializer = JsonSerializer(key_schemas=config.key_schemas_enable, value_schemas=config.value_schemas_enable)
     rows = []
     for ordinal, (op, old, new) in enumerate(events):
@@ -497,3 +499,39 @@ def test_the_key_fills_a_delete_and_key_only_columns(spark) -> None:
     view, rows = _static_changes(spark, config, columns, [("c", None, ("1", "A", "x")), ("d", ("1", "A", None), None)])
     assert view.keys == ("code",) and [c.name for c in view.columns] == ["id", "v", "code"]
     assert [(r["__op"], r["id"], r["v"], r["code"]) for r in rows] == [("c", 1, "x", "A"), ("d", 1, None, "A")]
+
+    # A table without a key (REPLICA IDENTITY FULL): null keys, deletes carry the whole row.
+    view, rows = _static_changes(spark, _config(), columns, [("c", None, ("1", "A", "x")), ("d", ("1", "A", "x"), None)], ())
+    assert view.keys == () and not any(c.is_key for c in view.columns)
+    assert [(r["__op"], r["id"], r["code"], r["v"]) for r in rows] == [("c", 1, "A", "x"), ("d", 1, "A", "x")]
+
+
+def test_every_connector_mapping_has_a_spark_type() -> None:
+    """spark_type covers every schema the connector's type mappings produce, in every mode combination."""
+    import itertools
+
+    from sparkcdc.debezium.types import MappingOptions, map_type
+    from sparkcdc.debezium.types.arrays import OPTIONAL_ITEM_ELEMENTS
+
+    scalars = [
+        _type("numeric", (10 << 16 | 2) + 4), _type("numeric"), _type("bit", 1), _type("bit", 8), _type("varbit"), _ENUM,
+        _type("time", 3), _type("time", 6), _type("timestamp", 3), _type("timestamp", 6), _type("timestamptz", 3),
+        *(_type(name) for name in ("int2", "int4", "int8", "oid", "float4", "float8", "bool", "money", "text", "varchar", "bpchar",
+                                   "char", "name", "citext", "inet", "cidr", "macaddr", "macaddr8", "int4range", "tstzrange", "json",
+                                   "jsonb", "xml", "uuid", "ltree", "tsvector", "bytea", "date", "timetz", "interval", "point",
+                                   "geometry", "geography", "hstore", "box", "polygon", "isbn")),
+    ]
+    arrays = [_array(_type(name)) for name in sorted(OPTIONAL_ITEM_ELEMENTS)] + [_array(_ENUM), _array(_type("tsvector"))]
+    checked = 0
+    for time_mode, decimal, binary, hstore, interval in itertools.product(
+        ("adaptive", "adaptive_time_microseconds", "connect", "isostring", "microseconds", "nanoseconds"),
+        ("precise", "double", "string"), ("bytes", "base64", "base64-url-safe", "hex"), ("json", "map"), ("numeric", "string"),
+    ):
+        options = MappingOptions(time_precision_mode=time_mode, decimal_handling_mode=decimal, binary_handling_mode=binary,
+                                 hstore_handling_mode=hstore, interval_handling_mode=interval, include_unknown_datatypes=True)
+        for column_type in scalars + arrays:
+            mapping = map_type(column_type, options)
+            assert mapping is not None, column_type.name
+            assert isinstance(spark_type(mapping.schema, column=column_type.name), T.DataType)
+            checked += 1
+    assert checked == 288 * len(scalars + arrays)
