@@ -96,6 +96,7 @@ METADATA_COLUMNS: tuple[tuple[str, T.DataType], ...] = (
     ("__unchanged", T.ArrayType(T.StringType())),
 )
 
+_METADATA_NAMES = frozenset(name for name, _ in METADATA_COLUMNS)
 _SOURCE_COLUMNS = ("topic", "key", "value", "op", "schema", "table", "lsn", "commit_lsn", "ordinal", "tx_id", "source_ts", "snapshot")
 
 # Named string schemas whose value is kept as the string Debezium sends.
@@ -290,6 +291,9 @@ def view_of(
                 key_schema=schema,
             )
         )
+    clashing = [c.name for c in view_columns if c.name in _METADATA_NAMES]
+    if clashing:
+        raise UnsupportedColumnError(f"table {qualified}: column(s) {', '.join(clashing)} clash with the view's metadata columns")
     return TableView(
         table=qualified,
         topic=table_schema.topic,
