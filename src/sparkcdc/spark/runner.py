@@ -21,6 +21,8 @@ __all__ = ["PipelineError", "RunSummary", "run_pipeline"]
 
 log = logging.getLogger(__name__)
 
+APPLY_BATCH_WAL_BYTES = 32 * 1024 * 1024  # default WAL per micro-batch when applying to targets
+
 
 class PipelineError(RuntimeError):
     """The streaming query failed; the message is the cause as Spark reported it."""
@@ -83,6 +85,10 @@ def run_pipeline(
     appliers = _appliers(config, checkpoint, apply_to, scd_type)
     properties = dict(config.raw)
     properties.setdefault("sparkcdc.state.location", str(checkpoint / "sparkcdc-state"))
+    if appliers:
+        # Applying folds each batch's changes of a table in the driver: smaller batches than the
+        # topic files need (256 MiB of WAL made one batch of a million changes: the driver ran out).
+        properties.setdefault("sparkcdc.max.batch.wal.bytes", str(APPLY_BATCH_WAL_BYTES))
     use_throughput_gc()
     spark = spark_session(master, app_name=f"sparkcdc-{config.get('name') or 'connector'}")
     register(spark)
