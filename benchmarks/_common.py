@@ -119,12 +119,15 @@ def sparkcdc_properties(cluster: ThrowawayCluster, name: str, snapshot_mode: str
     }
 
 
-def run_sparkcdc(config: Path, output: Path, checkpoint: Path, *, master: str = "local[2]", timeout: float = 3600) -> SparkcdcRun:
-    """``python -m sparkcdc.cli run CONFIG --once``; its log goes next to the checkpoint."""
+def run_sparkcdc(config: Path, output: Path | None, checkpoint: Path, *, master: str = "local[2]", timeout: float = 3600,
+                 apply_to: str | None = None) -> SparkcdcRun:
+    """``python -m sparkcdc.cli run CONFIG --once`` (``--output`` and/or ``--apply-to``); its log goes next to the checkpoint."""
     summary = checkpoint.parent / f"{checkpoint.name}-summary.json"
     log = checkpoint.parent / f"{checkpoint.name}-run.log"
-    argv = [sys.executable, "-m", "sparkcdc.cli", "run", str(config), "--output", str(output), "--checkpoint", str(checkpoint),
+    argv = [sys.executable, "-m", "sparkcdc.cli", "run", str(config), "--checkpoint", str(checkpoint),
             "--once", "--master", master, "--summary", str(summary)]
+    argv += ["--output", str(output)] if output is not None else []
+    argv += ["--apply-to", apply_to] if apply_to is not None else []
     summary.unlink(missing_ok=True)
     with open(log, "wb") as handle:
         started = time.perf_counter()

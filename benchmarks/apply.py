@@ -23,8 +23,6 @@ baseline's.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,27 +34,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _common import load_average, machine_summary, record_result, sparkcdc_properties, write_properties  # noqa: E402
+from _common import (  # noqa: E402
+    load_average,
+    machine_summary,
+    record_result,
+    run_sparkcdc,
+    sparkcdc_properties,
+    write_properties,
+)
 from events import TABLE_DDL, load  # noqa: E402
 
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
-
-
-def run_apply(config: Path, checkpoint: Path, target: str, timeout: float = 3600) -> tuple[float, float, int]:
-    """One ``sparkcdc run --apply-to TARGET --once``: (wall s, processing s, records)."""
-    summary = checkpoint.parent / f"{checkpoint.name}-summary.json"
-    log = checkpoint.parent / f"{checkpoint.name}-run.log"
-    argv = [sys.executable, "-m", "sparkcdc.cli", "run", str(config), "--apply-to", target, "--checkpoint", str(checkpoint),
-            "--once", "--master", "local[2]", "--summary", str(summary)]
-    summary.unlink(missing_ok=True)
-    with open(log, "wb") as handle:
-        started = time.perf_counter()
-        code = subprocess.run(argv, stdout=handle, stderr=subprocess.STDOUT, timeout=timeout).returncode
-        wall = time.perf_counter() - started
-    if code != 0:
-        raise SystemExit(f"sparkcdc run failed (exit code {code}):\n{log.read_text(errors='replace')[-4000:]}")
-    data = json.loads(summary.read_text())
-    return wall, sum(data["batch_durations_ms"]) / 1000, int(data["records"])
 
 
 def checksum(conn: psycopg.Connection) -> tuple:
@@ -100,7 +88,7 @@ def main() -> None:
             props = sparkcdc_properties(cluster, f"apply_{name}", "no_data")
             config = write_properties(work / f"{name}.properties", props)
             runs[name] = (config, work / f"{name}-checkpoint", target)
-            run_apply(config, work / f"{name}-checkpoint", target)  # publication, slot and checkpoint; nothing to apply yet
+            run_sparkcdc(config, None, work / f"{name}-checkpoint", apply_to=target)  # publication, slot, checkpoint; nothing to apply
         began = time.perf_counter()
         load(conn, args.changes, args.rows_per_transaction)
         conn.execute("DELETE FROM bench WHERE id %% 17 = 0 AND id <= %s", (args.deletes * 17,))
@@ -125,7 +113,8 @@ def main() -> None:
 
         results = {}
         for name, (config, checkpoint, target) in runs.items():
-            wall, processing, records = run_apply(config, checkpoint, target)
+            run = run_sparkcdc(config, None, checkpoint, apply_to=target)
+            wall, processing, records = run.wall_seconds, run.processing_seconds, run.records
             if name == "postgresql":
                 with psycopg.connect(cluster.conninfo("pg_mirror"), autocommit=True) as mirror:
                     equal = checksum(mirror) == checksum(conn)

@@ -9,10 +9,7 @@ overlapping versions — a batch applied twice would show as a duplicate version
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -21,6 +18,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from ..support.processes import GroupProcess
 from ..support.waiting import wait_until
 from . import apply_workload as workload
 from .support import properties
@@ -40,24 +38,8 @@ def _commits(checkpoint: Path) -> int:
     return len([p for p in folder.iterdir() if p.name.isdigit()]) if folder.is_dir() else 0
 
 
-class _Run:
-    def __init__(self, spec: Path, log: Path) -> None:
-        self.log = open(log, "ab")  # noqa: SIM115 - closed in kill/wait
-        self.process = subprocess.Popen([sys.executable, "-c", RUNNER, str(spec)], stdout=self.log, stderr=subprocess.STDOUT,
-                                        start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-
-    def kill(self) -> None:
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.process.wait(60)
-        self.log.close()
-
-    def wait(self, timeout: float) -> int:
-        code = self.process.wait(timeout)
-        self.log.close()
-        return code
+def _run(spec: Path, log: Path) -> GroupProcess:
+    return GroupProcess([sys.executable, "-c", RUNNER, str(spec)], log)
 
 
 @pytest.mark.slow
@@ -92,7 +74,7 @@ def test_sigkill_while_applying(pg_cluster, db, tmp_path, unique_name):
     rnd = random.Random(20261122)
     write_spec(once=False)
     for kill in range(KILLS):
-        run = _Run(spec, log)
+        run = _run(spec, log)
         before = _commits(checkpoint)
         wait_until(lambda run=run, before=before: _commits(checkpoint) > before or run.process.poll() is not None,
                    timeout=300, interval=0.05, what=f"a batch to commit\n{context()}")
@@ -105,7 +87,7 @@ def test_sigkill_while_applying(pg_cluster, db, tmp_path, unique_name):
     writer.join(600)
     assert counts.get("items truncate") == 1, "the workload did not finish"
     write_spec(once=True)
-    assert _Run(spec, log).wait(900) == 0, context()
+    assert _run(spec, log).wait(900) == 0, context()
 
     with psycopg.connect(pg_cluster.conninfo(f"{prefix}_mirror"), autocommit=True) as mirror, \
             psycopg.connect(pg_cluster.conninfo(f"{prefix}_history"), autocommit=True) as history:

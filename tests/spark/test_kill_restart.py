@@ -7,10 +7,7 @@ last batch Spark committed; a final run then delivers every change exactly once.
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -22,6 +19,7 @@ import pytest
 
 from sparkcdc.postgres import drop_slot, get_slot
 
+from ..support.processes import GroupProcess
 from ..support.waiting import wait_until
 from .support import output_lines, payload, properties
 
@@ -75,30 +73,12 @@ def _check_committed_output(output: Path, checkpoint: Path, db: psycopg.Connecti
         assert (state.confirmed_flush_lsn or 0) <= committed, "the slot passed a batch Spark had not committed"
 
 
-class _Run:
+def _run(config: Path, output: Path, checkpoint: Path, log: Path, once: bool = False, summary: Path | None = None) -> GroupProcess:
     """One ``sparkcdc run`` process in its own process group."""
-
-    def __init__(self, config: Path, output: Path, checkpoint: Path, log: Path, once: bool = False,
-                 summary: Path | None = None) -> None:
-        argv = [sys.executable, "-m", "sparkcdc.cli", "run", str(config), "--output", str(output),
-                "--checkpoint", str(checkpoint), "--master", "local[2]"] + (["--once"] if once else [])
-        argv += ["--summary", str(summary)] if summary else []
-        self.log = open(log, "ab")  # noqa: SIM115 - closed in kill/wait
-        self.process = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
-
-    def kill(self) -> None:
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.process.wait(60)
-        self.log.close()
-
-    def wait(self, timeout: float) -> int:
-        code = self.process.wait(timeout)
-        self.log.close()
-        return code
+    argv = [sys.executable, "-m", "sparkcdc.cli", "run", str(config), "--output", str(output),
+            "--checkpoint", str(checkpoint), "--master", "local[2]"] + (["--once"] if once else [])
+    argv += ["--summary", str(summary)] if summary else []
+    return GroupProcess(argv, log)
 
 
 @pytest.mark.slow
@@ -124,7 +104,7 @@ def test_sigkill_during_snapshot_and_streaming(spark, db: psycopg.Connection, pg
     snapshot_kills = 0
     while snapshot_kills < KILLS_PER_PHASE:
         since = _server_now(db)
-        run = _Run(config, output, checkpoint, log)
+        run = _run(config, output, checkpoint, log)
         wait_until(lambda run=run, since=since: _copying(db, since) or 0 in _batches(checkpoint, "commits")
                    or run.process.poll() is not None,
                    timeout=180, interval=0.02, what=f"the snapshot tasks to start\n{context()}")
@@ -157,7 +137,7 @@ def test_sigkill_during_snapshot_and_streaming(spark, db: psycopg.Connection, pg
     streaming_kills = 0
     try:
         while streaming_kills < KILLS_PER_PHASE:
-            run = _Run(config, output, checkpoint, log)
+            run = _run(config, output, checkpoint, log)
             committed_before = len(_batches(checkpoint, "commits"))
             # Let it get into the stream: at least one more batch committed, then a random moment.
             wait_until(lambda run=run, before=committed_before: len(_batches(checkpoint, "commits")) > before
@@ -174,7 +154,7 @@ def test_sigkill_during_snapshot_and_streaming(spark, db: psycopg.Connection, pg
         writer.join(30)
 
     # -- a final, uninterrupted run delivers everything exactly once ------------------------------
-    final = _Run(config, output, checkpoint, log, once=True, summary=tmp_path / "summary.json")
+    final = _run(config, output, checkpoint, log, once=True, summary=tmp_path / "summary.json")
     assert final.wait(600) == 0, context()
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["batches"] == len(summary["batch_durations_ms"]) >= 1 and summary["startup_seconds"] > 0

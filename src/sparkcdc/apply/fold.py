@@ -73,12 +73,6 @@ class TableChanges:
     events: int = 0
     dropped_late: int = 0  # events not newer than a recorded delete of their key
 
-    @property
-    def is_empty(self) -> bool:
-        return not self.tombstones and all(
-            s.truncate_at is None and not s.final and not s.versions for s in self.segments
-        )
-
 
 @dataclass
 class _Version:

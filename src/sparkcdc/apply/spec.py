@@ -9,7 +9,7 @@ over those columns, as in Databricks.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 
 from .errors import ApplySpecError
@@ -132,7 +132,6 @@ class ResolvedSpec:
     columns: tuple[str, ...]  # the data columns the target holds, in the table's order (keys included)
     sequence: tuple[str, ...]
     tracked: tuple[str, ...]  # SCD2: non-key columns whose change opens a new version
-    extra: dict[str, object] = field(default_factory=dict)
 
     @property
     def scd_type(self) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,25 +28,20 @@ from ..apply.errors import ApplySpecError
 from ..apply.fold import DELETE_FLAG, TRUNCATE_FLAG, UNCHANGED, fold_changes
 from ..apply.spec import ApplySpec, ResolvedSpec
 from ..apply.targets.base import ApplyTarget, TargetColumn, target_for
+from .views import CHANGE_OPS, describe_table, table_changes
 
 __all__ = ["ApplyStats", "ChangeApplier", "apply_changes"]
 
 log = logging.getLogger(__name__)
-
-_DATA_OPS = ("c", "u", "d", "r", "t")
-
 
 @dataclass
 class ApplyStats:
     """Counts since the applier started (what ``make demo`` and the benchmarks print)."""
 
     batches: int = 0
-    events: dict[str, int] | None = None
+    events: dict[str, int] = field(default_factory=dict)  # target table -> events applied
     applied_batches_skipped: int = 0
     dropped_late: int = 0
-
-    def __post_init__(self) -> None:
-        self.events = {} if self.events is None else self.events
 
 
 class ChangeApplier:
@@ -105,7 +100,7 @@ class ChangeApplier:
     def _specs_for(self, batch: DataFrame) -> list[ApplySpec]:
         specs = list(self.specs.values())
         if self.all_tables:
-            found = batch.where(F.col("op").isin(*_DATA_OPS)).select("schema", "table").distinct().collect()
+            found = batch.where(F.col("op").isin(*CHANGE_OPS)).select("schema", "table").distinct().collect()
             for row in sorted(found, key=lambda r: (r["schema"], r["table"])):
                 name = f"{row['schema']}.{row['table']}"
                 if name not in self.specs:
@@ -113,8 +108,6 @@ class ChangeApplier:
         return specs
 
     def _apply_table(self, batch: DataFrame, batch_id: int, spec: ApplySpec) -> None:
-        from .views import describe_table, table_changes
-
         view = describe_table(self.properties, spec.qualified_table)
         resolved = spec.resolve([c.name for c in view.columns], view.keys)
         applied = self.target.applied_batch(resolved, self.pipeline_id)
@@ -135,7 +128,6 @@ class ChangeApplier:
         open_versions = self.target.open_versions(resolved, keys) if resolved.scd_type == 2 else None
         folded = fold_changes(resolved, events, tombstones=tombstones, open_versions=open_versions)
         if self.target.apply(folded, pipeline_id=self.pipeline_id, batch_id=batch_id):
-            assert self.stats.events is not None
             self.stats.events[resolved.target] = self.stats.events.get(resolved.target, 0) + folded.events
             self.stats.dropped_late += folded.dropped_late
         else:

@@ -131,7 +131,7 @@ def run_pipeline(
         stopped_by_signal=stopped,
         startup_seconds=started - called,
         batch_durations_ms=tuple(int(p.get("durationMs", {}).get("triggerExecution", 0)) for p in progress),
-        applied={a.target.description: dict(a.stats.events or {}) for a in appliers if a.stats.batches},
+        applied={a.target.description: dict(a.stats.events) for a in appliers if a.stats.batches},
     )
 
 

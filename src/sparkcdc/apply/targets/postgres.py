@@ -53,7 +53,6 @@ class _Table:
         self.sequence = list(sequence)
         self.keys = [c for c in columns if c.name in spec.keys]
         self.sequence_type = _sequence_type(spec, sequence)
-        self.may_have_tombstones = True
 
 
 class PostgresTarget:
