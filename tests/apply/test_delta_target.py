@@ -71,7 +71,8 @@ class Harness:
         self.path = root / (schema or "public") / name
         self.last_changes = None
 
-    def run(self, events: list[dict[str, Any]], *, batch_id: int | None = None, pipeline: str = "pipe") -> bool:
+    def run(self, events: list[dict[str, Any]], *, batch_id: int | None = None, pipeline: str = "pipe",
+            replace_at: tuple[Any, ...] | None = None) -> bool:
         table = self.feed.table(events)
         index = [self.resolved.columns.index(k) for k in self.resolved.keys]
         keys = {tuple(e[self.resolved.columns[i]] for i in index) for e in events if not e["__is_truncate"]}
@@ -79,6 +80,7 @@ class Harness:
             self.resolved, table,
             tombstones=self.target.tombstones(self.resolved, keys),
             open_versions=self.target.open_versions(self.resolved, keys) if self.resolved.scd_type == 2 else None,
+            replace_at=replace_at,
         )
         self.last_changes = changes
         return self.target.apply(changes, pipeline_id=pipeline, batch_id=next(self.batch) if batch_id is None else batch_id)
@@ -193,6 +195,42 @@ def test_replaying_a_batch_changes_nothing(tmp_path: Path) -> None:
     assert h.target.applied_batch(h.resolved, "other") is None
     assert h.run([f.event("u", id=1, name="other", body="x", qty=1)], batch_id=0, pipeline="other")
     assert h.target.applied_batch(h.resolved, "other") == 0 and h.target.applied_batch(h.resolved, "pipe") == 1
+
+
+def test_an_image_replaces_the_table_and_is_applied_again_at_its_own_batch(tmp_path: Path) -> None:
+    """The initial snapshot's batch re-executed with a newer image (the source snapshotted again)."""
+    h = Harness(tmp_path, ApplySpec("public.items"))
+    f = h.feed
+    first = [f.event("r", id=i, name=f"n{i}", body="b", qty=i, lsn=100) for i in (1, 2, 3)]
+    assert h.run(first, batch_id=0, replace_at=(100, 101, 0))
+    assert h.run(first, batch_id=0, replace_at=(100, 101, 0))
+    assert data(h.rows(), "id", "name") == [(1, "n1"), (2, "n2"), (3, "n3")]
+    newer = [f.event("r", id=2, name="two", body="b", qty=2, lsn=500), f.event("r", id=3, name="n3", body="b", qty=3, lsn=500),
+             f.event("r", id=4, name="n4", body="b", qty=4, lsn=500)]
+    assert h.run(newer, batch_id=0, replace_at=(500, 501, 0))
+    assert data(h.rows(), "id", "name") == [(2, "two"), (3, "n3"), (4, "n4")]
+    assert h.run([f.event("c", id=5, name="n5", body="b", qty=5)], batch_id=1)
+    assert not h.run(newer, batch_id=0, replace_at=(500, 501, 0))  # an old replay once batch 1 is recorded
+    assert h.run([], batch_id=2, replace_at=(900, 901, 0))  # an empty image empties the table
+    assert h.rows() == []
+
+
+def test_scd2_an_image_closes_the_versions_it_lacks_and_keeps_the_unchanged_ones(tmp_path: Path) -> None:
+    h = Harness(tmp_path, ApplySpec("public.items", stored_as_scd_type=2))
+    f = h.feed
+    first = [f.event("r", id=i, name=f"n{i}", body="b", qty=i, lsn=100) for i in (1, 2, 3)]
+    assert h.run(first, batch_id=0, replace_at=(100, 101, 0))
+    before = h.rows()
+    assert h.run(first, batch_id=0, replace_at=(100, 101, 0))
+    assert h.rows() == before
+    newer = [f.event("r", id=2, name="two", body="b", qty=2, lsn=500), f.event("r", id=3, name="n3", body="b", qty=3, lsn=500),
+             f.event("r", id=4, name="n4", body="b", qty=4, lsn=500)]
+    assert h.run(newer, batch_id=0, replace_at=(500, 501, 0))
+    assert data(h.rows(), "id", "name", "__START_AT", "__END_AT") == [
+        (1, "n1", seq(100), seq(500)), (2, "n2", seq(100), seq(500)), (2, "two", seq(500), None),
+        (3, "n3", seq(100), None), (4, "n4", seq(500), None)]
+    assert h.run([], batch_id=1, replace_at=(900, 901, 0))
+    assert _open_counts(h.rows()) == {1: 0, 2: 0, 3: 0, 4: 0}
 
 
 def test_each_batch_is_one_commit_with_its_position(tmp_path: Path) -> None:

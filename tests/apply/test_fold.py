@@ -75,6 +75,23 @@ def test_scd2_truncate_closes_the_versions_open_at_that_moment():
     assert second.versions == [([1, "a2", "y", 1], (1003, 1003, 0), None)]
 
 
+def test_an_image_carries_every_open_version_and_its_sequence():
+    spec = resolve(stored_as_scd_type=2)
+    stored = {(1,): ([1, "a", "x", 1], (500, 500, 0)), (2,): ([2, "b", "y", 2], (500, 500, 0))}
+    image = Events(start=2).upsert(1, "a", "x", 1).upsert(2, "b2", "y", 2)
+    changes = fold_changes(spec, image.table(), open_versions=stored, replace_at=(2001, 2001, 0))
+    assert changes.is_image and changes.segments[0].replace_at == (2001, 2001, 0)
+    # Key 1 is unchanged, yet emitted open: the target must see that the image holds it.
+    assert sorted(changes.segments[0].versions, key=lambda v: (v[0][0], v[1])) == [
+        ([1, "a", "x", 1], (500, 500, 0), None),
+        ([2, "b", "y", 2], (500, 500, 0), (2002, 2002, 0)),
+        ([2, "b2", "y", 2], (2002, 2002, 0), None),
+    ]
+    assert not fold_changes(spec, image.table(), open_versions=stored).is_image
+    with pytest.raises(ApplyError, match=r"replaces at \(3000, 3000, 0\), after its first event"):
+        fold_changes(spec, image.table(), replace_at=(3000, 3000, 0))
+
+
 def test_null_sequence_is_refused():
     table = Events().upsert(1, "a", "x", 1).table()
     table = table.set_column(table.schema.get_field_index("__lsn"), "__lsn", pa.array([None], pa.int64()))

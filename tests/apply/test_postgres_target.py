@@ -34,11 +34,11 @@ def prepared(target, unique_name: str, **parameters: Any):
     return spec
 
 
-def apply(target, spec, events: Events, batch_id: int, pipeline: str = "p") -> bool:
+def apply(target, spec, events: Events, batch_id: int, pipeline: str = "p", replace_at: tuple | None = None) -> bool:
     table = events.table()
     keys = list(dict.fromkeys((k,) for k in table.column("id").to_pylist()))
     opened = target.open_versions(spec, keys) if spec.scd_type == 2 else None
-    changes = fold_changes(spec, table, tombstones=target.tombstones(spec, keys), open_versions=opened)
+    changes = fold_changes(spec, table, tombstones=target.tombstones(spec, keys), open_versions=opened, replace_at=replace_at)
     return target.apply(changes, pipeline_id=pipeline, batch_id=batch_id)
 
 
@@ -83,6 +83,45 @@ def test_scd2_history_chains(target, db, unique_name):
         (3, "c", "z", 3, [3001, 3001, 0], [3002, 3002, 0]),
         (3, "c2", "z", 3, [3003, 3003, 0], None),
     ]
+
+
+def test_scd1_an_image_replaces_the_table_and_is_applied_again_at_its_own_batch(target, db, unique_name):
+    """The initial snapshot's batch re-executed with a newer image (the source snapshotted again):
+    the mirror becomes the newer image, though batch 0 is recorded."""
+    spec = prepared(target, unique_name)
+    first = Events(1).upsert(1, "a", "x", 1).upsert(2, "b", "y", 2).upsert(3, "c", "z", 3)
+    assert apply(target, spec, first, batch_id=0, replace_at=(1000, 1000, 0))
+    assert apply(target, spec, first, batch_id=0, replace_at=(1000, 1000, 0))  # the same image: no change
+    assert rows(db, unique_name) == [(1, "a", "x", 1), (2, "b", "y", 2), (3, "c", "z", 3)]
+    newer = Events(5).upsert(2, "b2", "y", 2).upsert(3, "c", "z", 3).upsert(4, "d", "w", 4)
+    assert apply(target, spec, newer, batch_id=0, replace_at=(5000, 5000, 0))
+    assert rows(db, unique_name) == [(2, "b2", "y", 2), (3, "c", "z", 3), (4, "d", "w", 4)]
+    assert apply(target, spec, Events(6).upsert(5, "e", "v", 5), batch_id=1)
+    # Once a later batch is recorded, the image batch is an old replay like any other.
+    assert not apply(target, spec, Events(5).upsert(9, "i", "i", 9), batch_id=0, replace_at=(5000, 5000, 0))
+    # An empty image empties the table.
+    assert apply(target, spec, Events(7), batch_id=2, replace_at=(7000, 7000, 0))
+    assert rows(db, unique_name) == []
+
+
+def test_scd2_an_image_closes_the_versions_it_lacks_and_keeps_the_unchanged_ones(target, db, unique_name):
+    spec = prepared(target, unique_name, stored_as_scd_type=2)
+    first = Events(1).upsert(1, "a", "x", 1).upsert(2, "b", "y", 2).upsert(3, "c", "z", 3)
+    assert apply(target, spec, first, batch_id=0, replace_at=(1001, 1001, 0))
+    before = rows(db, unique_name, 'id, "__START_AT"')
+    assert apply(target, spec, first, batch_id=0, replace_at=(1001, 1001, 0))
+    assert rows(db, unique_name, 'id, "__START_AT"') == before  # the same image again changes nothing
+    newer = Events(5).upsert(2, "b2", "y", 2).upsert(3, "c", "z", 3).upsert(4, "d", "w", 4)
+    assert apply(target, spec, newer, batch_id=0, replace_at=(5001, 5001, 0))
+    assert rows(db, unique_name, 'id, "__START_AT"') == [
+        (1, "a", "x", 1, [1001, 1001, 0], [5001, 5001, 0]),  # not in the newer image: closed at it
+        (2, "b", "y", 2, [1002, 1002, 0], [5001, 5001, 0]),
+        (2, "b2", "y", 2, [5001, 5001, 0], None),
+        (3, "c", "z", 3, [1003, 1003, 0], None),  # unchanged: its version stays open, no new one
+        (4, "d", "w", 4, [5003, 5003, 0], None),
+    ]
+    assert apply(target, spec, Events(7), batch_id=1, replace_at=(7000, 7000, 0))
+    assert db.execute(f'SELECT count(*) FROM "{unique_name}".items WHERE "__END_AT" IS NULL').fetchone() == (0,)
 
 
 def test_existing_table_without_the_columns_is_refused(target, db, unique_name):

@@ -46,16 +46,17 @@ def _notes(rng: random.Random) -> str:
 
 
 def run_workload(conn: psycopg.Connection, prefix: str, changes: int, *, seed: int = 2, per_transaction: int = 50,
-                 truncate_at: float = 0.6) -> dict[str, int]:
-    """``changes`` random changes in transactions; returns counts per kind of change."""
+                 truncate_at: float | None = 0.6, first_new: int = 10**6) -> dict[str, int]:
+    """``changes`` random changes in transactions; returns counts per kind of change. New keys count
+    up from ``first_new``; ``truncate_at`` None: no TRUNCATE."""
     rng = random.Random(seed)
     counts: dict[str, int] = {}
     accounts = list(conn.execute(f"SELECT id FROM {prefix}_accounts").fetchall())
     account_ids = {r[0] for r in accounts}
     skus = {r[0] for r in conn.execute(f"SELECT sku FROM {prefix}_items").fetchall()}
     links = {(r[0], r[1]) for r in conn.execute(f"SELECT a, b FROM {prefix}_links").fetchall()}
-    next_id, next_sku, next_link = 10**6, 10**6, 10**6
-    truncated = False
+    next_id, next_sku, next_link = first_new, first_new, first_new
+    truncated = truncate_at is None
     done = 0
 
     def count(kind: str) -> None:
@@ -65,7 +66,7 @@ def run_workload(conn: psycopg.Connection, prefix: str, changes: int, *, seed: i
         with conn.transaction():
             for _ in range(min(per_transaction, changes - done)):
                 done += 1
-                if not truncated and done >= changes * truncate_at:
+                if not truncated and truncate_at is not None and done >= changes * truncate_at:
                     conn.execute(f"TRUNCATE {prefix}_items")
                     skus.clear()
                     truncated = True

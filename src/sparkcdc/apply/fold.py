@@ -19,6 +19,13 @@ fold touches is emitted whole, and the target inserts it or replaces the row wit
 
 Both: a delete is remembered (a tombstone, with its sequence); an event of that key whose sequence
 is not newer than the tombstone's is dropped, so a late event cannot resurrect a deleted row.
+
+A batch that is the table's whole image (an initial snapshot; ``replace_at`` given) replaces the
+table: the first segment carries every key of the image (SCD2: every open version, changed or not)
+and ``Segment.replace_at``; the target removes the rows whose keys the segment does not hold (SCD1)
+or closes their open versions at ``replace_at`` (SCD2). Applying such a batch twice changes nothing
+the second time, and applying a newer image over an older one (a snapshot Spark re-executed after
+the source had to take it again) leaves exactly the newer image.
 """
 
 from __future__ import annotations
@@ -59,6 +66,8 @@ class Segment:
     versions closed at that sequence (SCD2) before this segment's rows apply."""
 
     truncate_at: Sequence_ | None = None
+    #: The segment is the table's whole image: what the target holds beyond it goes (see module doc).
+    replace_at: Sequence_ | None = None
     #: SCD1: key -> (delete?, values of ResolvedSpec.columns, columns whose stored value stays)
     final: dict[Key, tuple[bool, list[Any], tuple[str, ...]]] = field(default_factory=dict)
     #: SCD2: versions to insert or replace, as (values, start sequence, end sequence or None)
@@ -72,6 +81,12 @@ class TableChanges:
     tombstones: dict[Key, Sequence_]  # deletes of this batch: key -> sequence of the last delete
     events: int = 0
     dropped_late: int = 0  # events not newer than a recorded delete of their key
+
+    @property
+    def is_image(self) -> bool:
+        """The batch replaces the table (an initial snapshot): applying it again is harmless, and
+        needed when the source took the snapshot again (see ``sparkcdc.apply.targets.base``)."""
+        return any(segment.replace_at is not None for segment in self.segments)
 
 
 @dataclass
@@ -88,16 +103,29 @@ def fold_changes(
     *,
     tombstones: Mapping[Key, Sequence_] | None = None,
     open_versions: Mapping[Key, tuple[Sequence[Any], Sequence_]] | None = None,
+    image: bool = False,
+    replace_at: Sequence_ | None = None,
 ) -> TableChanges:
     """Fold ``events`` (the typed view's rows with ``__is_delete``, ``__is_truncate`` and
     ``__unchanged``; any order) into a :class:`TableChanges`.
 
     ``tombstones``: the target's recorded deletes of the batch's keys. ``open_versions`` (SCD2):
     the target's open version of each of the batch's keys, as (values of ``spec.columns``, start).
+    ``image``: the events are the table's whole image (see the module doc), taken at ``replace_at``
+    (default: the first event's sequence; given, it implies ``image`` and must not be after any event).
     """
     ordered = _sorted(events, spec.sequence)
+    first = _first_sequence(ordered, spec.sequence) if ordered.num_rows else None
+    if replace_at is not None:
+        replace_at = tuple(replace_at)
+        if first is not None and first < replace_at:
+            raise ApplyError(f"the image of {spec.spec.qualified_table} replaces at {replace_at}, after its first event")
+    elif image:
+        if first is None and spec.scd_type == 2:
+            raise ApplyError(f"an empty image of {spec.spec.qualified_table} needs the sequence it was taken at (replace_at)")
+        replace_at = () if first is None else first  # SCD1 removes rows without a sequence
     known_deletes = dict(tombstones or {})
-    changes = TableChanges(spec, [Segment()], {})
+    changes = TableChanges(spec, [Segment(replace_at=replace_at)], {})
     if spec.scd_type == 1:
         _fold_scd1(spec, _rows(spec, ordered), known_deletes, changes)
     else:
@@ -113,6 +141,10 @@ def _sorted(events: pa.Table, sequence: tuple[str, ...]) -> pa.Table:
         if events.column(name).null_count:
             raise ApplyError(f"sequence_by column {name} is null in {events.column(name).null_count} event(s): sequences must be set")
     return events.sort_by([(name, "ascending") for name in sequence]) if events.num_rows > 1 else events
+
+
+def _first_sequence(events: pa.Table, sequence: tuple[str, ...]) -> Sequence_:
+    return tuple(events.column(name)[0].as_py() for name in sequence)
 
 
 def _rows(spec: ResolvedSpec, events: pa.Table) -> Iterator[tuple[Key, Sequence_, bool, bool, list[Any], frozenset[str]]]:
@@ -183,9 +215,11 @@ def _fold_scd2(
     current: dict[Key, _Version | None] = {}  # None: known to have no open version
 
     def close_segment(end: Sequence_ | None) -> None:
-        """Emit the versions still open; a truncate (``end``) closes every one of them."""
+        """Emit the versions still open; a truncate (``end``) closes every one of them. An image
+        emits every open version, so that the target can tell which of its keys it lacks."""
+        whole = end is not None or segment.replace_at is not None
         for version in current.values():
-            if version is not None and version.end is None and (version.dirty or end is not None):
+            if version is not None and version.end is None and (version.dirty or whole):
                 segment.versions.append((version.values, version.start, end))
 
     for key, sequence, is_delete, is_truncate, values, missing in rows:

@@ -6,6 +6,11 @@ collected as Arrow, folded per key (``sparkcdc.apply.fold``) and handed to the t
 them atomically with the batch id. Batches are applied in order and a batch at or below the
 recorded id is skipped, so a batch Spark re-executes after a crash changes nothing.
 
+The initial snapshot's batch is the tables' whole image: it replaces every applied table (rows the
+image lacks are deleted, SCD2 versions closed), and it is applied again when Spark re-executes it,
+because the source may then have taken a newer snapshot and streams on from that one (see
+``sparkcdc.apply.targets.base``). Tables the image has no row of are emptied.
+
 The fold needs each table's changes of one batch in the driver (a micro-batch's worth, not the
 table's): bound it with the source's batch size when tables change in bulk.
 """
@@ -26,8 +31,8 @@ from pyspark.sql.streaming import DataStreamWriter
 
 from ..apply.errors import ApplySpecError
 from ..apply.fold import DELETE_FLAG, TRUNCATE_FLAG, UNCHANGED, fold_changes
-from ..apply.spec import ApplySpec, ResolvedSpec
-from ..apply.targets.base import ApplyTarget, TargetColumn, target_for
+from ..apply.spec import DEFAULT_SEQUENCE, ApplySpec, ResolvedSpec
+from ..apply.targets.base import ApplyTarget, TargetColumn, already_applied, target_for
 from .views import CHANGE_OPS, describe_table, table_changes
 
 __all__ = ["ApplyStats", "ChangeApplier", "apply_changes"]
@@ -42,6 +47,15 @@ class ApplyStats:
     events: dict[str, int] = field(default_factory=dict)  # target table -> events applied
     applied_batches_skipped: int = 0
     dropped_late: int = 0
+    images: int = 0  # initial-snapshot batches applied (again, when re-executed) as the tables' whole image
+
+
+@dataclass(frozen=True)
+class _Census:
+    """What one job learns of a batch before any table is applied."""
+
+    tables: tuple[str, ...]  # "schema.table" of every table with row changes, sorted
+    image_at: tuple[int, int, int] | None  # the batch is an initial snapshot taken at (commit_lsn, lsn, ordinal)
 
 
 class ChangeApplier:
@@ -90,48 +104,68 @@ class ChangeApplier:
         if persisted:
             batch = batch.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            for spec in self._specs_for(batch):
-                self._apply_table(batch, batch_id, spec)
+            census = _census(batch)
+            images = [self._apply_table(batch, batch_id, spec, census) for spec in self._specs_for(census)]
             self.stats.batches += 1
+            self.stats.images += any(images)
         finally:
             if persisted:
                 batch.unpersist()
 
-    def _specs_for(self, batch: DataFrame) -> list[ApplySpec]:
+    def _specs_for(self, census: _Census) -> list[ApplySpec]:
         specs = list(self.specs.values())
         if self.all_tables:
-            found = batch.where(F.col("op").isin(*CHANGE_OPS)).select("schema", "table").distinct().collect()
-            for row in sorted(found, key=lambda r: (r["schema"], r["table"])):
-                name = f"{row['schema']}.{row['table']}"
-                if name not in self.specs:
-                    specs.append(ApplySpec(table=name, **self.defaults))
+            # An image empties the tables it has no row of: every captured table takes part.
+            names = set(census.tables) | (set(self._captured_tables()) if census.image_at is not None else set())
+            specs.extend(ApplySpec(table=name, **self.defaults) for name in sorted(names) if name not in self.specs)
         return specs
 
-    def _apply_table(self, batch: DataFrame, batch_id: int, spec: ApplySpec) -> None:
+    def _captured_tables(self) -> list[str]:
+        from ..engine.connection import sql_connection
+        from ..engine.setup import captured_tables
+        from .options import config_from_options
+
+        config = config_from_options(self.properties)
+        with sql_connection(config, application_name="sparkcdc-apply") as conn:
+            return [f"{schema}.{table}" for schema, table in captured_tables(conn, config)]
+
+    def _apply_table(self, batch: DataFrame, batch_id: int, spec: ApplySpec, census: _Census) -> bool:
+        """Apply one table's changes; True when they were applied as the table's image."""
+        image = census.image_at is not None
+        if not image and spec.qualified_table not in census.tables:
+            return False
         view = describe_table(self.properties, spec.qualified_table)
         resolved = spec.resolve([c.name for c in view.columns], view.keys)
         applied = self.target.applied_batch(resolved, self.pipeline_id)
-        if applied is not None and applied >= batch_id:
+        if already_applied(applied, batch_id) and not (image and applied == batch_id):
             self.stats.applied_batches_skipped += 1
-            return
+            return False
         changes = table_changes(batch, view)
         changes = changes.withColumn(DELETE_FLAG, _condition(spec.apply_as_deletes)).withColumn(
             TRUNCATE_FLAG, _condition(spec.apply_as_truncates)
         )
         wanted = list(dict.fromkeys([*resolved.columns, *resolved.sequence, DELETE_FLAG, TRUNCATE_FLAG, UNCHANGED]))
         events = changes.select(*wanted).toArrow()
-        if events.num_rows == 0:
-            return
+        replace_at = None
+        if image and events.num_rows == 0:
+            if resolved.scd_type == 2 and resolved.sequence != DEFAULT_SEQUENCE:
+                log.warning("%s has no row in the initial snapshot, but its open versions cannot be closed at a "
+                            "sequence_by of its own columns: they stay open", spec.qualified_table)
+                return False
+            replace_at = census.image_at if resolved.scd_type == 2 else None
+        elif events.num_rows == 0:
+            return False
         self._prepare(resolved, view, events)
         keys = _keys(events, resolved.keys)
         tombstones = self.target.tombstones(resolved, keys)
         open_versions = self.target.open_versions(resolved, keys) if resolved.scd_type == 2 else None
-        folded = fold_changes(resolved, events, tombstones=tombstones, open_versions=open_versions)
+        folded = fold_changes(resolved, events, tombstones=tombstones, open_versions=open_versions, image=image, replace_at=replace_at)
         if self.target.apply(folded, pipeline_id=self.pipeline_id, batch_id=batch_id):
             self.stats.events[resolved.target] = self.stats.events.get(resolved.target, 0) + folded.events
             self.stats.dropped_late += folded.dropped_late
-        else:
-            self.stats.applied_batches_skipped += 1
+            return folded.is_image
+        self.stats.applied_batches_skipped += 1
+        return False
 
     def _prepare(self, resolved: ResolvedSpec, view: Any, events: pa.Table) -> None:
         shape = (resolved.columns, tuple(events.schema.field(c).type for c in resolved.columns))
@@ -145,6 +179,19 @@ class ChangeApplier:
         sequence = [TargetColumn(name, events.schema.field(name).type, None, False) for name in resolved.sequence]
         self.target.prepare(resolved, columns, sequence)
         self._prepared[resolved.target] = shape
+
+
+def _census(batch: DataFrame) -> _Census:
+    """The tables of the batch, and whether it is an initial snapshot (one job over the batch)."""
+    changes = batch.where(F.col("op").isin(*CHANGE_OPS))
+    if "snapshot" in batch.columns:
+        initial = F.col("snapshot").isNotNull() & ~F.col("snapshot").isin("false", "incremental")
+        image_at = F.min(F.when(initial, F.struct("commit_lsn", "lsn", "ordinal")))
+    else:  # a frame of the user's own, without the source's snapshot marker
+        image_at = F.lit(None)
+    rows = changes.groupBy("schema", "table").agg(image_at.alias("image_at")).collect()
+    starts = [tuple(row["image_at"]) for row in rows if row["image_at"] is not None]
+    return _Census(tuple(sorted(f"{row['schema']}.{row['table']}" for row in rows)), min(starts) if starts else None)
 
 
 def _condition(expression: str | None) -> Any:

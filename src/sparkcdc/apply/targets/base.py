@@ -3,6 +3,12 @@
 Exactly once rests on one rule: a target records, atomically with a table's changes, the id of the
 micro-batch they came from (per pipeline: a pipeline is one Spark checkpoint). A batch whose id is
 not above the recorded one has been applied and changes nothing when replayed.
+
+One exception: the initial snapshot's batch, when Spark executes it again, may hold a *newer*
+image than the one applied (the exported snapshot died with the driver, so the source snapshots
+again at a new consistent point and streams from there). An image batch is therefore applied again
+at its own recorded id; an image replaces the table, so the second application of the same image
+changes nothing and that of a newer one leaves exactly the newer one.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from ..errors import TargetError
 from ..fold import Key, TableChanges
 from ..spec import ResolvedSpec
 
-__all__ = ["ApplyTarget", "TargetColumn", "target_for"]
+__all__ = ["ApplyTarget", "TargetColumn", "already_applied", "target_for"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,13 @@ class ApplyTarget(Protocol):
         """Apply atomically with the batch position; False when the batch was already applied."""
 
     def close(self) -> None: ...
+
+
+def already_applied(recorded: int | None, batch_id: int, changes: TableChanges | None = None) -> bool:
+    """Whether a batch is to be skipped given the recorded position (``changes`` None: any batch)."""
+    if recorded is None or recorded < batch_id:
+        return False
+    return recorded > batch_id or changes is None or not changes.is_image
 
 
 def target_for(location: str, **options: Any) -> ApplyTarget:

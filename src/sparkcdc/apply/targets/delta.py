@@ -53,7 +53,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction
 from ..errors import TargetError
 from ..fold import END_AT, START_AT, Key, TableChanges
 from ..spec import ResolvedSpec
-from .base import TargetColumn
+from .base import TargetColumn, already_applied
 
 __all__ = ["DeltaTarget"]
 
@@ -306,7 +306,7 @@ class DeltaTarget:
             if main is None:
                 raise TargetError(f"target table {target} at {table.path} is gone (it was prepared)")
             recorded = self._applied(main, pipeline_id)
-            if recorded is not None and recorded >= batch_id:
+            if already_applied(recorded, batch_id, changes):
                 return False
             metadata = {PIPELINE_KEY: pipeline_id, BATCH_KEY: batch_id}
             if changes.tombstones:
@@ -332,7 +332,7 @@ class DeltaTarget:
         if len(changes.segments) != 1:
             raise TargetError(f"SCD1 changes of {changes.spec.target} have {len(changes.segments)} segments, expected one")
         segment = changes.segments[0]
-        if not segment.final and segment.truncate_at is None:
+        if not segment.final and segment.truncate_at is None and segment.replace_at is None:
             return
         schema = _arrow_schema(main)
         rows = list(segment.final.values())
@@ -355,19 +355,23 @@ class DeltaTarget:
         merger = merger.when_not_matched_insert(
             {_ident(name): f"s.{_ident(name)}" for name in table.columns}, predicate=f"NOT s.{_ident(DELETE)}"
         )
-        if segment.truncate_at is not None:
-            merger = merger.when_not_matched_by_source_delete()
+        if segment.truncate_at is not None or segment.replace_at is not None:
+            merger = merger.when_not_matched_by_source_delete()  # the source holds every key the table keeps
         merger.execute()
 
     def _merge_scd2(self, table: _Table, main: DeltaTable, changes: TableChanges, properties: CommitProperties) -> None:
-        truncate_at = next((s.truncate_at for s in changes.segments if s.truncate_at is not None), None)
+        # The open versions no source row matches are closed: at the image's sequence when the batch
+        # is an image (its first segment emits every open version it keeps), else at the truncate's.
+        close_at = changes.segments[0].replace_at
+        if close_at is None:
+            close_at = next((s.truncate_at for s in changes.segments if s.truncate_at is not None), None)
         # Later segments win for the same (key, __START_AT), as when the segments apply one by one.
         versions: dict[tuple[Key, tuple[Any, ...]], tuple[list[Any], tuple[Any, ...], tuple[Any, ...] | None]] = {}
         key_index = [table.columns.index(k) for k in table.keys]
         for segment in changes.segments:
             for values, start, end in segment.versions:
                 versions[(tuple(values[i] for i in key_index), tuple(start))] = (values, start, end)
-        if not versions and truncate_at is None:
+        if not versions and close_at is None:
             return
         schema = _arrow_schema(main)
         rows = list(versions.values())
@@ -389,9 +393,9 @@ class DeltaTarget:
             commit_properties=properties,
         ).when_matched_update({_ident(name): f"s.{_ident(name)}" for name in [*table.others, END_AT]}
         ).when_not_matched_insert({_ident(name): f"s.{_ident(name)}" for name in every})
-        if truncate_at is not None:
+        if close_at is not None:
             merger = merger.when_not_matched_by_source_update(
-                {_ident(END_AT): _sequence_literal(table, truncate_at, schema.field(END_AT).type)},
+                {_ident(END_AT): _sequence_literal(table, close_at, schema.field(END_AT).type)},
                 predicate=f"t.{_ident(END_AT)} IS NULL",
             )
         merger.execute()

@@ -22,7 +22,7 @@ from psycopg import sql
 from ..errors import TargetError
 from ..fold import END_AT, START_AT, Key, Segment, TableChanges
 from ..spec import ResolvedSpec
-from .base import TargetColumn
+from .base import TargetColumn, already_applied
 
 __all__ = ["PostgresTarget"]
 
@@ -195,7 +195,7 @@ class PostgresTarget:
                 cur.execute(sql.SQL("SELECT batch_id FROM {} WHERE pipeline_id = %s AND target = %s").format(POSITIONS),
                             (pipeline_id, target))
                 row = cur.fetchone()
-                if row is not None and int(row[0]) >= batch_id:
+                if already_applied(None if row is None else int(row[0]), batch_id, changes):
                     return False
                 for segment in changes.segments:
                     self._apply_segment(cur, table, segment)
@@ -211,15 +211,28 @@ class PostgresTarget:
 
     def _apply_segment(self, cur: psycopg.Cursor[Any], table: _Table, segment: Segment) -> None:
         if segment.truncate_at is not None:
-            if table.spec.scd_type == 1:
-                cur.execute(sql.SQL("DELETE FROM {}").format(table.ident))
-            else:
-                cur.execute(sql.SQL("UPDATE {} SET {} = %s WHERE {} IS NULL").format(
-                    table.ident, sql.Identifier(END_AT), sql.Identifier(END_AT)), (_sequence_to_pg(segment.truncate_at, table),))
+            self._remove(cur, table, segment.truncate_at, absent_from=None)
+        stage = None
         if table.spec.scd_type == 1 and segment.final:
-            self._merge_scd1(cur, table, segment)
+            stage = self._merge_scd1(cur, table, segment)
         elif table.spec.scd_type == 2 and segment.versions:
-            self._merge_scd2(cur, table, segment)
+            stage = self._merge_scd2(cur, table, segment)
+        if segment.replace_at is not None:
+            self._remove(cur, table, segment.replace_at, absent_from=stage)
+
+    def _remove(self, cur: psycopg.Cursor[Any], table: _Table, at: tuple[Any, ...], absent_from: sql.Identifier | None) -> None:
+        """Delete the rows (SCD1) or close the open versions at ``at`` (SCD2) whose key the
+        staging table ``absent_from`` lacks; every one when there is none (a truncate, an empty image)."""
+        if absent_from is None:
+            absent = sql.SQL("TRUE")
+        else:
+            absent = sql.SQL("NOT EXISTS (SELECT 1 FROM {} s WHERE {})").format(absent_from, sql.SQL(" AND ").join(
+                sql.SQL("t.{0} = s.{0}").format(sql.Identifier(k.name)) for k in table.keys))
+        if table.spec.scd_type == 1:
+            cur.execute(sql.SQL("DELETE FROM {} t WHERE {}").format(table.ident, absent))
+        else:
+            cur.execute(sql.SQL("UPDATE {} t SET {} = %s WHERE t.{} IS NULL AND {}").format(
+                table.ident, sql.Identifier(END_AT), sql.Identifier(END_AT), absent), (_sequence_to_pg(at, table),))
 
     def _stage(self, cur: psycopg.Cursor[Any], table: _Table, extra: list[tuple[str, str]], rows: Iterable[list[Any]]) -> sql.Identifier:
         stage = sql.Identifier(f"sparkcdc_stage_{next(self._temp)}")
@@ -233,7 +246,7 @@ class PostgresTarget:
                 copy.write_row(row)
         return stage
 
-    def _merge_scd1(self, cur: psycopg.Cursor[Any], table: _Table, segment: Segment) -> None:
+    def _merge_scd1(self, cur: psycopg.Cursor[Any], table: _Table, segment: Segment) -> sql.Identifier:
         kept_anywhere: set[str] = set()
         for _, _, kept in segment.final.values():
             kept_anywhere.update(kept)
@@ -259,8 +272,9 @@ class PostgresTarget:
             table=table.ident, stage=stage, on=on, delete=sql.Identifier(DELETE), update=update,
             names=sql.SQL(", ").join(all_names), values=sql.SQL(", ").join(sql.SQL("s.{}").format(n) for n in all_names),
         ))
+        return stage
 
-    def _merge_scd2(self, cur: psycopg.Cursor[Any], table: _Table, segment: Segment) -> None:
+    def _merge_scd2(self, cur: psycopg.Cursor[Any], table: _Table, segment: Segment) -> sql.Identifier:
         rows = (
             [*values, _sequence_to_pg(start, table), None if end is None else _sequence_to_pg(end, table)]
             for values, start, end in segment.versions
@@ -278,6 +292,7 @@ class PostgresTarget:
             set=sql.SQL(", ").join(sql.SQL("{0} = s.{0}").format(sql.Identifier(n)) for n in updated),
             names=sql.SQL(", ").join(all_names), values=sql.SQL(", ").join(sql.SQL("s.{}").format(n) for n in all_names),
         ))
+        return stage
 
     def _record_tombstones(self, cur: psycopg.Cursor[Any], table: _Table, tombstones: dict[Key, tuple[Any, ...]]) -> None:
         stage = sql.Identifier(f"sparkcdc_tombstones_{next(self._temp)}")
