@@ -67,11 +67,16 @@ def already_applied(recorded: int | None, batch_id: int, changes: TableChanges |
 
 
 def target_for(location: str, **options: Any) -> ApplyTarget:
-    """``postgresql://…`` (or ``postgres://``) → PostgreSQL; a path or ``file://``/``s3://`` URI → Delta Lake."""
+    """``postgresql://…`` (or ``postgres://``) → PostgreSQL; ``iceberg:<catalog>`` or
+    ``iceberg+file:<warehouse>`` → Apache Iceberg; a path or ``file://``/``s3://`` URI → Delta Lake."""
     if location.startswith(("postgresql://", "postgres://")):
         from .postgres import PostgresTarget
 
         return PostgresTarget(location, **options)
+    if location.startswith(("iceberg:", "iceberg+file:")):
+        from .iceberg import IcebergTarget
+
+        return IcebergTarget(location, **options)
     if not location:
         raise TargetError("an apply target location is required (postgresql://… or a Delta Lake path)")
     from .delta import DeltaTarget
