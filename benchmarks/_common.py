@@ -88,6 +88,7 @@ class SparkcdcRun:
     startup_seconds: float  # until the streaming query started (mostly JVM and Spark start-up)
     batch_ms: tuple[int, ...]  # Spark's triggerExecution time of each micro-batch
     records: int
+    apply_seconds: dict[str, dict[str, float]] = field(default_factory=dict)  # target -> phase -> driver seconds
 
     @property
     def processing_seconds(self) -> float:
@@ -141,7 +142,7 @@ def run_sparkcdc(config: Path, output: Path | None, checkpoint: Path, *, master:
         raise SystemExit(f"sparkcdc run failed (exit code {code}):\n{tail}")
     data = json.loads(summary.read_text())
     return SparkcdcRun(wall, float(data["startup_seconds"]), tuple(int(ms) for ms in data["batch_durations_ms"]),
-                       int(data["records"]))
+                       int(data["records"]), data.get("apply_seconds") or {})
 
 
 @dataclass

@@ -123,6 +123,8 @@ def main() -> None:
             results[name] = (wall, processing, records, equal)
             print(f"sparkcdc → {name}: {total / processing:,.0f} changes/s processing ({processing:.1f} s), "
                   f"{total / wall:,.0f} on wall time ({wall:.1f} s); {records:,} records; mirror equal: {equal}")
+            for phases in run.apply_seconds.values():
+                print("  driver seconds per phase: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(phases.items())))
         if not native_ok or not all(r[3] for r in results.values()):
             raise SystemExit("a mirror differs from the source")
     load_after = load_average()

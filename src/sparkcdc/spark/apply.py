@@ -18,7 +18,9 @@ table's): bound it with the source's batch size when tables change in bulk.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,17 @@ class ApplyStats:
     applied_batches_skipped: int = 0
     dropped_late: int = 0
     images: int = 0  # initial-snapshot batches applied (again, when re-executed) as the tables' whole image
+    #: Driver seconds per phase: census (which tables, snapshot?), describe (the catalog), read (the
+    #: typed view collected as Arrow: Spark's work), fold, write (target reads and the write itself).
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - started
 
 
 @dataclass(frozen=True)
@@ -104,7 +117,8 @@ class ChangeApplier:
         if persisted:
             batch = batch.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            census = _census(batch)
+            with self.stats.timed("census"):
+                census = _census(batch)
             images = [self._apply_table(batch, batch_id, spec, census) for spec in self._specs_for(census)]
             self.stats.batches += 1
             self.stats.images += any(images)
@@ -134,9 +148,11 @@ class ChangeApplier:
         image = census.image_at is not None
         if not image and spec.qualified_table not in census.tables:
             return False
-        view = describe_table(self.properties, spec.qualified_table)
-        resolved = spec.resolve([c.name for c in view.columns], view.keys)
-        applied = self.target.applied_batch(resolved, self.pipeline_id)
+        with self.stats.timed("describe"):
+            view = describe_table(self.properties, spec.qualified_table)
+            resolved = spec.resolve([c.name for c in view.columns], view.keys)
+        with self.stats.timed("write"):
+            applied = self.target.applied_batch(resolved, self.pipeline_id)
         if already_applied(applied, batch_id) and not (image and applied == batch_id):
             self.stats.applied_batches_skipped += 1
             return False
@@ -145,7 +161,8 @@ class ChangeApplier:
             TRUNCATE_FLAG, _condition(spec.apply_as_truncates)
         )
         wanted = list(dict.fromkeys([*resolved.columns, *resolved.sequence, DELETE_FLAG, TRUNCATE_FLAG, UNCHANGED]))
-        events = changes.select(*wanted).toArrow()
+        with self.stats.timed("read"):
+            events = changes.select(*wanted).toArrow()
         replace_at = None
         if image and events.num_rows == 0:
             if resolved.scd_type == 2 and resolved.sequence != DEFAULT_SEQUENCE:
@@ -155,12 +172,17 @@ class ChangeApplier:
             replace_at = census.image_at if resolved.scd_type == 2 else None
         elif events.num_rows == 0:
             return False
-        self._prepare(resolved, view, events)
-        keys = _keys(events, resolved.keys)
-        tombstones = self.target.tombstones(resolved, keys)
-        open_versions = self.target.open_versions(resolved, keys) if resolved.scd_type == 2 else None
-        folded = fold_changes(resolved, events, tombstones=tombstones, open_versions=open_versions, image=image, replace_at=replace_at)
-        if self.target.apply(folded, pipeline_id=self.pipeline_id, batch_id=batch_id):
+        with self.stats.timed("write"):
+            self._prepare(resolved, view, events)
+            keys = _keys(events, resolved.keys)
+            tombstones = self.target.tombstones(resolved, keys)
+            open_versions = self.target.open_versions(resolved, keys) if resolved.scd_type == 2 else None
+        with self.stats.timed("fold"):
+            folded = fold_changes(resolved, events, tombstones=tombstones, open_versions=open_versions, image=image,
+                                  replace_at=replace_at)
+        with self.stats.timed("write"):
+            written = self.target.apply(folded, pipeline_id=self.pipeline_id, batch_id=batch_id)
+        if written:
             self.stats.events[resolved.target] = self.stats.events.get(resolved.target, 0) + folded.events
             self.stats.dropped_late += folded.dropped_late
             return folded.is_image

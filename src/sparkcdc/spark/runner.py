@@ -36,6 +36,7 @@ class RunSummary:
     startup_seconds: float = 0.0  # from the call to the query's start: Spark's own start-up, mostly
     batch_durations_ms: tuple[int, ...] = ()  # Spark's triggerExecution time of each micro-batch
     applied: dict[str, dict[str, int]] | None = None  # apply target -> table -> events applied
+    apply_seconds: dict[str, dict[str, float]] | None = None  # apply target -> phase -> driver seconds
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,6 +46,7 @@ class RunSummary:
             "startup_seconds": round(self.startup_seconds, 3),
             "batch_durations_ms": list(self.batch_durations_ms),
             "applied": self.applied or {},
+            "apply_seconds": self.apply_seconds or {},
         }
 
 
@@ -132,6 +134,8 @@ def run_pipeline(
         startup_seconds=started - called,
         batch_durations_ms=tuple(int(p.get("durationMs", {}).get("triggerExecution", 0)) for p in progress),
         applied={a.target.description: dict(a.stats.events) for a in appliers if a.stats.batches},
+        apply_seconds={a.target.description: {k: round(v, 3) for k, v in a.stats.seconds.items()}
+                       for a in appliers if a.stats.batches},
     )
 
 
