@@ -12,6 +12,7 @@ events.py's ``--changes`` changes (5/6 inserts, 1/6 updates, 1,000 rows per tran
   --checkpoint DIR --once --summary FILE`` (a subprocess with its own Spark JVM; processing time is
   the sum of Spark's ``triggerExecution`` of its micro-batches, wall time the whole command).
 * sparkcdc into Delta Lake: the same with ``--apply-to DIR``.
+* sparkcdc into Apache Iceberg: the same with ``--apply-to iceberg+file:DIR`` (a local SQLite catalog).
 
 Each mirror is then compared with the source (row count and md5 of every row for PostgreSQL; every
 row for Delta). Reported: changes/s of each and the ratio of sparkcdc's processing rate to the
@@ -27,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -56,7 +58,21 @@ def checksum(conn: psycopg.Connection) -> tuple:
 def delta_equal(conn: psycopg.Connection, path: Path) -> bool:
     from deltalake import DeltaTable
 
-    stored = DeltaTable(str(path)).to_pyarrow_table().sort_by("id")
+    return _arrow_equal(conn, DeltaTable(str(path)).to_pyarrow_table())
+
+
+def iceberg_equal(conn: psycopg.Connection, location: str) -> bool:
+    from sparkcdc.apply.targets.iceberg import IcebergTarget
+
+    target = IcebergTarget(location)
+    try:
+        return _arrow_equal(conn, target.catalog().load_table("public.bench").scan().to_arrow())
+    finally:
+        target.close()
+
+
+def _arrow_equal(conn: psycopg.Connection, stored: Any) -> bool:
+    stored = stored.sort_by("id")
     source = conn.execute("SELECT id, qty, label, price, created, active FROM bench ORDER BY id").fetchall()
     columns = [stored.column(name).to_pylist() for name in ("id", "qty", "label", "price", "created", "active")]
     return list(zip(*columns, strict=True)) == source
@@ -84,7 +100,7 @@ def main() -> None:
                            "WITH (create_slot = false, slot_name = 'bench_native', copy_data = false, enabled = false)")
         runs = {}
         for name, target in (("postgresql", f"postgresql://{cluster.user}@{cluster.host}:{cluster.port}/pg_mirror"),
-                             ("delta", str(work / "delta"))):
+                             ("delta", str(work / "delta")), ("iceberg", f"iceberg+file://{work / 'iceberg'}")):
             props = sparkcdc_properties(cluster, f"apply_{name}", "no_data")
             config = write_properties(work / f"{name}.properties", props)
             runs[name] = (config, work / f"{name}-checkpoint", target)
@@ -118,8 +134,10 @@ def main() -> None:
             if name == "postgresql":
                 with psycopg.connect(cluster.conninfo("pg_mirror"), autocommit=True) as mirror:
                     equal = checksum(mirror) == checksum(conn)
-            else:
+            elif name == "delta":
                 equal = delta_equal(conn, Path(target) / "public" / "bench")
+            else:
+                equal = iceberg_equal(conn, target)
             results[name] = (wall, processing, records, equal)
             print(f"sparkcdc → {name}: {total / processing:,.0f} changes/s processing ({processing:.1f} s), "
                   f"{total / wall:,.0f} on wall time ({wall:.1f} s); {records:,} records; mirror equal: {equal}")
@@ -131,7 +149,9 @@ def main() -> None:
     rows = [("PostgreSQL logical replication (subscription)", f"{total / native_seconds:,.0f} changes/s",
              f"{native_seconds:.1f} s from ENABLE to the last change confirmed")]
     for name, (wall, processing, _records, _equal) in results.items():
-        rows.append((f"sparkcdc → {'PostgreSQL (COPY + MERGE)' if name == 'postgresql' else 'Delta Lake (deltalake merge)'} processing",
+        label = {"postgresql": "PostgreSQL (COPY + MERGE)", "delta": "Delta Lake (deltalake merge)",
+                 "iceberg": "Iceberg (pyiceberg, copy-on-write)"}[name]
+        rows.append((f"sparkcdc → {label} processing",
                      f"{total / processing:,.0f} changes/s", f"{processing:.1f} s of micro-batches; mirror equals the source"))
         rows.append((f"sparkcdc → {name} wall", f"{total / wall:,.0f} changes/s", f"{wall:.1f} s for the whole command, Spark's start-up included"))
     rows.append(("ratio sparkcdc → PostgreSQL processing / native", f"{native_seconds / results['postgresql'][1]:.2f}", ""))

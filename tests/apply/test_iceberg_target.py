@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -422,16 +423,39 @@ def test_scd1_composite_key(tmp_path: Path) -> None:
     assert sorted(table.schema().find_column_name(i) for i in table.schema().identifier_field_ids) == ["id", "tenant"]
 
 
-def test_many_composite_keys_in_one_batch(tmp_path: Path) -> None:
-    """Key filters are balanced trees: thousands of composite keys do not exhaust the recursion."""
+@pytest.mark.parametrize("scd", [1, 2])
+def test_many_composite_keys_in_one_batch_on_a_small_thread_stack(tmp_path: Path, scd: int) -> None:
+    """Tens of thousands of composite keys (SCD2: keys plus __START_AT) in one batch, applied on a
+    thread with a small stack: an exact Or-per-key filter crashed pyarrow's expression
+    canonicalisation (a segfault in the end-to-end test, in Spark's foreachBatch thread)."""
+    KEYS = 20_000  # noqa: N806
     columns = [TargetColumn("a", pa.int64()), TargetColumn("b", pa.int64()), TargetColumn("v", pa.string())]
-    h = Harness(tmp_path, ApplySpec("public.many", keys=["a", "b"]), columns=columns)
+    h = Harness(tmp_path, ApplySpec("public.many", keys=["a", "b"], stored_as_scd_type=scd), columns=columns)
     f = h.feed
-    h.run([f.event("c", a=i, b=i * 7, v="x") for i in range(3000)])
-    h.run([f.event("u", a=i, b=i * 7, v="y") for i in range(0, 3000, 2)] + [f.event("d", a=i, b=i * 7) for i in range(1, 3000, 4)])
-    rows = {(r["a"], r["b"]): r["v"] for r in h.table().scan().to_arrow().to_pylist()}
-    assert len(rows) == 3000 - 750
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            h.run([f.event("c", a=i, b=i * 7, v="x") for i in range(KEYS)])
+            h.run([f.event("u", a=i, b=i * 7, v="y") for i in range(0, KEYS, 2)]
+                  + [f.event("d", a=i, b=i * 7) for i in range(1, KEYS, 4)])
+        except BaseException as exc:  # noqa: BLE001 - reported to the test's thread
+            errors.append(exc)
+
+    previous = threading.stack_size(512 << 10)
+    try:
+        worker = threading.Thread(target=work)
+        worker.start()
+    finally:
+        threading.stack_size(previous)
+    worker.join(120)
+    assert not worker.is_alive() and errors == []
+    stored = h.table().scan().to_arrow().to_pylist()
+    rows = {(r["a"], r["b"]): r["v"] for r in stored if scd == 1 or r["__END_AT"] is None}
+    assert len(rows) == KEYS - KEYS // 4
     assert rows[(0, 0)] == "y" and rows[(3, 21)] == "x" and (1, 7) not in rows
+    if scd == 2:
+        assert len(stored) == KEYS + KEYS // 2  # every updated key has its closed version too
 
 
 def test_weird_names(tmp_path: Path) -> None:

@@ -171,20 +171,52 @@ def delta_mismatches(source: psycopg.Connection, root: Path, prefix: str) -> lis
     return wrong
 
 
+def iceberg_mismatches(source: psycopg.Connection, catalog: Any, prefix: str) -> list[str]:
+    """Tables whose Iceberg mirror (namespace = the source schema) differs from the source, row for row."""
+    wrong = []
+    for kind, table in zip(TABLE_KINDS, tables(prefix), strict=True):
+        stored = catalog.load_table(table).scan().to_arrow()
+        columns = [d.name for d in source.execute(f"SELECT * FROM {table} LIMIT 0").description or ()]
+        rows = sorted(tuple(r[c] for c in columns) for r in stored.to_pylist())
+        if rows != source_rows(source, table, kind):
+            wrong.append(table)
+    return wrong
+
+
 def history_problems(source: psycopg.Connection, history: psycopg.Connection, prefix: str) -> list[str]:
+    """SCD2 in PostgreSQL: see :func:`_history_problems`."""
+    def read(table: str, columns: list[str], keys: tuple[str, ...]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        open_rows = history.execute(
+            f'SELECT {", ".join(columns)} FROM {table} WHERE "__END_AT" IS NULL ORDER BY {", ".join(keys)}').fetchall()
+        versions = history.execute(
+            f'SELECT {", ".join(keys)}, "__START_AT", "__END_AT" FROM {table} ORDER BY {", ".join(keys)}, "__START_AT"').fetchall()
+        return open_rows, versions
+    return _history_problems(source, prefix, read)
+
+
+def iceberg_history_problems(source: psycopg.Connection, catalog: Any, prefix: str) -> list[str]:
+    """SCD2 in Iceberg (sequences stored as structs): see :func:`_history_problems`."""
+    def sequence(value: Any) -> Any:
+        return tuple(value.values()) if isinstance(value, dict) else value
+
+    def read(table: str, columns: list[str], keys: tuple[str, ...]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        stored = catalog.load_table(table).scan().to_arrow().to_pylist()
+        open_rows = sorted(tuple(r[c] for c in columns) for r in stored if r["__END_AT"] is None)
+        versions = sorted((*(r[k] for k in keys), sequence(r["__START_AT"]), sequence(r["__END_AT"])) for r in stored)
+        return open_rows, versions
+    return _history_problems(source, prefix, read)
+
+
+def _history_problems(source: psycopg.Connection, prefix: str, read: Any) -> list[str]:
     """SCD2: the open versions equal the source, one per live key, and each key's versions chain
     without overlap (``__START_AT`` < ``__END_AT`` <= the next ``__START_AT``)."""
     problems = []
     for kind, table in zip(TABLE_KINDS, tables(prefix), strict=True):
         keys = KEYS[kind]
         columns = [d.name for d in source.execute(f"SELECT * FROM {table} LIMIT 0").description or ()]
-        listed = ", ".join(columns)
-        open_rows = history.execute(
-            f'SELECT {listed} FROM {table} WHERE "__END_AT" IS NULL ORDER BY {", ".join(keys)}').fetchall()
+        open_rows, versions = read(table, columns, keys)
         if open_rows != source_rows(source, table, kind):
             problems.append(f"{table}: open versions differ from the source")
-        versions = history.execute(
-            f'SELECT {", ".join(keys)}, "__START_AT", "__END_AT" FROM {table} ORDER BY {", ".join(keys)}, "__START_AT"').fetchall()
         width = len(keys)
         for older, newer in zip(versions, versions[1:], strict=False):
             if older[:width] != newer[:width]:

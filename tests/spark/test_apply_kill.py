@@ -18,6 +18,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from sparkcdc.apply.targets.iceberg import IcebergTarget
+
 from ..support.processes import GroupProcess
 from ..support.waiting import wait_until
 from . import apply_workload as workload
@@ -50,7 +52,8 @@ def test_sigkill_while_applying(pg_cluster, db, tmp_path, unique_name):
     for suffix in ("mirror", "history"):
         db.execute(f'CREATE DATABASE "{prefix}_{suffix}"')
     base = f"postgresql://{pg_cluster.user}@{pg_cluster.host}:{pg_cluster.port}"
-    targets = [(f"{base}/{prefix}_mirror", 1), (f"{base}/{prefix}_history", 2), (str(tmp_path / "delta"), 1)]
+    targets = [(f"{base}/{prefix}_mirror", 1), (f"{base}/{prefix}_history", 2), (str(tmp_path / "delta"), 1),
+               (f"iceberg+file://{tmp_path / 'iceberg'}", 2)]
     props = properties(pg_cluster, f"{prefix}_slot", workload.tables(prefix), **{
         "skipped.operations": "none",
         "sparkcdc.max.batch.wal.bytes": "8388608",  # several batches: kills land between and inside them
@@ -94,3 +97,8 @@ def test_sigkill_while_applying(pg_cluster, db, tmp_path, unique_name):
         assert workload.mirror_mismatches(db, mirror, prefix) == []
         assert workload.history_problems(db, history, prefix) == []
     assert workload.delta_mismatches(db, tmp_path / "delta", prefix) == []
+    iceberg = IcebergTarget(f"iceberg+file://{tmp_path / 'iceberg'}")
+    try:
+        assert workload.iceberg_history_problems(db, iceberg.catalog(), prefix) == []
+    finally:
+        iceberg.close()

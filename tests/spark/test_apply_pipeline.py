@@ -1,5 +1,6 @@
 """Acceptance of ``apply_changes`` end to end: a real SparkSession, the session PostgreSQL cluster,
-mirrors in PostgreSQL (SCD1) and Delta Lake (SCD1) and a history in PostgreSQL (SCD2).
+mirrors in PostgreSQL (SCD1), Delta Lake (SCD1) and Iceberg (SCD1, a local SQLite catalog) and a
+history in PostgreSQL (SCD2).
 
 The workload (tests/spark/apply_workload.py) makes 100,000 random changes over three tables after
 their initial snapshot: inserts, updates (keys changed too), deletes, updates leaving a TOASTed
@@ -13,6 +14,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from sparkcdc.apply.targets.iceberg import IcebergTarget
 from sparkcdc.spark.runner import run_pipeline
 
 from . import apply_workload as workload
@@ -26,9 +28,9 @@ def _database(db: psycopg.Connection, name: str) -> str:
     return name
 
 
-def _targets(cluster, mirror: str, history: str, delta: Path) -> list[tuple[str, int]]:
+def _targets(cluster, mirror: str, history: str, delta: Path, iceberg: Path) -> list[tuple[str, int]]:
     base = f"postgresql://{cluster.user}@{cluster.host}:{cluster.port}"
-    return [(f"{base}/{mirror}", 1), (f"{base}/{history}", 2), (str(delta), 1)]
+    return [(f"{base}/{mirror}", 1), (f"{base}/{history}", 2), (str(delta), 1), (f"iceberg+file://{iceberg}", 1)]
 
 
 def test_random_workload_mirrors_equal_the_source(pg_cluster, db, tmp_path, unique_name):
@@ -36,7 +38,7 @@ def test_random_workload_mirrors_equal_the_source(pg_cluster, db, tmp_path, uniq
     workload.create(db, prefix)
     mirror, history = _database(db, f"{prefix}_mirror"), _database(db, f"{prefix}_history")
     props = properties(pg_cluster, f"{prefix}_slot", workload.tables(prefix), **{"skipped.operations": "none"})
-    targets = _targets(pg_cluster, mirror, history, tmp_path / "delta")
+    targets = _targets(pg_cluster, mirror, history, tmp_path / "delta", tmp_path / "iceberg")
     checkpoint = tmp_path / "checkpoint"
 
     first = run_pipeline(props, output=None, checkpoint=checkpoint, once=True, master="local[2]", apply_to=targets)
@@ -51,3 +53,6 @@ def test_random_workload_mirrors_equal_the_source(pg_cluster, db, tmp_path, uniq
         assert workload.mirror_mismatches(db, m, prefix) == []
         assert workload.history_problems(db, h, prefix) == []
     assert workload.delta_mismatches(db, tmp_path / "delta", prefix) == []
+    target = IcebergTarget(f"iceberg+file://{tmp_path / 'iceberg'}")
+    assert workload.iceberg_mismatches(db, target.catalog(), prefix) == []
+    target.close()

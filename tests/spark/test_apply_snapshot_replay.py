@@ -56,7 +56,8 @@ def test_a_snapshot_batch_run_again_after_the_targets_applied_it_replaces_their_
     props = properties(pg_cluster, f"{prefix}_slot", workload.tables(prefix), **{"skipped.operations": "none"})
     appliers = [
         ChangeApplier(target, props, pipeline_id=pipeline_id, all_tables=True, defaults={"stored_as_scd_type": scd})
-        for target, scd in ((f"{base}/{prefix}_mirror", 1), (f"{base}/{prefix}_history", 2), (str(delta), 1))
+        for target, scd in ((f"{base}/{prefix}_mirror", 1), (f"{base}/{prefix}_history", 2), (str(delta), 1),
+                            (f"iceberg+file://{tmp_path / 'iceberg'}", 2))
     ]
 
     def crash_after_batch_0(batch: Any, batch_id: int) -> None:
@@ -92,5 +93,6 @@ def test_a_snapshot_batch_run_again_after_the_targets_applied_it_replaces_their_
         assert workload.mirror_mismatches(db, m, prefix) == []
         assert workload.history_problems(db, h, prefix) == []
     assert workload.delta_mismatches(db, delta, prefix) == []
+    assert workload.iceberg_history_problems(db, appliers[3].target.catalog(), prefix) == []
     for applier in appliers:
         applier.close()

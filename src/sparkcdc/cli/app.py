@@ -206,7 +206,7 @@ def run(
                                                      help="Write a JSON summary of the run (batches, records, timings) here.")] = None,
     apply_to: Annotated[list[str] | None, typer.Option(
         "--apply-to", metavar="TARGET",
-        help="Keep a mirror of every captured table: postgresql://… or a Delta Lake directory. May be given more than once.")] = None,
+        help="Keep a mirror of every captured table: postgresql://…, a Delta Lake directory, iceberg:<catalog> or iceberg+file:<warehouse>. May be given more than once.")] = None,
     scd_type: Annotated[int, typer.Option("--scd-type", metavar="1|2",
                                           help="With --apply-to: 1 mirrors the tables, 2 keeps their history (__START_AT/__END_AT).")] = 1,
 ) -> None:

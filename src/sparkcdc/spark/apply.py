@@ -221,7 +221,9 @@ def _condition(expression: str | None) -> Any:
 
 
 def _keys(events: pa.Table, keys: Sequence[str]) -> list[tuple[Any, ...]]:
-    return list(dict.fromkeys(zip(*(events.column(k).to_pylist() for k in keys), strict=True)))
+    """The batch's distinct keys; a truncate's (all null: it has no row) is none of them."""
+    found = dict.fromkeys(zip(*(events.column(k).to_pylist() for k in keys), strict=True))
+    return [key for key in found if not all(part is None for part in key)]
 
 
 def apply_changes(

@@ -41,9 +41,10 @@ How a batch is written (pyiceberg 0.12 writes copy-on-write only):
 
 Costs: every data file holding one of a batch's keys is read and rewritten (copy-on-write), so a
 batch costs about the size of the files its keys touch, not of its rows; key filters are Iceberg
-expressions (``In`` on one key column; for several, a tree of ``EqualTo``/``In`` grouped by
-column, kept balanced so that tens of thousands of keys do not exhaust Python's recursion), which
-prune files with the manifests' column bounds, so keys that arrive in key order touch few files. A
+``In`` on the first key column, which prune files with the manifests' column bounds (keys that
+arrive in key order touch few files); with a composite key (or SCD2's key plus ``__START_AT``) the
+rows the coarse filter catches but the batch does not mean are appended again in the same
+transaction, because an exact ``Or`` per key overflows pyarrow's recursion with thousands of keys. A
 batch also makes two to four snapshots (delete, rewrite, append) in its one commit: expire old
 snapshots with the usual Iceberg maintenance. Truncates and images rewrite the whole table.
 """
@@ -53,7 +54,7 @@ from __future__ import annotations
 import hashlib
 import os
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -290,7 +291,7 @@ class IcebergTarget:
                 return {}
             cutoff = datetime.now(UTC) - spec.spec.tombstone_retention
             rows = handle.scan(
-                row_filter=And(_match(table.keys, wanted), GreaterThan(DELETED_AT, cutoff)),
+                row_filter=And(_coarse(table.keys, wanted), GreaterThan(DELETED_AT, cutoff)),
                 selected_fields=(*table.keys, SEQUENCE), snapshot_id=snapshot_id,
             ).to_arrow().to_pylist()
             found: dict[Key, tuple[Any, ...]] = {}
@@ -336,7 +337,7 @@ class IcebergTarget:
             if handle is None or handle.current_snapshot() is None:
                 return {}
             rows = handle.scan(
-                row_filter=And(_match(table.keys, wanted), IsNull(END_AT)), selected_fields=(*table.columns, START_AT),
+                row_filter=And(_coarse(table.keys, wanted), IsNull(END_AT)), selected_fields=(*table.columns, START_AT),
             ).to_arrow().to_pylist()
             found: dict[Key, tuple[list[Any], tuple[Any, ...]]] = {}
             for row in rows:
@@ -415,7 +416,7 @@ class IcebergTarget:
             else:
                 transaction.delete(AlwaysTrue(), snapshot_properties=tags)
             return
-        transaction.delete(_match(table.keys, segment.final), snapshot_properties=tags)
+        _delete_exactly(transaction, main, table.keys, segment.final, tags)
         if data.num_rows:
             transaction.append(data, snapshot_properties=tags)
 
@@ -455,7 +456,7 @@ class IcebergTarget:
             rows.append(row)
         data = _arrow_rows(schema, rows)
         if close_at is None:
-            transaction.delete(_match(refs, versions), snapshot_properties=tags)
+            _delete_exactly(transaction, main, refs, versions, tags)
             if data.num_rows:
                 transaction.append(data, snapshot_properties=tags)
             return
@@ -484,8 +485,10 @@ class IcebergTarget:
             handle = self._ensure(f"{table.name} tombstones", table.tombstone_identifier, _tombstone_schema(table), table.keys, "")
         recorded: dict[Key, tuple[Any, ...]] = {}
         if handle.current_snapshot() is not None:
-            for row in handle.scan(row_filter=_match(table.keys, tombstones), selected_fields=(*table.keys, SEQUENCE)).to_arrow().to_pylist():
-                recorded[tuple(row[k] for k in table.keys)] = table.sequence_tuple(row[SEQUENCE])
+            for row in handle.scan(row_filter=_coarse(table.keys, tombstones), selected_fields=(*table.keys, SEQUENCE)).to_arrow().to_pylist():
+                key = tuple(row[k] for k in table.keys)
+                if key in tombstones:
+                    recorded[key] = table.sequence_tuple(row[SEQUENCE])
         newer = {key: seq for key, seq in tombstones.items() if key not in recorded or tuple(seq) > recorded[key]}
         now = datetime.now(UTC)
         cutoff = now - table.spec.spec.tombstone_retention
@@ -503,7 +506,9 @@ class IcebergTarget:
             if expired:
                 transaction.delete(LessThan(DELETED_AT, cutoff), snapshot_properties=tags)
             if newer:
-                transaction.delete(_match(table.keys, newer), snapshot_properties=tags)
+                # Re-appended survivors of the coarse delete must not bring back the expired ones.
+                _delete_exactly(transaction, handle, table.keys, newer, tags,
+                                keep=lambda rows: pc.greater_equal(rows[DELETED_AT], pa.scalar(cutoff, DELETED_AT_TYPE)))
                 transaction.append(_arrow_rows(schema, rows), snapshot_properties=tags)
             transaction.commit_transaction()
 
@@ -530,39 +535,64 @@ def _applied(handle: Any, pipeline_id: str) -> int | None:
     return None if value is None else int(value)
 
 
-def _any(expressions: list[Any]) -> Any:
-    """``Or`` of ``expressions`` as a balanced tree (pyiceberg's ``Or(a, b, c, …)`` nests to the left,
-    and its visitors recurse: thousands of terms would exceed Python's recursion limit)."""
-    from pyiceberg.expressions import Or
+def _coarse(names: Sequence[str], rows: Iterable[tuple[Any, ...]]) -> Any:
+    """An Iceberg filter true for every row whose ``names`` equal one of ``rows`` (exactly those when
+    there is one name): ``In`` on the first column only. An exact filter over several columns would
+    be an ``Or`` per row, and pyarrow's expression canonicalisation flattens such a tree into a chain
+    it then walks recursively: thousands of keys overflowed the stack of the thread Spark runs
+    ``foreachBatch`` in. Readers filter the rows again in memory; deletes go through
+    :func:`_delete_exactly`."""
+    from pyiceberg.expressions import AlwaysFalse, EqualTo, In
 
-    if len(expressions) == 1:
-        return expressions[0]
-    middle = len(expressions) // 2
-    return Or(_any(expressions[:middle]), _any(expressions[middle:]))
-
-
-def _match(names: Sequence[str], rows: Iterable[tuple[Any, ...]]) -> Any:
-    """An Iceberg expression true exactly for the rows whose ``names`` equal one of ``rows``: ``In`` on
-    the last column, grouped by the values of the columns before it."""
-    from pyiceberg.expressions import AlwaysFalse, And, EqualTo, In
-
-    rows = list(rows)
-    if not rows:
+    values = {row[0] for row in rows}
+    if not values:
         return AlwaysFalse()
+    return In(names[0], values) if len(values) > 1 else EqualTo(names[0], next(iter(values)))
+
+
+def _delete_exactly(
+    transaction: Any, handle: Any, names: Sequence[str], rows: Iterable[tuple[Any, ...]], tags: dict[str, str],
+    keep: Callable[[pa.Table], Any] | None = None,
+) -> None:
+    """Delete, in ``transaction``, exactly the rows whose ``names`` equal one of ``rows``. With several
+    names: the :func:`_coarse` delete, then the rows it caught but should not have (and that ``keep``
+    keeps) appended again, in the same transaction. ``handle``: the table as the transaction began."""
+    wanted = set(rows)
+    if not wanted:
+        return
+    coarse = _coarse(names, wanted)
     if len(names) == 1:
-        values = {row[0] for row in rows}
-        return In(names[0], values) if len(values) > 1 else EqualTo(names[0], next(iter(values)))
-    groups: dict[Any, list[tuple[Any, ...]]] = {}
-    for row in rows:
-        groups.setdefault(row[0], []).append(row[1:])
-    return _any([And(EqualTo(names[0], value), _match(names[1:], rest)) for value, rest in groups.items()])
+        transaction.delete(coarse, snapshot_properties=tags)
+        return
+    if handle.current_snapshot() is None:
+        return
+    caught = handle.scan(row_filter=coarse).to_arrow()
+    if caught.num_rows == 0:
+        return
+    columns = [_values(caught, name) for name in names]
+    meant = pa.array([tuple(column[i] for column in columns) in wanted for i in range(caught.num_rows)], type=pa.bool_())
+    survivors = caught.filter(pc.invert(meant))
+    if keep is not None and survivors.num_rows:
+        survivors = survivors.filter(keep(survivors))
+    transaction.delete(coarse, snapshot_properties=tags)
+    if survivors.num_rows:
+        schema = handle.schema().as_arrow()
+        transaction.append(survivors.select(schema.names).cast(schema), snapshot_properties=tags)
+
+
+def _values(rows: pa.Table, name: str) -> list[Any]:
+    """A column's values, ``struct.field`` naming a struct's field (as :meth:`_Table.start_refs` does)."""
+    if name in rows.column_names:
+        return rows[name].to_pylist()
+    parent, _, child = name.partition(".")
+    return pc.struct_field(rows[parent], child).to_pylist()
 
 
 def _stored_rows(handle: Any, keys: list[str], wanted: list[Key], *, whole: bool) -> dict[Key, dict[str, Any]]:
     """The stored rows of ``wanted`` by key (``whole``: read the whole table rather than filter)."""
     if handle.current_snapshot() is None:
         return {}
-    scan = handle.scan() if whole else handle.scan(row_filter=_match(keys, wanted))
+    scan = handle.scan() if whole else handle.scan(row_filter=_coarse(keys, wanted))
     wanted_set = set(wanted)
     found = {}
     for row in scan.to_arrow().to_pylist():
@@ -575,7 +605,7 @@ def _stored_rows(handle: Any, keys: list[str], wanted: list[Key], *, whole: bool
 def _stored_versions(handle: Any, table: _Table, wanted: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], dict[str, Any]]:
     if handle.current_snapshot() is None:
         return {}
-    rows = handle.scan(row_filter=_match([*table.keys, *table.start_refs()], wanted)).to_arrow()
+    rows = handle.scan(row_filter=_coarse([*table.keys, *table.start_refs()], wanted)).to_arrow()
     return _versions_of(rows, table)
 
 
