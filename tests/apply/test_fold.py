@@ -92,6 +92,33 @@ def test_an_image_carries_every_open_version_and_its_sequence():
         fold_changes(spec, image.table(), replace_at=(3000, 3000, 0))
 
 
+def test_scd1_a_key_change_takes_the_old_rows_unchanged_toast_column():
+    # From the target's stored row of the old key.
+    events = Events().key_change(1, 101, "a", 1)
+    (segment,) = fold_changes(resolve(), events.table(), stored={(1,): [1, "a", "BIG", 0]}).segments
+    assert segment.final[(1,)][0] is True
+    assert segment.final[(101,)] == (False, [101, "a", "BIG", 1], ())
+    # From this batch when the old key was written in it; a chain of key changes follows it along.
+    events = Events().upsert(2, "b", "fresh", 1).key_change(2, 102, "b", 2).key_change(102, 202, "b", 3)
+    (segment,) = fold_changes(resolve(), events.table(), stored={(2,): [2, "b", "stale", 0]}).segments
+    assert segment.final[(202,)] == (False, [202, "b", "fresh", 3], ())
+    # The old key updated in this batch without its body: the stored body still counts.
+    events = Events().upsert(3, "c", None, 1, unchanged=["body"]).key_change(3, 103, "c", 2)
+    (segment,) = fold_changes(resolve(), events.table(), stored={(3,): [3, "c", "kept", 0]}).segments
+    assert segment.final[(103,)] == (False, [103, "c", "kept", 2], ())
+    # No stored row (nothing to take): null, as for an insert.
+    (segment,) = fold_changes(resolve(), Events().key_change(4, 104, "d", 1).table()).segments
+    assert segment.final[(104,)] == (False, [104, "d", None, 1], ())
+
+
+def test_scd2_a_key_change_takes_the_old_versions_unchanged_toast_column():
+    spec = resolve(stored_as_scd_type=2)
+    stored = {(1,): ([1, "a", "BIG", 0], (500, 500, 0))}
+    changes = fold_changes(spec, Events(start=2).key_change(1, 101, "a", 1).table(), open_versions=stored)
+    versions = sorted(changes.segments[0].versions, key=lambda v: v[0][0])
+    assert versions == [([1, "a", "BIG", 0], (500, 500, 0), (2001, 2001, 0)), ([101, "a", "BIG", 1], (2002, 2002, 0), None)]
+
+
 def test_null_sequence_is_refused():
     table = Events().upsert(1, "a", "x", 1).table()
     table = table.set_column(table.schema.get_field_index("__lsn"), "__lsn", pa.array([None], pa.int64()))

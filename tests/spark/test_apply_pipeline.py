@@ -45,6 +45,7 @@ def test_random_workload_mirrors_equal_the_source(pg_cluster, db, tmp_path, uniq
     assert first.records >= 6000  # the snapshot: 2,000 rows per table
     counts = workload.run_workload(db, prefix, 100_000)
     assert counts["items truncate"] == 1 and counts["accounts update (notes unchanged)"] > 10_000
+    assert counts["accounts key change (notes unchanged)"] > 1_000
     second = run_pipeline(props, output=None, checkpoint=checkpoint, once=True, master="local[2]", apply_to=targets)
     assert second.records >= 100_000
 

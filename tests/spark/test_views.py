@@ -25,6 +25,7 @@ from sparkcdc.spark.arrow import DDL_SCHEMA
 from sparkcdc.spark.options import options_for
 from sparkcdc.spark.views import (
     METADATA_COLUMNS,
+    OLD_KEY,
     TableNotCapturedError,
     TableView,
     UnknownTableError,
@@ -214,7 +215,7 @@ def test_many_types_snapshot_and_stream(spark, db, pg_cluster, unique_name: str,
     assert all(isinstance(r["__tx_id"], int) and r["__source_ts"] is not None for r in snapshot)
     _assert_matches_postgres(snapshot[0], _stored(db, table, 1))
     _assert_matches_postgres(snapshot[1], _stored(db, table, 2))
-    assert list(snapshot[0]) == list(_EXPECTED_TYPES) + [name for name, _ in METADATA_COLUMNS]
+    assert list(snapshot[0]) == list(_EXPECTED_TYPES) + [name for name, _ in METADATA_COLUMNS] + [OLD_KEY]
 
     # Streaming: inserts, an update leaving TOASTed columns unchanged, a full update, a delete, a truncate.
     rng = random.Random(5)
@@ -226,20 +227,28 @@ def test_many_types_snapshot_and_stream(spark, db, pg_cluster, unique_name: str,
     inserted = {3: _stored(db, table, 3), 4: _stored(db, table, 4)}
     db.execute(f"UPDATE {table} SET c_int = 42, c_texts = ARRAY['x'] WHERE id = 3")  # c_doc, c_bigints stay in TOAST
     after_toast_update = _stored(db, table, 3)
-    db.execute(f"UPDATE {table} SET c_doc = 'now short', c_bigints = '{{1,2}}', c_bool = false WHERE id = 3")
-    after_full_update = _stored(db, table, 3)
+    db.execute(f"UPDATE {table} SET id = 5 WHERE id = 3")  # a key change: c_doc, c_bigints still not sent
+    after_key_change = _stored(db, table, 5)
+    db.execute(f"UPDATE {table} SET c_doc = 'now short', c_bigints = '{{1,2}}', c_bool = false WHERE id = 5")
+    after_full_update = _stored(db, table, 5)
     db.execute(f"DELETE FROM {table} WHERE id = 4")  # REPLICA IDENTITY DEFAULT: only the key in 'before'
     db.execute(f"TRUNCATE {table}")
 
     streamed = _batch_view_rows(spark, props, checkpoint, view)
-    assert [(r["__op"], r["id"]) for r in streamed] == [("c", 3), ("c", 4), ("u", 3), ("u", 3), ("d", 4), ("t", None)]
-    create_3, create_4, toast_update, full_update, delete, truncate = streamed
+    assert [(r["__op"], r["id"]) for r in streamed] == [
+        ("c", 3), ("c", 4), ("u", 3), ("d", 3), ("c", 5), ("u", 5), ("d", 4), ("t", None)]
+    create_3, create_4, toast_update, key_delete, key_create, full_update, delete, truncate = streamed
     _assert_matches_postgres(create_3, inserted[3])
     _assert_matches_postgres(create_4, inserted[4])
     assert create_3["c_doc"] == big_text and create_3["c_bigints"] == big_ints
 
     assert sorted(toast_update["__unchanged"]) == ["c_bigints", "c_doc"]
     _assert_matches_postgres(toast_update, after_toast_update, unchanged=("c_doc", "c_bigints"))
+    # The key change: Debezium's delete + create; the create names its old key and lacks the TOASTed columns.
+    assert key_create[OLD_KEY].asDict() == {"id": 3} and sorted(key_create["__unchanged"]) == ["c_bigints", "c_doc"]
+    _assert_matches_postgres(key_create, after_key_change, unchanged=("c_doc", "c_bigints"))
+    assert all(r[OLD_KEY] is None for r in streamed if r is not key_create)
+    assert key_delete["__unchanged"] == []
     assert full_update["__unchanged"] == []
     _assert_matches_postgres(full_update, after_full_update)
 
@@ -249,7 +258,7 @@ def test_many_types_snapshot_and_stream(spark, db, pg_cluster, unique_name: str,
 
     for row in streamed:
         assert row["__snapshot"] is None and isinstance(row["__tx_id"], int) and row["__source_ts"] is not None
-    assert len({r["__tx_id"] for r in streamed}) == 6  # autocommit: one transaction per statement
+    assert len({r["__tx_id"] for r in streamed}) == 7  # autocommit: one transaction per statement
     drop_slot(db, unique_name, wait=30)
 
 

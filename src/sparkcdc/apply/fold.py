@@ -11,6 +11,11 @@ placeholder, or nulls under ``ignore_null_updates``) take the value of an earlie
 same batch; when there is none they stay listed in ``__unchanged`` and the target keeps its stored
 value (``WHEN MATCHED … CASE WHEN column in __unchanged``), so no lookup of the target is needed.
 
+A primary-key change arrives as a delete of the old key and a create of the new one
+(``__old_key``), the create without the columns PostgreSQL did not send (unchanged TOAST): those are
+the old row's, from this batch when the old key was written in it, else from the target (``stored``,
+SCD1; the old key's open version, SCD2).
+
 SCD2: every change of a tracked column closes the key's open version (``__END_AT`` = the change's
 sequence) and opens a new one (``__START_AT``); a change of untracked columns only rewrites the open
 version. The open versions of the batch's keys are read from the target first; every version the
@@ -42,6 +47,7 @@ from .spec import ResolvedSpec
 __all__ = [
     "DELETE_FLAG",
     "END_AT",
+    "OLD_KEY",
     "START_AT",
     "TRUNCATE_FLAG",
     "UNCHANGED",
@@ -53,6 +59,9 @@ __all__ = [
 DELETE_FLAG = "__is_delete"
 TRUNCATE_FLAG = "__is_truncate"
 UNCHANGED = "__unchanged"
+#: Optional: the old key of the create that ends a primary-key change (a struct of the key columns;
+#: the typed view's ``__old_key``). Columns such a create could not carry are the old row's.
+OLD_KEY = "__old_key"
 START_AT = "__START_AT"
 END_AT = "__END_AT"
 
@@ -105,12 +114,15 @@ def fold_changes(
     open_versions: Mapping[Key, tuple[Sequence[Any], Sequence_]] | None = None,
     image: bool = False,
     replace_at: Sequence_ | None = None,
+    stored: Mapping[Key, Sequence[Any]] | None = None,
 ) -> TableChanges:
     """Fold ``events`` (the typed view's rows with ``__is_delete``, ``__is_truncate`` and
     ``__unchanged``; any order) into a :class:`TableChanges`.
 
     ``tombstones``: the target's recorded deletes of the batch's keys. ``open_versions`` (SCD2):
     the target's open version of each of the batch's keys, as (values of ``spec.columns``, start).
+    ``stored`` (SCD1): the target's rows (values of ``spec.columns``) of the old keys of the batch's
+    primary-key changes (``__old_key``); SCD2 finds them among ``open_versions``.
     ``image``: the events are the table's whole image (see the module doc), taken at ``replace_at``
     (default: the first event's sequence; given, it implies ``image`` and must not be after any event).
     """
@@ -127,7 +139,7 @@ def fold_changes(
     known_deletes = dict(tombstones or {})
     changes = TableChanges(spec, [Segment(replace_at=replace_at)], {})
     if spec.scd_type == 1:
-        _fold_scd1(spec, _rows(spec, ordered), known_deletes, changes)
+        _fold_scd1(spec, _rows(spec, ordered), known_deletes, changes, stored or {})
     else:
         _fold_scd2(spec, _rows(spec, ordered), known_deletes, dict(open_versions or {}), changes)
     return changes
@@ -147,8 +159,11 @@ def _first_sequence(events: pa.Table, sequence: tuple[str, ...]) -> Sequence_:
     return tuple(events.column(name)[0].as_py() for name in sequence)
 
 
-def _rows(spec: ResolvedSpec, events: pa.Table) -> Iterator[tuple[Key, Sequence_, bool, bool, list[Any], frozenset[str]]]:
-    """(key, sequence, delete?, truncate?, values, columns the event does not carry) per event."""
+_Row = tuple[Key, Sequence_, bool, bool, list[Any], frozenset[str], Key | None]
+
+
+def _rows(spec: ResolvedSpec, events: pa.Table) -> Iterator[_Row]:
+    """(key, sequence, delete?, truncate?, values, columns the event does not carry, old key) per event."""
     names = events.column_names
     for required in (*spec.columns, DELETE_FLAG, TRUNCATE_FLAG, UNCHANGED):
         if required not in names:
@@ -158,6 +173,7 @@ def _rows(spec: ResolvedSpec, events: pa.Table) -> Iterator[tuple[Key, Sequence_
     deletes = events.column(DELETE_FLAG).to_pylist()
     truncates = events.column(TRUNCATE_FLAG).to_pylist()
     unchanged = events.column(UNCHANGED).to_pylist()
+    old_keys = events.column(OLD_KEY).to_pylist() if OLD_KEY in names else [None] * events.num_rows
     key_index = [spec.columns.index(k) for k in spec.keys]
     ignore_nulls = spec.spec.ignore_null_updates
     non_key = [i for i, name in enumerate(spec.columns) if name not in set(spec.keys)]
@@ -167,21 +183,28 @@ def _rows(spec: ResolvedSpec, events: pa.Table) -> Iterator[tuple[Key, Sequence_
         missing = frozenset(c for c in (unchanged[i] or ()) if c in selected)
         if ignore_nulls and not deletes[i]:
             missing = missing | {spec.columns[j] for j in non_key if row[j] is None}
-        yield tuple(row[j] for j in key_index), sequences[i], bool(deletes[i]), bool(truncates[i]), row, missing
+        old = old_keys[i]
+        # The old key counts only when it is a key of the spec (``keys`` may name other columns).
+        old_key = tuple(old[k] for k in spec.keys) if old and all(k in old for k in spec.keys) else None
+        yield tuple(row[j] for j in key_index), sequences[i], bool(deletes[i]), bool(truncates[i]), row, missing, old_key
 
 
 def _fold_scd1(
-    spec: ResolvedSpec, rows: Iterator[tuple[Key, Sequence_, bool, bool, list[Any], frozenset[str]]],
-    known_deletes: dict[Key, Sequence_], changes: TableChanges,
+    spec: ResolvedSpec, rows: Iterator[_Row], known_deletes: dict[Key, Sequence_], changes: TableChanges,
+    stored: Mapping[Key, Sequence[Any]],
 ) -> None:
     index = {name: i for i, name in enumerate(spec.columns)}
     segment = changes.segments[-1]
-    for key, sequence, is_delete, is_truncate, values, missing in rows:
+    # Per key, its values after its last non-delete event of the segment (a delete keeps them: the
+    # create that ends a primary-key change takes the old row's values from here).
+    images: dict[Key, tuple[list[Any], tuple[str, ...]]] = {}
+    for key, sequence, is_delete, is_truncate, values, missing, old_key in rows:
         changes.events += 1
         if is_truncate:
             # What came before the truncate is gone from the table: only its tombstones still count.
             segment = Segment(truncate_at=sequence)
             changes.segments[:] = [segment]
+            images = {}
             continue
         if _is_late(key, sequence, known_deletes):
             changes.dropped_late += 1
@@ -195,6 +218,18 @@ def _fold_scd1(
             for name in missing:
                 values[index[name]] = earlier[1][index[name]]
             kept = tuple(sorted(missing & set(earlier[2])))
+        elif old_key is not None and missing:
+            # A primary-key change: what the create could not carry is the old row's, as this batch
+            # left it or else as the target stores it (none after a truncate of this batch).
+            source = images.get(old_key)
+            old_row = None if segment.truncate_at is not None else stored.get(old_key)
+            for name in missing:
+                from_batch = source is not None and name not in source[1]
+                if from_batch:
+                    values[index[name]] = source[0][index[name]]  # type: ignore[index]
+                else:
+                    values[index[name]] = None if old_row is None else old_row[index[name]]
+            kept = ()
         else:
             # No earlier value in this batch: after a delete or a truncate there is no stored row
             # either (null); otherwise the target keeps what it has.
@@ -202,10 +237,11 @@ def _fold_scd1(
                 values[index[name]] = None
             kept = () if earlier is not None or segment.truncate_at is not None else tuple(sorted(missing))
         segment.final[key] = (False, values, kept)
+        images[key] = (values, kept)
 
 
 def _fold_scd2(
-    spec: ResolvedSpec, rows: Iterator[tuple[Key, Sequence_, bool, bool, list[Any], frozenset[str]]],
+    spec: ResolvedSpec, rows: Iterator[_Row],
     known_deletes: dict[Key, Sequence_], open_versions: dict[Key, tuple[Sequence[Any], Sequence_]],
     changes: TableChanges,
 ) -> None:
@@ -222,9 +258,12 @@ def _fold_scd2(
             if version is not None and version.end is None and (version.dirty or whole):
                 segment.versions.append((version.values, version.start, end))
 
-    for key, sequence, is_delete, is_truncate, values, missing in rows:
+    # Per key, the values of its last version seen (a delete keeps them, for a key change's create).
+    last_values: dict[Key, list[Any]] = {}
+    for key, sequence, is_delete, is_truncate, values, missing, old_key in rows:
         changes.events += 1
         if is_truncate:
+            last_values = {}
             close_segment(sequence)
             current = {}
             open_versions = {}  # the truncate closes every open version the target has
@@ -241,13 +280,20 @@ def _fold_scd2(
             version = None if stored is None else _Version(list(stored[0]), tuple(stored[1]))
         if is_delete:
             if version is not None:
+                last_values[key] = version.values
                 version.end = sequence
                 segment.versions.append((version.values, version.start, sequence))
             current[key] = None
             known_deletes[key] = changes.tombstones[key] = sequence
             continue
+        source = version.values if version is not None else None
+        if source is None and old_key is not None and missing:
+            # A primary-key change: the old key's last version, in this batch or open in the target.
+            stored = open_versions.get(old_key)
+            source = last_values.get(old_key) or (list(stored[0]) if stored is not None else None)
         for name in missing:
-            values[index[name]] = None if version is None else version.values[index[name]]
+            values[index[name]] = None if source is None else source[index[name]]
+        last_values[key] = values
         if version is None:
             current[key] = _Version(values, sequence, dirty=True)
         elif any(values[i] != version.values[i] for i in tracked):

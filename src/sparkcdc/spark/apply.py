@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter
 
 from ..apply.errors import ApplySpecError
-from ..apply.fold import DELETE_FLAG, TRUNCATE_FLAG, UNCHANGED, fold_changes
+from ..apply.fold import DELETE_FLAG, OLD_KEY, TRUNCATE_FLAG, UNCHANGED, fold_changes
 from ..apply.spec import DEFAULT_SEQUENCE, ApplySpec, ResolvedSpec
 from ..apply.targets.base import ApplyTarget, TargetColumn, already_applied, target_for
 from .views import CHANGE_OPS, describe_table, table_changes
@@ -160,7 +160,7 @@ class ChangeApplier:
         changes = changes.withColumn(DELETE_FLAG, _condition(spec.apply_as_deletes)).withColumn(
             TRUNCATE_FLAG, _condition(spec.apply_as_truncates)
         )
-        wanted = list(dict.fromkeys([*resolved.columns, *resolved.sequence, DELETE_FLAG, TRUNCATE_FLAG, UNCHANGED]))
+        wanted = list(dict.fromkeys([*resolved.columns, *resolved.sequence, DELETE_FLAG, TRUNCATE_FLAG, UNCHANGED, OLD_KEY]))
         with self.stats.timed("read"):
             events = changes.select(*wanted).toArrow()
         replace_at = None
@@ -176,10 +176,14 @@ class ChangeApplier:
             self._prepare(resolved, view, events)
             keys = _keys(events, resolved.keys)
             tombstones = self.target.tombstones(resolved, keys)
-            open_versions = self.target.open_versions(resolved, keys) if resolved.scd_type == 2 else None
+            # The old rows of primary-key changes whose create could not carry every column.
+            old_keys = _old_keys(events, resolved.keys)
+            stored = self.target.stored_rows(resolved, old_keys) if old_keys and resolved.scd_type == 1 else None
+            open_versions = (self.target.open_versions(resolved, list(dict.fromkeys([*keys, *old_keys])))
+                             if resolved.scd_type == 2 else None)
         with self.stats.timed("fold"):
             folded = fold_changes(resolved, events, tombstones=tombstones, open_versions=open_versions, image=image,
-                                  replace_at=replace_at)
+                                  replace_at=replace_at, stored=stored)
         with self.stats.timed("write"):
             written = self.target.apply(folded, pipeline_id=self.pipeline_id, batch_id=batch_id)
         if written:
@@ -224,6 +228,17 @@ def _keys(events: pa.Table, keys: Sequence[str]) -> list[tuple[Any, ...]]:
     """The batch's distinct keys; a truncate's (all null: it has no row) is none of them."""
     found = dict.fromkeys(zip(*(events.column(k).to_pylist() for k in keys), strict=True))
     return [key for key in found if not all(part is None for part in key)]
+
+
+def _old_keys(events: pa.Table, keys: Sequence[str]) -> list[tuple[Any, ...]]:
+    """The old keys of the batch's key-change creates that lack a column (unchanged TOAST)."""
+    if OLD_KEY not in events.column_names or events.column(OLD_KEY).null_count == events.num_rows:
+        return []
+    found: dict[tuple[Any, ...], None] = {}
+    for old, unchanged in zip(events.column(OLD_KEY).to_pylist(), events.column(UNCHANGED).to_pylist(), strict=True):
+        if old and unchanged and all(k in old for k in keys):
+            found[tuple(old[k] for k in keys)] = None
+    return list(found)
 
 
 def apply_changes(

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CHANGE_OPS",
     "METADATA_COLUMNS",
+    "OLD_KEY",
     "TableNotCapturedError",
     "TableView",
     "TableViewError",
@@ -96,8 +97,15 @@ METADATA_COLUMNS: tuple[tuple[str, T.DataType], ...] = (
     ("__unchanged", T.ArrayType(T.StringType())),
 )
 
-_METADATA_NAMES = frozenset(name for name, _ in METADATA_COLUMNS)
-_SOURCE_COLUMNS = ("topic", "key", "value", "op", "schema", "table", "lsn", "commit_lsn", "ordinal", "tx_id", "source_ts", "snapshot")
+#: The last column: the old key of the create that ends a primary-key change (Debezium's
+#: ``__debezium.oldkey`` header, typed like the key columns), null otherwise. Its value tells where a
+#: column the create could not carry (unchanged TOAST) is stored: in the row of the old key.
+OLD_KEY = "__old_key"
+_OLD_KEY_HEADER = "__debezium.oldkey"
+
+_METADATA_NAMES = frozenset([*(name for name, _ in METADATA_COLUMNS), OLD_KEY])
+_SOURCE_COLUMNS = ("topic", "key", "value", "headers", "op", "schema", "table", "lsn", "commit_lsn", "ordinal", "tx_id",
+                   "source_ts", "snapshot")
 
 # Named string schemas whose value is kept as the string Debezium sends.
 _STRING_NAMES = frozenset({JSON_NAME, XML_NAME, UUID_NAME, LTREE_NAME, ENUM_NAME, TSVECTOR_NAME, ZONED_TIME_NAME, INTERVAL_NAME})
@@ -686,6 +694,9 @@ def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[
     parsed = events.select(
         _parse(F.col("value"), _envelope_type(readers), view.value_schemas_enable).alias("__value"),
         (_parse(F.col("key"), _key_type(readers), view.key_schemas_enable) if has_key else F.lit(None)).alias("__key"),
+        # Headers are always serialized with their schema (as Debezium's JsonConverter for headers does).
+        (_parse(F.expr(f"CAST(try_element_at(filter(headers, __h -> __h.key = {_literal(_OLD_KEY_HEADER)}), 1).value AS STRING)"),
+                _key_type(readers), True) if has_key else F.lit(None)).alias("__oldkey"),
         F.col("op").alias("__op"),
         F.col("commit_lsn").cast("long").alias("__commit_lsn"),
         F.col("lsn").cast("long").alias("__lsn"),
@@ -695,7 +706,8 @@ def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[
         F.col("snapshot").alias("__snapshot"),
     )
     # The image: c/u/r read ``after``, d ``before`` (t has neither). Each parsed value is read once.
-    picked = parsed.selectExpr("CASE WHEN __op = 'd' THEN __value.before ELSE __value.after END AS __image", "__key", *meta_names)
+    picked = parsed.selectExpr("CASE WHEN __op = 'd' THEN __value.before ELSE __value.after END AS __image", "__key", "__oldkey",
+                               *meta_names)
 
     # Per column, as plain columns: the raw value (placeholders and a delete's missing columns already
     # null, read as the codec reads it), the key's raw value and the unchanged-TOAST flag.
@@ -710,7 +722,8 @@ def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[
             test = reader.unchanged(raw)
             if test is not None:
                 flag_name = f"__f{index}"
-                flag_exprs.append(f"(__op = 'u' AND coalesce({test}, false)) AS {flag_name}")
+                # A create carries placeholders only as the second half of a primary-key change.
+                flag_exprs.append(f"(__op IN ('u', 'c') AND coalesce({test}, false)) AS {flag_name}")
                 raw = f"CASE WHEN {flag_name} THEN NULL ELSE {raw} END"
             if not column.in_delete_image:  # a delete's before-image lacks it: Debezium's fallback, not data
                 raw = f"CASE WHEN __op = 'd' THEN NULL ELSE {raw} END"
@@ -723,7 +736,7 @@ def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[
     # The raw values use the flags: the flags come first, in a projection of their own.
     flagged = picked.selectExpr("*", *flag_exprs) if flag_exprs else picked
     flag_names = [flag for _, _, _, flag in plans if flag is not None]
-    stage = flagged.selectExpr(*value_exprs, *flag_names, *meta_names)
+    stage = flagged.selectExpr(*value_exprs, *flag_names, *meta_names, "__oldkey")
 
     data: list[str] = []
     unchanged: list[str] = []
@@ -740,4 +753,12 @@ def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[
             flag = flag_name if key_name is None else f"{flag_name} AND {key_name} IS NULL"  # a key column comes from the key
             unchanged.append(f"CASE WHEN {flag} THEN {_literal(column.name)} END")
     unchanged_names = f"filter(array({', '.join(unchanged)}), __n -> __n IS NOT NULL)" if unchanged else "array()"
-    return stage.selectExpr(*data, *meta_names, f"CAST({unchanged_names} AS ARRAY<STRING>) AS __unchanged")
+    old_key_fields = [
+        f"{_literal(reader.column.name)}, CAST({reader.key_codec.apply(f'__oldkey.{_quote(reader.column.name)}')} "
+        f"AS {reader.column.spark_type.simpleString()})"
+        for reader in readers if reader.key_codec is not None
+    ]
+    old_key = (f"CASE WHEN __oldkey IS NULL THEN NULL ELSE named_struct({', '.join(old_key_fields)}) END" if old_key_fields
+               else "CAST(NULL AS STRUCT<>)")
+    return stage.selectExpr(*data, *meta_names, f"CAST({unchanged_names} AS ARRAY<STRING>) AS __unchanged",
+                            f"{old_key} AS {OLD_KEY}")

@@ -53,6 +53,10 @@ class ApplyTarget(Protocol):
     def open_versions(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
         """SCD2: the open version (values of ``spec.columns``, start sequence) of those keys."""
 
+    def stored_rows(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, list[Any]]:
+        """SCD1: the stored row (values of ``spec.columns``) of those keys: the old rows of the batch's
+        primary-key changes, whose unchanged-TOAST columns the new rows take."""
+
     def apply(self, changes: TableChanges, *, pipeline_id: str, batch_id: int) -> bool:
         """Apply atomically with the batch position; False when the batch was already applied."""
 

@@ -295,6 +295,21 @@ class DeltaTarget:
         except Exception as exc:
             raise TargetError(f"reading the open versions of {spec.target} at {table.path} failed: {_reason(exc)}") from exc
 
+    def stored_rows(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, list[Any]]:
+        table = self._table(spec)
+        wanted = set(keys)
+        if not wanted:
+            return {}
+        try:
+            handle = self._handle(table, table.path)
+            if handle is None or not handle.file_uris():
+                return {}
+            rows = _rows_of_keys(handle, table.keys, wanted, lambda t: pc.is_valid(t[table.keys[0]]), list(table.columns))
+            found = {tuple(row[k] for k in table.keys): [row[c] for c in table.columns] for row in rows}
+            return {key: values for key, values in found.items() if key in wanted}
+        except Exception as exc:
+            raise TargetError(f"reading stored rows of {spec.target} at {table.path} failed: {_reason(exc)}") from exc
+
     # -- the write ------------------------------------------------------------------------------------
 
     def apply(self, changes: TableChanges, *, pipeline_id: str, batch_id: int) -> bool:

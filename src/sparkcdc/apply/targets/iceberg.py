@@ -351,6 +351,20 @@ class IcebergTarget:
         except Exception as exc:
             raise TargetError(f"reading the open versions of {spec.target} at {self.location} failed: {_reason(exc)}") from exc
 
+    def stored_rows(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, list[Any]]:
+        table = self._table(spec)
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        try:
+            handle = self._load(table.identifier)
+            if handle is None:
+                return {}
+            rows = _stored_rows(handle, table.keys, wanted, whole=False)
+            return {key: [row[c] for c in table.columns] for key, row in rows.items()}
+        except Exception as exc:
+            raise TargetError(f"reading stored rows of {spec.target} at {self.location} failed: {_reason(exc)}") from exc
+
     # -- the write --------------------------------------------------------------------------------------
 
     def apply(self, changes: TableChanges, *, pipeline_id: str, batch_id: int) -> bool:

@@ -164,6 +164,16 @@ class PostgresTarget:
             found = self._join_keys(cur, table, keys, table.ident, selected, sql.SQL("t.{} IS NULL").format(sql.Identifier(END_AT)), ())
         return {key: (list(values[:-1]), _sequence_from_pg(values[-1], table)) for key, values in found.items()}
 
+    def stored_rows(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, list[Any]]:
+        table = self._table(spec)
+        keys = list(keys)
+        if not keys:
+            return {}
+        selected = [sql.Identifier(c.name) for c in table.columns]
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            found = self._join_keys(cur, table, keys, table.ident, selected, sql.SQL("TRUE"), ())
+        return {key: list(values) for key, values in found.items()}
+
     def _join_keys(
         self, cur: psycopg.Cursor[Any], table: _Table, keys: Iterable[Key], source: sql.Composable,
         selected: list[sql.Identifier], condition: sql.Composable, params: tuple[Any, ...],
