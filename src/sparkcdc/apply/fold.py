@@ -224,9 +224,8 @@ def _fold_scd1(
             source = images.get(old_key)
             old_row = None if segment.truncate_at is not None else stored.get(old_key)
             for name in missing:
-                from_batch = source is not None and name not in source[1]
-                if from_batch:
-                    values[index[name]] = source[0][index[name]]  # type: ignore[index]
+                if source is not None and name not in source[1]:
+                    values[index[name]] = source[0][index[name]]
                 else:
                     values[index[name]] = None if old_row is None else old_row[index[name]]
             kept = ()
