@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -153,7 +154,7 @@ class ChangeApplier:
             resolved = spec.resolve([c.name for c in view.columns], view.keys)
         with self.stats.timed("write"):
             applied = self.target.applied_batch(resolved, self.pipeline_id)
-        if already_applied(applied, batch_id) and not (image and applied == batch_id):
+        if already_applied(applied, batch_id, image=image):
             self.stats.applied_batches_skipped += 1
             return False
         changes = table_changes(batch, view)
@@ -225,9 +226,9 @@ def _condition(expression: str | None) -> Any:
 
 
 def _keys(events: pa.Table, keys: Sequence[str]) -> list[tuple[Any, ...]]:
-    """The batch's distinct keys; a truncate's (all null: it has no row) is none of them."""
-    found = dict.fromkeys(zip(*(events.column(k).to_pylist() for k in keys), strict=True))
-    return [key for key in found if not all(part is None for part in key)]
+    """The batch's distinct keys (a truncate has no row, so no key)."""
+    rows = events.filter(pc.invert(events.column(TRUNCATE_FLAG)))
+    return list(dict.fromkeys(zip(*(rows.column(k).to_pylist() for k in keys), strict=True)))
 
 
 def _old_keys(events: pa.Table, keys: Sequence[str]) -> list[tuple[Any, ...]]:

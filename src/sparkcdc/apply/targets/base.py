@@ -13,17 +13,17 @@ changes nothing and that of a newer one leaves exactly the newer one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pyarrow as pa
 
 from ..errors import TargetError
-from ..fold import Key, TableChanges
+from ..fold import START_AT, Key, TableChanges
 from ..spec import ResolvedSpec
 
-__all__ = ["ApplyTarget", "TargetColumn", "already_applied", "target_for"]
+__all__ = ["ApplyTarget", "TargetColumn", "already_applied", "newest_open_versions", "target_for"]
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,29 @@ class ApplyTarget(Protocol):
     def close(self) -> None: ...
 
 
-def already_applied(recorded: int | None, batch_id: int, changes: TableChanges | None = None) -> bool:
-    """Whether a batch is to be skipped given the recorded position (``changes`` None: any batch)."""
+def already_applied(recorded: int | None, batch_id: int, *, image: bool = False) -> bool:
+    """Whether a batch is to be skipped given the recorded position; an ``image`` batch (see the
+    module doc) is applied again at its own recorded id."""
     if recorded is None or recorded < batch_id:
         return False
-    return recorded > batch_id or changes is None or not changes.is_image
+    return recorded > batch_id or not image
+
+
+def newest_open_versions(
+    rows: Iterable[dict[str, Any]], keys: Sequence[str], columns: Sequence[str], wanted: set[Key],
+    start_of: Callable[[Any], tuple[Any, ...]],
+) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
+    """``open_versions``' answer from stored open rows (a key filter may let others through): per
+    wanted key, the values of ``columns`` and the start of its newest open version."""
+    found: dict[Key, tuple[list[Any], tuple[Any, ...]]] = {}
+    for row in rows:
+        key = tuple(row[k] for k in keys)
+        if key not in wanted:
+            continue
+        start = start_of(row[START_AT])
+        if key not in found or found[key][1] < start:
+            found[key] = ([row[c] for c in columns], start)
+    return found
 
 
 def target_for(location: str, **options: Any) -> ApplyTarget:

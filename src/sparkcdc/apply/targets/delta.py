@@ -53,7 +53,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction
 from ..errors import TargetError
 from ..fold import END_AT, START_AT, Key, TableChanges
 from ..spec import ResolvedSpec
-from .base import TargetColumn, already_applied
+from .base import TargetColumn, already_applied, newest_open_versions
 
 __all__ = ["DeltaTarget"]
 
@@ -282,16 +282,8 @@ class DeltaTarget:
             handle = self._handle(table, table.path)
             if handle is None or not handle.file_uris():
                 return {}
-            found: dict[Key, tuple[list[Any], tuple[Any, ...]]] = {}
             rows = _rows_of_keys(handle, table.keys, wanted, lambda t: pc.is_null(t[END_AT]), [*table.columns, START_AT, END_AT])
-            for row in rows:
-                key = tuple(row[k] for k in table.keys)
-                if key not in wanted:
-                    continue
-                start = table.sequence_tuple(row[START_AT])
-                if key not in found or found[key][1] < start:
-                    found[key] = ([row[c] for c in table.columns], start)
-            return found
+            return newest_open_versions(rows, table.keys, table.columns, wanted, table.sequence_tuple)
         except Exception as exc:
             raise TargetError(f"reading the open versions of {spec.target} at {table.path} failed: {_reason(exc)}") from exc
 
@@ -321,7 +313,7 @@ class DeltaTarget:
             if main is None:
                 raise TargetError(f"target table {target} at {table.path} is gone (it was prepared)")
             recorded = self._applied(main, pipeline_id)
-            if already_applied(recorded, batch_id, changes):
+            if already_applied(recorded, batch_id, image=changes.is_image):
                 return False
             metadata = {PIPELINE_KEY: pipeline_id, BATCH_KEY: batch_id}
             if changes.tombstones:

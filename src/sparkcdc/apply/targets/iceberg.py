@@ -66,7 +66,7 @@ import pyarrow.compute as pc
 from ..errors import TargetError
 from ..fold import END_AT, START_AT, Key, TableChanges
 from ..spec import ResolvedSpec
-from .base import TargetColumn, already_applied
+from .base import TargetColumn, already_applied, newest_open_versions
 
 __all__ = ["IcebergTarget"]
 
@@ -339,15 +339,7 @@ class IcebergTarget:
             rows = handle.scan(
                 row_filter=And(_coarse(table.keys, wanted), IsNull(END_AT)), selected_fields=(*table.columns, START_AT),
             ).to_arrow().to_pylist()
-            found: dict[Key, tuple[list[Any], tuple[Any, ...]]] = {}
-            for row in rows:
-                key = tuple(row[k] for k in table.keys)
-                if key not in wanted:
-                    continue
-                start = table.sequence_tuple(row[START_AT])
-                if key not in found or found[key][1] < start:
-                    found[key] = ([row[c] for c in table.columns], start)
-            return found
+            return newest_open_versions(rows, table.keys, table.columns, wanted, table.sequence_tuple)
         except Exception as exc:
             raise TargetError(f"reading the open versions of {spec.target} at {self.location} failed: {_reason(exc)}") from exc
 
@@ -374,7 +366,7 @@ class IcebergTarget:
             main = self._load(table.identifier)
             if main is None:
                 raise TargetError(f"target table {table.name} at {self.location} is gone (it was prepared)")
-            if already_applied(_applied(main, pipeline_id), batch_id, changes):
+            if already_applied(_applied(main, pipeline_id), batch_id, image=changes.is_image):
                 return False
             tags = {PIPELINE_KEY: pipeline_id, BATCH_KEY: str(batch_id)}
             if changes.tombstones:

@@ -205,7 +205,7 @@ class PostgresTarget:
                 cur.execute(sql.SQL("SELECT batch_id FROM {} WHERE pipeline_id = %s AND target = %s").format(POSITIONS),
                             (pipeline_id, target))
                 row = cur.fetchone()
-                if already_applied(None if row is None else int(row[0]), batch_id, changes):
+                if already_applied(None if row is None else int(row[0]), batch_id, image=changes.is_image):
                     return False
                 for segment in changes.segments:
                     self._apply_segment(cur, table, segment)
