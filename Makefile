@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # them needs the install (the build) again, or sparkcdc runs them from source with a warning.
 COMPILED_SOURCES := $(shell sed -n 's/^    "\(sparkcdc\.[a-z_.]*\)",$$/\1/p' src/sparkcdc/native.py | tr . / | sed 's|.*|src/&.py|')
 
-.PHONY: test lint demo bench clean venv
+.PHONY: test test-fast lint demo bench clean venv
 
 venv: $(STAMP)
 
@@ -21,9 +21,14 @@ $(STAMP): pyproject.toml setup.py scripts/system-deps.sh src/sparkcdc/native.py 
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/lint-imports --no-logo
 
 test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The inner loop: everything but the kill tests and the tests that run Debezium in a JVM.
+test-fast: lint
+	$(PY) -m pytest -m "not kill and not oracle" $(PYTEST_ARGS)
 
 demo: $(STAMP)
 	$(PY) -m sparkcdc.cli demo $(DEMO_ARGS)

@@ -23,6 +23,18 @@ def pg_cluster() -> Iterator[ThrowawayCluster]:
         yield cluster
 
 
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """One local SparkSession for the whole test session (starting Spark costs seconds)."""
+    from sparkcdc.spark.session import spark_session
+    from sparkcdc.spark.source import register
+
+    session = spark_session("local[2]", app_name="sparkcdc-tests")
+    register(session)
+    yield session
+    session.stop()
+
+
 @pytest.fixture
 def db(pg_cluster: ThrowawayCluster) -> Iterator[psycopg.Connection]:
     """An autocommit connection to the session cluster."""
@@ -56,6 +68,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 _LOG_OFFSET = pytest.StashKey[int]()
+
+#: Test modules that SIGKILL pipelines over and over (minutes each): left out of `make test-fast`.
+_KILL_TEST_MODULES = frozenset({"test_kill_restart.py", "test_apply_kill.py"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks what `make test-fast` leaves out: ``oracle`` (runs real Debezium in a JVM: the
+    conformance suite and the Debezium side of the benchmark scripts) and ``kill`` (the kill tests)."""
+    for item in items:
+        path = item.path
+        if "conformance" in path.parts or "debezium_oracle" in getattr(item, "fixturenames", ()) or (
+            path.name == "test_benchmark_scripts.py" and "debezium" in item.name
+        ):
+            item.add_marker(pytest.mark.oracle)
+        if path.name in _KILL_TEST_MODULES:
+            item.add_marker(pytest.mark.kill)
 
 
 def _cluster_of(item: pytest.Item) -> ThrowawayCluster | None:

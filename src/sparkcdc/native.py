@@ -32,6 +32,7 @@ COMPILED_MODULES = (
     "sparkcdc.pgoutput.errors",
     "sparkcdc.pgoutput.messages",
     "sparkcdc.pgoutput.decoder",
+    "sparkcdc.pgoutput.wal",
     "sparkcdc.postgres.replication_protocol",
     "sparkcdc.debezium.records",
     "sparkcdc.debezium.events",

@@ -20,16 +20,18 @@ ignored:
 from __future__ import annotations
 
 import copy
+import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psycopg
 
 from sparkcdc.debezium.config import ConnectorConfig
-from sparkcdc.debezium.serialization import JsonSerializer
 from sparkcdc.engine.connector import LocalConnector
+from sparkcdc.engine.encoded import EncodedRecord
 
 from ..support.waiting import wait_until
 from .oracle import SNAPSHOT_MARKERS, DebeziumOracle, OracleRecord, debezium_properties
@@ -38,12 +40,15 @@ END_PREFIX = "conformance-end"
 
 
 class SparkcdcSession:
-    """sparkcdc's :class:`LocalConnector` in a thread, with the oracle session's API."""
+    """sparkcdc's :class:`LocalConnector` in a thread, with the oracle session's API.
+
+    The loop runs the Spark source's own planner and reader (tests/engine/test_one_driver.py
+    checks they are the same objects), so what this compares is what ``postgres-cdc`` emits.
+    """
 
     def __init__(self, properties: Mapping[str, str]) -> None:
         self.config = ConnectorConfig(properties)
         self.connector = LocalConnector(self.config)
-        self.serializer = JsonSerializer()
         self._records: list[OracleRecord] = []
         self._lock = threading.Condition()
         self._stop = threading.Event()
@@ -52,18 +57,17 @@ class SparkcdcSession:
         self._thread = threading.Thread(target=self._run, name="sparkcdc-conformance", daemon=True)
 
     def start(self) -> None:
-        self.connector.start()
+        self.connector.start()  # the slot exists from here on: every later change is streamed
         self._thread.start()
 
     def _run(self) -> None:
         try:
-            first = True
             while not self._stop.is_set():
                 batch = self.connector.poll(0.05)
-                if first:
-                    self.connector._open_reader()  # streaming is set up once the snapshot is out
+                if not self.connector.snapshot_pending:
+                    # As the old in-process snapshot did, the workload starts once the snapshot is
+                    # read: a TRUNCATE is not MVCC-safe, an earlier one would empty the snapshot.
                     self._streaming.set()
-                    first = False
                 if batch:
                     converted = [self._convert(r) for r in batch]
                     with self._lock:
@@ -75,11 +79,11 @@ class SparkcdcSession:
             with self._lock:
                 self._lock.notify_all()
 
-    def _convert(self, record: Any) -> OracleRecord:
-        key = self.serializer.key(record)
-        value = self.serializer.value(record)
-        headers = tuple((name, None if raw is None else raw.decode()) for name, raw in self.serializer.headers(record))
-        return OracleRecord(record.topic, None if key is None else key.decode(), None if value is None else value.decode(), headers)
+    def _convert(self, record: EncodedRecord) -> OracleRecord:
+        headers = tuple((name, None if raw is None else raw.decode()) for name, raw in record.headers)
+        key = None if record.key is None else record.key.decode()
+        value = None if record.value is None else record.value.decode()
+        return OracleRecord(record.topic, key, value, headers)
 
     @property
     def records(self) -> list[OracleRecord]:
@@ -275,3 +279,58 @@ def run_conformance(
     assert debezium, "Debezium captured nothing: the workload does not exercise anything"
     assert_same_records(debezium, ours)
     return debezium, ours
+
+
+# -- the same comparison through `sparkcdc run` (a real SparkSession) ---------------------------
+
+def run_conformance_through_spark(
+    oracle: DebeziumOracle,
+    cluster: Any,
+    db: psycopg.Connection,
+    name: str,
+    work_dir: Path,
+    *,
+    setup: list[str],
+    tables: list[str],
+    workload: list[str],
+    **options: str,
+) -> tuple[list[OracleRecord], list[OracleRecord]]:
+    """:func:`run_conformance`, with sparkcdc run as users run it: ``sparkcdc run --once`` (the
+    ``postgres-cdc`` source, the topic-files sink) once for the snapshot, and once more, from the
+    same checkpoint, for the streamed workload; the records are read back from the topic files."""
+    from sparkcdc.spark.runner import run_pipeline
+
+    for statement in setup:
+        db.execute(statement)
+    dbz_props = debezium_properties(cluster, slot=f"{name}_d", publication=f"{name}_d", tables=tables, **options)
+    our_props = dict(dbz_props, **{"slot.name": f"{name}_s", "publication.name": f"{name}_s", "slot.drop.on.stop": "false"})
+    output, checkpoint = work_dir / "topics", work_dir / "checkpoint"
+    try:
+        with oracle.run(dbz_props) as debezium:
+            debezium.wait_streaming()
+            run_pipeline(our_props, output=output, checkpoint=checkpoint, once=True)  # the snapshot
+            for statement in workload:
+                db.execute(statement)
+            db.execute("SELECT pg_logical_emit_message(true, %s, 'x')", (END_PREFIX,))
+            theirs = _until_end(debezium.wait_for(_ends, timeout=120))
+            run_pipeline(our_props, output=output, checkpoint=checkpoint, once=True)  # the stream, to the end message
+    finally:
+        db.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s", (f"{name}_s",))
+        db.execute("DROP PUBLICATION IF EXISTS " + f'"{name}_s"')
+    ours = _until_end(topic_files_records(output))
+    assert theirs, "Debezium captured nothing: the workload does not exercise anything"
+    assert_same_records(theirs, ours)
+    return theirs, ours
+
+
+def topic_files_records(output: Path) -> list[OracleRecord]:
+    """Every record of a topic-files output, in the order they were captured."""
+    rows = []
+    for path in output.rglob("*.jsonl"):
+        topic = path.relative_to(output).parts[0]
+        for text in path.read_text(encoding="utf-8").splitlines():
+            line = json.loads(text)
+            headers = tuple((h["name"], h["value"]) for h in line["headers"])
+            rows.append(((line["commit_lsn"], line["ordinal"]), OracleRecord(topic, line["key"], line["value"], headers)))
+    rows.sort(key=lambda row: row[0])
+    return [record for _, record in rows]

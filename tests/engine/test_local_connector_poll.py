@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+import orjson
 import psycopg
 
 from sparkcdc.debezium.config import ConnectorConfig
@@ -44,5 +45,5 @@ def test_poll_returns_records_without_waiting_out_its_timeout(
         first_wait = time.monotonic() - started
         while len(records) < 3000 and time.monotonic() - started < 60:
             records += connector.poll(60.0)
-    assert [r.value["after"]["id"] for r in records] == list(range(1, 3001))
+    assert [orjson.loads(r.value)["payload"]["after"]["id"] for r in records] == list(range(1, 3001))
     assert first_wait < 30, f"poll(60) held its records for {first_wait:.1f} s"

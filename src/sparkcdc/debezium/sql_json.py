@@ -55,11 +55,14 @@ def value_renderer(column: ColumnType, mapping: ValueMapping) -> Renderer | None
     if convert is _bool:
         return lambda e: f"CASE WHEN {e} THEN 'true' ELSE 'false' END"
     if convert is json_float:
-        # Jackson writes non-finite doubles as strings; PostgreSQL prints finite ones in shortest
-        # round-trip form (extra_float_digits >= 1), which reads back as the same double.
+        if column.name != "float8":
+            return None  # a numeric in decimal.handling.mode=double: past float8's range a cast would fail the query
+        # Jackson writes non-finite doubles as strings, and finite ones always as a JSON float
+        # ("10.0", never "10"); PostgreSQL prints finite ones in shortest round-trip form
+        # (extra_float_digits >= 1), which reads back as the same double once it is a float.
         return lambda e: (
             f"CASE WHEN {e} = 'NaN'::float8 THEN '\"NaN\"' WHEN {e} = 'Infinity'::float8 THEN '\"Infinity\"' "
-            f"WHEN {e} = '-Infinity'::float8 THEN '\"-Infinity\"' ELSE ({e})::text END"
+            f"WHEN {e} = '-Infinity'::float8 THEN '\"-Infinity\"' ELSE regexp_replace(({e})::text, '^(-?[0-9]+)$', '\\1.0') END"
         )
     if convert is _identity:
         if column.name in ("json", "jsonb"):

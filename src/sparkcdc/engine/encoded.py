@@ -14,12 +14,14 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Union, overload
+from typing import NamedTuple, Union, overload
 
 from ..debezium.records import ChangeRecord
 from ..debezium.serialization import JsonSerializer
 
-__all__ = ["BATCH_BYTES", "OFFSET_LIMIT", "Constant", "EncodedBatch", "Headers", "Joined", "encode_records", "joined"]
+__all__ = [
+    "BATCH_BYTES", "OFFSET_LIMIT", "Constant", "EncodedBatch", "EncodedRecord", "Headers", "Joined", "encode_records", "joined",
+]
 
 #: The most bytes of keys and values a batch should hold. A bigger buffer is past glibc's largest
 #: mmap threshold (32 MiB), so every batch's buffers would be fresh mappings, paid for in page
@@ -105,6 +107,34 @@ class EncodedBatch:
     source_ts_us: list[int | None] | Constant
     snapshot: list[str | None] | Constant
     line: Joined | list[bytes | None] | None = None  # each record's topic-files line (sparkcdc.engine.lines), when asked for
+
+    def records(self) -> Iterator[EncodedRecord]:
+        """The batch row by row (a batch built with key and value: not the lines-only kind)."""
+        if self.key is None or self.value is None:
+            raise ValueError("this encoded batch was built with lines only: it has no keys and values to list")
+        size = self.size
+        columns = [_cells(c, size) for c in (self.topic, self.headers, self.op, self.lsn, self.commit_lsn, self.snapshot)]
+        for i, (key, value, ordinal) in enumerate(zip(self.key, self.value, self.ordinal, strict=True)):
+            topic, headers, op, lsn, commit_lsn, snapshot = (column[i] for column in columns)
+            yield EncodedRecord(topic, key, value, headers, op, lsn, commit_lsn, ordinal, snapshot)  # type: ignore[arg-type]
+
+
+class EncodedRecord(NamedTuple):
+    """One serialized record of an :class:`EncodedBatch`."""
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: Headers
+    op: str
+    lsn: int | None
+    commit_lsn: int | None
+    ordinal: int
+    snapshot: str | None
+
+
+def _cells(column: Sequence[object] | Constant, size: int) -> Sequence[object]:
+    return [column.value] * size if isinstance(column, Constant) else column
 
 
 def encode_records(

@@ -32,6 +32,7 @@ from .connection import conninfo_from_config, sql_connection
 from .heartbeat import HeartbeatTimer
 from .offsets import SnapshotSpec, SourceOffset
 from .setup import apply_replica_identities, captured_tables, ensure_publication_for
+from .snapshot_plan import SnapshotChunk, plan_snapshot_chunks
 from .state_store import StreamState, StreamStateStore, default_state_location
 
 __all__ = ["ConnectorPlanner", "SlotMismatchError", "StreamRange"]
@@ -70,6 +71,7 @@ class ConnectorPlanner:
         self._export: ExportedSnapshotSlot | None = None
         self._export_spec: SnapshotSpec | None = None
         self._snapshot_tx: SnapshotTransaction | None = None
+        self._plan: list[SnapshotChunk] = []
         self._checked_resume = False
         # Streaming never starts before this LSN: the consistent point of a snapshot re-taken after
         # the checkpoint had recorded an older one (see "The initial snapshot" in docs/spark-source.md).
@@ -147,6 +149,9 @@ class ConnectorPlanner:
             tables=tables,
         )
         self._export_spec = spec
+        # Planned at once, in the exported snapshot, so the plan sees the tables as close to the
+        # slot's consistent point as possible (see "Chunk boundaries" in engine/snapshot_plan.py).
+        self._plan = plan_snapshot_chunks(self._snapshot_tx.conn, self.config, spec, self._export.snapshot_name)
         # Debezium carries the snapshot's time into streaming (see StreamingProcessor).
         self.state_store.write(spec.lsn, StreamState(None, spec.ts_us))
         return SourceOffset(self.slot_name, self.database, spec.lsn, phase="snapshot", snapshot=spec)
@@ -234,8 +239,6 @@ class ConnectorPlanner:
         return [StreamRange(start.to_dict(), end.to_dict(), self.state_location)]
 
     def _snapshot_partitions(self, start: SourceOffset, end: SourceOffset) -> list[Any]:
-        from .snapshot_plan import plan_snapshot_chunks
-
         assert start.snapshot is not None
         if self._export is None or self._export_spec is None or self._export_spec.id != start.snapshot.id:
             # The exported snapshot died with the driver that created it: snapshot again, from a
@@ -249,7 +252,7 @@ class ConnectorPlanner:
             # the new slot starts at the new snapshot's consistent point; streaming goes on from there.
             self._floor_lsn = self._export_spec.lsn
             self.state_store.write(end.lsn, StreamState(None, self._export_spec.ts_us, stream_from_lsn=self._export_spec.lsn))
-        return plan_snapshot_chunks(self._snapshot_tx.conn, self.config, self._export_spec, self._export.snapshot_name)
+        return list(self._plan)
 
     # -- after Spark committed a batch -----------------------------------------------------------
     def commit(self, end_raw: dict[str, Any]) -> None:
@@ -279,6 +282,7 @@ class ConnectorPlanner:
 
     # -- teardown --------------------------------------------------------------------------------
     def _close_snapshot(self) -> None:
+        self._plan = []
         if self._snapshot_tx is not None:
             self._snapshot_tx.close()
             self._snapshot_tx = None

@@ -33,11 +33,14 @@ A chunk also carries what it needs to place Debezium's snapshot markers exactly 
 its own up to the first that has rows in the snapshot (all a "is any later row?" probe can need;
 listing every later table would make the plan quadratic in the number of tables).
 
-Chunk boundaries rely on row versions not moving between planning and reading. Keeping the
-planning transaction open until the snapshot is read holds ACCESS SHARE locks on the planned tables
-(``pg_relation_size`` takes them), which keeps out ``VACUUM FULL``, ``CLUSTER`` and table-rewriting
-``ALTER TABLE``; a reader also checks that the table's file is still the one planned, and fails
-clearly if it is not.
+Chunk boundaries rely on row versions not moving between planning and reading. The planner plans
+right after the slot exported its snapshot; nothing holds a lock on the tables from then until a
+chunk is read (``pg_relation_size`` releases its lock at once, and a lock held by the planner would
+make every chunk reader queue behind a waiting ``TRUNCATE``: a deadlock through the client). So a
+reader checks that its table's file is still the one planned, and fails clearly if ``VACUUM FULL``,
+``CLUSTER`` or a rewriting ``ALTER TABLE`` moved the rows. A ``TRUNCATE`` committed in that window
+is not MVCC-safe in PostgreSQL: the snapshot then reads the table empty, and the stream carries the
+truncate, so a consumer still ends with the table's true contents.
 """
 
 from __future__ import annotations

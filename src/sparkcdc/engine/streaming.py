@@ -30,7 +30,7 @@ from ..pgoutput.messages import (
     TypeMessage,
     Update,
 )
-from ..postgres.replication import WalMessage
+from ..pgoutput.wal import WalMessage
 from .errors import UnexpectedMessageError
 from .tables import TableResolver
 

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..catalog import CatalogLookup, ColumnInfo, TableInfo, root_type
 from ..debezium.table import ColumnDescription, TableDescription, TableSchema, TableSchemaFactory
 from ..debezium.types import ColumnType
 from ..pgoutput.messages import Relation
-from ..postgres.catalog import Catalog, ColumnInfo, TableInfo
 from .filters import TableFilter
 
 __all__ = ["TableResolver", "column_type"]
 
 
-def column_type(catalog: Catalog, type_oid: int, modifier: int) -> ColumnType:
+def column_type(catalog: CatalogLookup, type_oid: int, modifier: int) -> ColumnType:
     """The column type with domains resolved to their base (the innermost domain's modifier applies)."""
     declared = catalog.type_info(type_oid)
-    root, domain_modifier = catalog.root_type(type_oid)
+    root, domain_modifier = root_type(catalog, type_oid)
     effective = modifier if modifier != -1 else domain_modifier
     element = column_type(catalog, root.element_oid, effective) if root.is_array else None
     return ColumnType(
@@ -40,7 +40,7 @@ def column_type(catalog: Catalog, type_oid: int, modifier: int) -> ColumnType:
 class TableResolver:
     """Table schemas by relation id (streaming) or by name (snapshot), built once per table version."""
 
-    def __init__(self, catalog: Catalog, factory: TableSchemaFactory, table_filter: TableFilter) -> None:
+    def __init__(self, catalog: CatalogLookup, factory: TableSchemaFactory, table_filter: TableFilter) -> None:
         self.catalog = catalog
         self.factory = factory
         self.table_filter = table_filter

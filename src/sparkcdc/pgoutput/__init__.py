@@ -37,8 +37,10 @@ from .messages import (
     Update,
     to_datetime,
 )
+from .wal import WalMessage
 
 __all__ = [
+    "WalMessage",
     "MAX_PROTOCOL_VERSION",
     "MESSAGE_NAMES",
     "MIN_PROTOCOL_VERSION",

@@ -9,80 +9,12 @@ with thousands of tables costs nothing until a table shows up (unlike a full sch
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
 import psycopg
 
+from ..catalog import ColumnInfo, TableInfo, TypeInfo, root_type
+
 __all__ = ["Catalog", "ColumnInfo", "TableInfo", "TypeInfo"]
-
-
-@dataclass(frozen=True, slots=True)
-class TypeInfo:
-    """A row of ``pg_type``, with enum labels (in ``enumsortorder``) when it is an enum."""
-
-    oid: int
-    name: str
-    namespace: str
-    typtype: str  # b base, c composite, d domain, e enum, p pseudo, r range, m multirange
-    category: str  # typcategory: A array, B boolean, D date/time, N numeric, S string, U user, ...
-    element_oid: int  # for arrays: the element type
-    base_oid: int  # for domains: the type the domain is over
-    base_typmod: int  # for domains: the modifier the domain gives its base type
-    array_oid: int
-    not_null: bool  # for domains: NOT NULL on the domain
-    default_expression: str | None  # for domains: the domain's default
-    enum_labels: tuple[str, ...] = ()
-
-    @property
-    def is_array(self) -> bool:
-        return self.category == "A" and self.element_oid != 0
-
-    @property
-    def is_domain(self) -> bool:
-        return self.typtype == "d"
-
-    @property
-    def is_enum(self) -> bool:
-        return self.typtype == "e"
-
-
-@dataclass(frozen=True, slots=True)
-class ColumnInfo:
-    name: str
-    attnum: int
-    type_oid: int
-    type_modifier: int
-    not_null: bool
-    default_expression: str | None
-    generated: bool
-    identity: str  # '' | 'a' (ALWAYS) | 'd' (BY DEFAULT)
-
-
-@dataclass(frozen=True, slots=True)
-class TableInfo:
-    oid: int
-    schema: str
-    name: str
-    kind: str  # relkind: r table, p partitioned table, ...
-    replica_identity: str  # d / n / f / i
-    columns: tuple[ColumnInfo, ...]
-    primary_key: tuple[str, ...]
-    replica_identity_index: tuple[str, ...] = ()
-    unique_indexes: tuple[tuple[str, ...], ...] = ()  # unique, non-primary, without expressions; by index name
-    _by_name: dict[str, ColumnInfo] = field(default_factory=dict, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self._by_name.update((c.name, c) for c in self.columns)
-
-    def column(self, name: str) -> ColumnInfo | None:
-        return self._by_name.get(name)
-
-    @property
-    def key_columns(self) -> tuple[str, ...]:
-        """Debezium's key: the primary key, else the first unique index by name, else none."""
-        if self.primary_key:
-            return self.primary_key
-        return self.unique_indexes[0] if self.unique_indexes else ()
 
 
 _TYPE_QUERY = """
@@ -123,7 +55,7 @@ SELECT ic.relname::text, i.indisprimary, i.indisreplident, i.indisunique,
 
 
 class Catalog:
-    """Cached catalog lookups over one (autocommit) connection."""
+    """Cached catalog lookups over one (autocommit) connection: the server's :class:`~sparkcdc.catalog.CatalogLookup`."""
 
     def __init__(self, conn: psycopg.Connection) -> None:
         self.conn = conn
@@ -159,13 +91,7 @@ class Catalog:
 
     def root_type(self, oid: int) -> tuple[TypeInfo, int]:
         """Follow domains down to the base type; returns it and the innermost domain's modifier (-1 if none)."""
-        info = self.type_info(oid)
-        typmod = -1
-        while info.is_domain:
-            if typmod == -1:
-                typmod = info.base_typmod
-            info = self.type_info(info.base_oid)
-        return info, typmod
+        return root_type(self, oid)
 
     def invalidate_type(self, oid: int) -> None:
         self._types.pop(oid, None)

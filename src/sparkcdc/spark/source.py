@@ -76,36 +76,17 @@ class PostgresCdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
 
 def read_partition(partition: _Partition) -> Iterator[Any]:
-    """Executor side: the partition's records as Arrow record batches."""
+    """Executor side: the partition's records as Arrow record batches, read by the engine's one
+    reader of planned work (the same the in-process connector uses)."""
     from ..debezium.config import ConnectorConfig
-    from ..debezium.serialization import JsonSerializer
-    from ..engine.batch_reader import read_stream_range
-    from ..engine.encoded import encode_records
-    from ..engine.lines import encode_lines
-    from ..engine.offsets import SourceOffset
-    from ..engine.planner import StreamRange
-    from ..engine.state_store import StreamStateStore
+    from ..engine.work import read_work
     from ..gc_policy import use_throughput_gc
 
     use_throughput_gc()  # this Python worker does nothing but turn changes into records
     config = ConnectorConfig(partition.properties)
-    serializer = JsonSerializer(
-        key_schemas=config.key_schemas_enable, value_schemas=config.value_schemas_enable, header_schemas=True
-    )
     lines = config.get("sparkcdc.output.layout") == "lines"
     convert = line_batch if lines else to_arrow
-    work = partition.work
-    if isinstance(work, StreamRange):
-        records = read_stream_range(
-            config, SourceOffset.from_dict(work.start), SourceOffset.from_dict(work.end),
-            run_id=partition.run_id, state_store=StreamStateStore(work.state_location),
-        )
-        encode = encode_lines if lines else encode_records
-        return (convert(batch) for batch in encode(records, serializer))
-    from ..engine.snapshot_rendered import read_encoded_chunk
-
-    batches = read_encoded_chunk(config, work, run_id=partition.run_id, serializer=serializer, lines=lines)
-    return (convert(batch) for batch in batches)
+    return (convert(batch) for batch in read_work(config, partition.work, run_id=partition.run_id, lines=lines))
 
 
 class PostgresCdcDataSource(DataSource):

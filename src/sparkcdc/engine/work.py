@@ -1,0 +1,51 @@
+"""Reading one planned piece of work — a snapshot chunk or a stream range — as encoded batches.
+
+The planner (:class:`~sparkcdc.engine.planner.ConnectorPlanner`) cuts the connector's work into
+pieces; this is the one function that reads a piece, wherever it runs: a Spark task of the
+``postgres-cdc`` source (which turns the batches into Arrow) and the in-process loop
+(:class:`~sparkcdc.engine.connector.LocalConnector`, which hands them to its caller) both call it,
+so every path produces the same bytes from the same plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..debezium.config import ConnectorConfig
+from ..debezium.serialization import JsonSerializer
+from .encoded import EncodedBatch, encode_records
+from .lines import encode_lines
+from .offsets import SourceOffset
+from .planner import StreamRange
+from .snapshot_plan import SnapshotChunk
+from .state_store import StreamStateStore
+
+__all__ = ["read_work", "serializer_for"]
+
+
+def serializer_for(config: ConnectorConfig) -> JsonSerializer:
+    """The JsonConverter settings of the configuration (``key/value.converter.schemas.enable``)."""
+    return JsonSerializer(key_schemas=config.key_schemas_enable, value_schemas=config.value_schemas_enable, header_schemas=True)
+
+
+def read_work(config: ConnectorConfig, work: Any, *, run_id: str, lines: bool = False) -> Iterator[EncodedBatch]:
+    """The records of ``work`` (a :class:`StreamRange` or a :class:`SnapshotChunk`), serialized.
+
+    ``lines``: the batches carry each record's topic-files line where the reader can build it
+    (the ``lines`` output layout). ``run_id`` is the ``__debezium.context.runId`` header: one per run.
+    """
+    serializer = serializer_for(config)
+    if isinstance(work, StreamRange):
+        from .batch_reader import read_stream_range
+
+        records = read_stream_range(
+            config, SourceOffset.from_dict(work.start), SourceOffset.from_dict(work.end),
+            run_id=run_id, state_store=StreamStateStore(work.state_location),
+        )
+        return (encode_lines if lines else encode_records)(records, serializer)
+    if isinstance(work, SnapshotChunk):
+        from .snapshot_rendered import read_encoded_chunk
+
+        return read_encoded_chunk(config, work, run_id=run_id, serializer=serializer, lines=lines)
+    raise TypeError(f"not a planned piece of work: {type(work).__name__}")
