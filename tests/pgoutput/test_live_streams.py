@@ -341,29 +341,31 @@ def test_streamed_transaction_abort_with_subtransaction_rollback(
     assert not of_type(in_progress + after, StreamCommit)
 
 
-def test_two_phase_commit_and_rollback_prepared(db: psycopg.Connection, unique_name: str) -> None:
-    table = f"t_{unique_name}"
-    db.execute(f"CREATE TABLE {table} (id int PRIMARY KEY)")
-    with slot_capture(db, unique_name, [("public", table)], proto_version=3, two_phase=True) as cap:
-        db.execute("BEGIN")
-        db.execute(f"INSERT INTO {table} VALUES (1)")
-        xid1 = int(db.execute("SELECT txid_current()").fetchone()[0])  # type: ignore[index]
-        db.execute(f"PREPARE TRANSACTION 'gid-{unique_name}-1'")
-        db.execute("BEGIN")
-        db.execute(f"INSERT INTO {table} VALUES (2)")
-        xid2 = int(db.execute("SELECT txid_current()").fetchone()[0])  # type: ignore[index]
-        db.execute(f"PREPARE TRANSACTION 'gid-{unique_name}-2'")
-        db.execute(f"COMMIT PREPARED 'gid-{unique_name}-1'")
-        db.execute(f"ROLLBACK PREPARED 'gid-{unique_name}-2'")
-        messages = cap.decoded()
+def _prepare_commit_and_rollback(db: psycopg.Connection, table: str, unique_name: str) -> list[tuple[int, str]]:
+    """Two prepared transactions inserting 1 and 2; the first committed, the second rolled back.
 
+    Returns their (xid, gid)."""
+    prepared = []
+    for row in (1, 2):
+        gid = f"gid-{unique_name}-{row}"
+        db.execute("BEGIN")
+        db.execute(f"INSERT INTO {table} VALUES ({row})")
+        prepared.append((int(db.execute("SELECT txid_current()").fetchone()[0]), gid))  # type: ignore[index]
+        db.execute(f"PREPARE TRANSACTION '{gid}'")
+    db.execute(f"COMMIT PREPARED '{prepared[0][1]}'")
+    db.execute(f"ROLLBACK PREPARED '{prepared[1][1]}'")
+    return prepared
+
+
+def _assert_prepared_committed_and_rolled_back(messages: list, prepared: list[tuple[int, str]]) -> None:
+    """The messages of :func:`_prepare_commit_and_rollback`, field by field."""
     assert kinds(messages) == [
         "BeginPrepare", "Relation", "Insert", "Prepare",
         "BeginPrepare", "Insert", "Prepare",
         "CommitPrepared", "RollbackPrepared",
     ]
     begin1, _, insert1, prepare1, begin2, insert2, prepare2, committed, rolled_back = messages
-    gid1, gid2 = f"gid-{unique_name}-1", f"gid-{unique_name}-2"
+    (xid1, gid1), (xid2, gid2) = prepared
     assert isinstance(begin1, BeginPrepare) and (begin1.xid, begin1.gid) == (xid1, gid1)
     assert isinstance(prepare1, Prepare) and (prepare1.xid, prepare1.gid) == (xid1, gid1)
     assert begin1.prepare_lsn == prepare1.prepare_lsn and begin1.end_lsn == prepare1.end_lsn
@@ -376,6 +378,15 @@ def test_two_phase_commit_and_rollback_prepared(db: psycopg.Connection, unique_n
     assert isinstance(rolled_back, RollbackPrepared) and (rolled_back.xid, rolled_back.gid) == (xid2, gid2)
     assert rolled_back.prepare_end_lsn == prepare2.end_lsn
     assert rolled_back.prepare_ts_us == prepare2.prepare_ts_us <= rolled_back.rollback_ts_us
+
+
+def test_two_phase_commit_and_rollback_prepared(db: psycopg.Connection, unique_name: str) -> None:
+    table = f"t_{unique_name}"
+    db.execute(f"CREATE TABLE {table} (id int PRIMARY KEY)")
+    with slot_capture(db, unique_name, [("public", table)], proto_version=3, two_phase=True) as cap:
+        prepared = _prepare_commit_and_rollback(db, table, unique_name)
+        messages = cap.decoded()
+    _assert_prepared_committed_and_rolled_back(messages, prepared)
 
 
 def test_streamed_two_phase_transaction(db: psycopg.Connection, unique_name: str) -> None:
@@ -407,19 +418,9 @@ def test_two_phase_slot_sends_prepared_transactions_to_a_version_1_reader(
     decode. The streaming processor then refuses them naming the message, its LSN and the slot's two_phase.
     """
     table = f"t_{unique_name}"
-    gid1, gid2 = f"gid-{unique_name}-1", f"gid-{unique_name}-2"
     db.execute(f"CREATE TABLE {table} (id int PRIMARY KEY)")
     with slot_capture(db, unique_name, [("public", table)], two_phase=True) as cap:
-        db.execute("BEGIN")
-        db.execute(f"INSERT INTO {table} VALUES (1)")
-        xid1 = int(db.execute("SELECT txid_current()").fetchone()[0])  # type: ignore[index]
-        db.execute(f"PREPARE TRANSACTION '{gid1}'")
-        db.execute("BEGIN")
-        db.execute(f"INSERT INTO {table} VALUES (2)")
-        xid2 = int(db.execute("SELECT txid_current()").fetchone()[0])  # type: ignore[index]
-        db.execute(f"PREPARE TRANSACTION '{gid2}'")
-        db.execute(f"COMMIT PREPARED '{gid1}'")
-        db.execute(f"ROLLBACK PREPARED '{gid2}'")
+        prepared = _prepare_commit_and_rollback(db, table, unique_name)
         wait_for_wal_flush(db)
         rows = db.execute(
             "SELECT lsn::text, data FROM pg_logical_slot_peek_binary_changes(%s, NULL, NULL, "
@@ -428,22 +429,7 @@ def test_two_phase_slot_sends_prepared_transactions_to_a_version_1_reader(
         ).fetchall()
         decoder = Decoder(1)
         messages = [decoder.decode(bytes(data)) for _, data in rows]
-
-        assert kinds(messages) == [
-            "BeginPrepare", "Relation", "Insert", "Prepare",
-            "BeginPrepare", "Insert", "Prepare",
-            "CommitPrepared", "RollbackPrepared",
-        ]
-        begin1, _, insert1, prepare1, begin2, insert2, prepare2, committed, rolled_back = messages
-        assert isinstance(begin1, BeginPrepare) and (begin1.xid, begin1.gid) == (xid1, gid1)
-        assert isinstance(prepare1, Prepare) and (prepare1.xid, prepare1.gid, prepare1.end_lsn) == (xid1, gid1, begin1.end_lsn)
-        assert isinstance(insert1, Insert) and insert1.new_tuple == ("1",)
-        assert isinstance(begin2, BeginPrepare) and (begin2.xid, begin2.gid) == (xid2, gid2)
-        assert isinstance(insert2, Insert) and insert2.new_tuple == ("2",)
-        assert isinstance(prepare2, Prepare) and prepare2.gid == gid2
-        assert isinstance(committed, CommitPrepared) and (committed.xid, committed.gid) == (xid1, gid1)
-        assert isinstance(rolled_back, RollbackPrepared) and (rolled_back.xid, rolled_back.gid) == (xid2, gid2)
-        assert rolled_back.prepare_end_lsn == prepare2.end_lsn
+        _assert_prepared_committed_and_rolled_back(messages, prepared)
 
         config = ConnectorConfig({
             "database.hostname": pg_cluster.host, "database.port": str(pg_cluster.port), "database.user": pg_cluster.user,
@@ -455,7 +441,8 @@ def test_two_phase_slot_sends_prepared_transactions_to_a_version_1_reader(
         )
         first_lsn = rows[0][0]
         with pytest.raises(UnexpectedMessageError) as refused:
-            processor.process(WalMessage(parse_lsn(first_lsn), parse_lsn(first_lsn), 0, begin1))
+            processor.process(WalMessage(parse_lsn(first_lsn), parse_lsn(first_lsn), 0, messages[0]))
+        (xid1, gid1), _ = prepared
         assert str(refused.value) == (
             f"BeginPrepare message (xid {xid1}, gid '{gid1}') at LSN {first_lsn}: the replication slot was created "
             "with two_phase, which sparkcdc never asks for; use a slot created without two_phase"
