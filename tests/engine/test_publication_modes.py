@@ -9,6 +9,7 @@ from sparkcdc.debezium.config import ConfigError, ConnectorConfig
 from sparkcdc.engine.planner import ConnectorPlanner
 from sparkcdc.engine.setup import SetupError
 from sparkcdc.postgres import drop_slot, publication_tables
+from sparkcdc.postgres.publications import publication_members
 
 
 def _config(pg_cluster, name: str, **extra: str) -> ConnectorConfig:
@@ -53,6 +54,24 @@ def test_filtered_lists_the_captured_tables_and_follows_changes(db, pg_cluster, 
     _start(_config(pg_cluster, unique_name, **{"publication.autocreate.mode": "filtered", "table.include.list": f"public\\.{tables[2]}",
                                                "skipped.operations": "u,d"}))
     assert _publication(db, unique_name) == (False, True, False, False, True)
+    drop_slot(db, unique_name, wait=30)
+    db.execute(f'DROP PUBLICATION "{unique_name}"')
+
+
+def test_filtered_with_a_partitioned_table_and_a_partition(db, pg_cluster, unique_name) -> None:
+    """The publication names the listed root and partition; the server publishes the root as its leaves."""
+    root, other = f"r_{unique_name}", f"o_{unique_name}"
+    for name in (root, other):
+        db.execute(f"CREATE TABLE {name} (id int, k int, PRIMARY KEY (id, k)) PARTITION BY LIST (k)")
+        db.execute(f"CREATE TABLE {name}_1 PARTITION OF {name} FOR VALUES IN (1)")
+        db.execute(f"CREATE TABLE {name}_2 PARTITION OF {name} FOR VALUES IN (2)")
+    include = f"public\\.{root},public\\.{other}_2"
+    config = _config(pg_cluster, unique_name, **{"publication.autocreate.mode": "filtered", "table.include.list": include})
+    _start(config)
+    assert publication_members(db, unique_name) == sorted([("public", root), ("public", f"{other}_2")])
+    assert publication_tables(db, unique_name) == sorted([("public", f"{root}_1"), ("public", f"{root}_2"), ("public", f"{other}_2")])
+    _start(config)  # a second start compares the tables the publication names, and keeps them
+    assert publication_members(db, unique_name) == sorted([("public", root), ("public", f"{other}_2")])
     drop_slot(db, unique_name, wait=30)
     db.execute(f'DROP PUBLICATION "{unique_name}"')
 

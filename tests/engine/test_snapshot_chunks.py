@@ -424,3 +424,31 @@ def test_a_table_rewritten_after_planning_is_refused(db: psycopg.Connection, pg_
     db.execute(f"VACUUM FULL {table}")  # possible because the planning transaction has ended
     with pytest.raises(TableRewrittenError, match="rewritten"):
         list(read_snapshot_chunk(config, chunks[0], run_id=RUN_ID))
+
+
+def test_a_partition_is_split_like_a_table_and_its_root_read_whole(
+    db: psycopg.Connection, pg_cluster: ThrowawayCluster, unique_name: str
+) -> None:
+    """A pattern matching a root and a partition snapshots both (as Debezium does): the leaf partition
+    is a plain heap cut into block ranges; the root has no heap of its own, so it is one chunk."""
+    root = f"proot_{unique_name}"
+    db.execute(f"CREATE TABLE {root} (id int, k int, v text NOT NULL, PRIMARY KEY (id, k)) PARTITION BY LIST (k)")
+    db.execute(f"CREATE TABLE {root}_1 PARTITION OF {root} FOR VALUES IN (1) WITH (autovacuum_enabled = false)")
+    db.execute(f"CREATE TABLE {root}_2 PARTITION OF {root} FOR VALUES IN (2) WITH (autovacuum_enabled = false)")
+    db.execute(f"INSERT INTO {root} SELECT g, 1 + g % 2, repeat('x', 200) || g FROM generate_series(1, 1000) g")
+    db.execute(f"ANALYZE {root}")
+    tables = [("public", root), ("public", f"{root}_2")]
+    config = _config(pg_cluster, unique_name)
+    slot = ExportedSnapshotSlot(pg_cluster.conninfo(), unique_name)
+    try:
+        chunks = _plan(pg_cluster, config, slot, tables, chunk_rows=60)
+        _check_plan_shape(chunks, tables)
+        assert len([c for c in chunks if c.table == root]) == 1
+        assert len([c for c in chunks if c.table == f"{root}_2"]) > 5
+        chunked = sorted((r for c in chunks for r in read_snapshot_chunk(config, c, run_id=RUN_ID)), key=lambda r: r.ordinal)
+        expected = _sequential(pg_cluster, config, db, slot, tables)
+        assert [_comparable(r) for r in chunked] == [_comparable(r) for r in expected]
+        assert [r.table for r in chunked].count(root) == 1000 and [r.table for r in chunked].count(f"{root}_2") == 500
+    finally:
+        slot.close()
+        drop_slot(db, unique_name, wait=30)

@@ -99,9 +99,9 @@ def minimum_version(message: object) -> int:
     """The lowest protocol version in which the server can send ``message`` as generated."""
     if isinstance(message, StreamAbort) and message.abort_lsn is not None:
         return 4
-    if isinstance(message, (BeginPrepare, Prepare, CommitPrepared, RollbackPrepared, StreamPrepare)):
-        return 3
-    if isinstance(message, (StreamStart, StreamStop, StreamCommit, StreamAbort)):
+    # A two_phase slot sends the prepared-transaction messages whatever version the reader asked for;
+    # Stream Prepare needs streaming, hence v2.
+    if isinstance(message, (StreamStart, StreamStop, StreamCommit, StreamAbort, StreamPrepare)):
         return 2
     if getattr(message, "xid", None) is not None and isinstance(
         message, (LogicalMessage, Relation, TypeMessage, Insert, Update, Delete, Truncate)

@@ -15,6 +15,7 @@ from sparkcdc.pgoutput import (
     Relation,
     RelationColumn,
     ReplicaIdentity,
+    StreamPrepare,
     StreamStart,
     StreamStop,
     encode,
@@ -43,6 +44,13 @@ def test_unknown_type_byte() -> None:
 def test_message_of_a_later_protocol_version() -> None:
     error = _error(encode(StreamStart(7, True)), version=1)
     assert error.message_type == "Stream Start"
+    assert "not part of protocol version 1 (needs 2)" in str(error)
+
+
+def test_stream_prepare_needs_streaming_hence_version_2() -> None:
+    """Unlike the other two-phase messages (a two_phase slot sends them to a v1 reader too)."""
+    error = _error(encode(StreamPrepare(0, 1, 2, 946_684_800_000_000, 7, "g")), version=1)
+    assert error.message_type == "Stream Prepare"
     assert "not part of protocol version 1 (needs 2)" in str(error)
 
 

@@ -7,6 +7,12 @@ import struct
 import psycopg
 import pytest
 
+from sparkcdc.debezium.config import ConnectorConfig
+from sparkcdc.debezium.events import EventFactory
+from sparkcdc.debezium.table import TableSchemaFactory
+from sparkcdc.engine.filters import TableFilter
+from sparkcdc.engine.streaming import StreamingProcessor, UnexpectedMessageError
+from sparkcdc.engine.tables import TableResolver
 from sparkcdc.lsn import parse_lsn
 from sparkcdc.pgoutput import (
     UNCHANGED_TOAST,
@@ -14,6 +20,7 @@ from sparkcdc.pgoutput import (
     BeginPrepare,
     Commit,
     CommitPrepared,
+    Decoder,
     Delete,
     Insert,
     LogicalMessage,
@@ -31,9 +38,10 @@ from sparkcdc.pgoutput import (
     TypeMessage,
     Update,
 )
-from sparkcdc.postgres import LogicalReplicationReader, ReplicationOptions
+from sparkcdc.postgres import LogicalReplicationReader, ReplicationOptions, WalMessage
+from sparkcdc.postgres.catalog import Catalog
 
-from ..support.capture import kinds, of_type, read_until, slot_capture
+from ..support.capture import kinds, of_type, read_until, slot_capture, wait_for_wal_flush
 
 
 def _oid(db: psycopg.Connection, table: str) -> int:
@@ -333,29 +341,31 @@ def test_streamed_transaction_abort_with_subtransaction_rollback(
     assert not of_type(in_progress + after, StreamCommit)
 
 
-def test_two_phase_commit_and_rollback_prepared(db: psycopg.Connection, unique_name: str) -> None:
-    table = f"t_{unique_name}"
-    db.execute(f"CREATE TABLE {table} (id int PRIMARY KEY)")
-    with slot_capture(db, unique_name, [("public", table)], proto_version=3, two_phase=True) as cap:
-        db.execute("BEGIN")
-        db.execute(f"INSERT INTO {table} VALUES (1)")
-        xid1 = int(db.execute("SELECT txid_current()").fetchone()[0])  # type: ignore[index]
-        db.execute(f"PREPARE TRANSACTION 'gid-{unique_name}-1'")
-        db.execute("BEGIN")
-        db.execute(f"INSERT INTO {table} VALUES (2)")
-        xid2 = int(db.execute("SELECT txid_current()").fetchone()[0])  # type: ignore[index]
-        db.execute(f"PREPARE TRANSACTION 'gid-{unique_name}-2'")
-        db.execute(f"COMMIT PREPARED 'gid-{unique_name}-1'")
-        db.execute(f"ROLLBACK PREPARED 'gid-{unique_name}-2'")
-        messages = cap.decoded()
+def _prepare_commit_and_rollback(db: psycopg.Connection, table: str, unique_name: str) -> list[tuple[int, str]]:
+    """Two prepared transactions inserting 1 and 2; the first committed, the second rolled back.
 
+    Returns their (xid, gid)."""
+    prepared = []
+    for row in (1, 2):
+        gid = f"gid-{unique_name}-{row}"
+        db.execute("BEGIN")
+        db.execute(f"INSERT INTO {table} VALUES ({row})")
+        prepared.append((int(db.execute("SELECT txid_current()").fetchone()[0]), gid))  # type: ignore[index]
+        db.execute(f"PREPARE TRANSACTION '{gid}'")
+    db.execute(f"COMMIT PREPARED '{prepared[0][1]}'")
+    db.execute(f"ROLLBACK PREPARED '{prepared[1][1]}'")
+    return prepared
+
+
+def _assert_prepared_committed_and_rolled_back(messages: list, prepared: list[tuple[int, str]]) -> None:
+    """The messages of :func:`_prepare_commit_and_rollback`, field by field."""
     assert kinds(messages) == [
         "BeginPrepare", "Relation", "Insert", "Prepare",
         "BeginPrepare", "Insert", "Prepare",
         "CommitPrepared", "RollbackPrepared",
     ]
     begin1, _, insert1, prepare1, begin2, insert2, prepare2, committed, rolled_back = messages
-    gid1, gid2 = f"gid-{unique_name}-1", f"gid-{unique_name}-2"
+    (xid1, gid1), (xid2, gid2) = prepared
     assert isinstance(begin1, BeginPrepare) and (begin1.xid, begin1.gid) == (xid1, gid1)
     assert isinstance(prepare1, Prepare) and (prepare1.xid, prepare1.gid) == (xid1, gid1)
     assert begin1.prepare_lsn == prepare1.prepare_lsn and begin1.end_lsn == prepare1.end_lsn
@@ -368,6 +378,15 @@ def test_two_phase_commit_and_rollback_prepared(db: psycopg.Connection, unique_n
     assert isinstance(rolled_back, RollbackPrepared) and (rolled_back.xid, rolled_back.gid) == (xid2, gid2)
     assert rolled_back.prepare_end_lsn == prepare2.end_lsn
     assert rolled_back.prepare_ts_us == prepare2.prepare_ts_us <= rolled_back.rollback_ts_us
+
+
+def test_two_phase_commit_and_rollback_prepared(db: psycopg.Connection, unique_name: str) -> None:
+    table = f"t_{unique_name}"
+    db.execute(f"CREATE TABLE {table} (id int PRIMARY KEY)")
+    with slot_capture(db, unique_name, [("public", table)], proto_version=3, two_phase=True) as cap:
+        prepared = _prepare_commit_and_rollback(db, table, unique_name)
+        messages = cap.decoded()
+    _assert_prepared_committed_and_rolled_back(messages, prepared)
 
 
 def test_streamed_two_phase_transaction(db: psycopg.Connection, unique_name: str) -> None:
@@ -387,3 +406,44 @@ def test_streamed_two_phase_transaction(db: psycopg.Connection, unique_name: str
     (committed,) = of_type(messages, CommitPrepared)
     assert committed.xid == xid
     assert kinds(messages)[-2:] == ["StreamPrepare", "CommitPrepared"]
+
+
+def test_two_phase_slot_sends_prepared_transactions_to_a_version_1_reader(
+    db: psycopg.Connection, pg_cluster, unique_name: str
+) -> None:
+    """A slot created with two_phase decodes prepared transactions whatever the reader asks for.
+
+    The reader asks for protocol version 1 and no two_phase option, as sparkcdc itself does; PostgreSQL
+    15 still sends Begin Prepare / Prepare / Commit Prepared / Rollback Prepared, and every message must
+    decode. The streaming processor then refuses them naming the message, its LSN and the slot's two_phase.
+    """
+    table = f"t_{unique_name}"
+    db.execute(f"CREATE TABLE {table} (id int PRIMARY KEY)")
+    with slot_capture(db, unique_name, [("public", table)], two_phase=True) as cap:
+        prepared = _prepare_commit_and_rollback(db, table, unique_name)
+        wait_for_wal_flush(db)
+        rows = db.execute(
+            "SELECT lsn::text, data FROM pg_logical_slot_peek_binary_changes(%s, NULL, NULL, "
+            "'proto_version', '1', 'publication_names', %s)",
+            (cap.slot, cap.publication),
+        ).fetchall()
+        decoder = Decoder(1)
+        messages = [decoder.decode(bytes(data)) for _, data in rows]
+        _assert_prepared_committed_and_rolled_back(messages, prepared)
+
+        config = ConnectorConfig({
+            "database.hostname": pg_cluster.host, "database.port": str(pg_cluster.port), "database.user": pg_cluster.user,
+            "database.dbname": db.info.dbname, "topic.prefix": "tp", "table.include.list": f"public.{table}",
+        })
+        factory = TableSchemaFactory(config)
+        processor = StreamingProcessor(
+            config, TableResolver(Catalog(db), factory, TableFilter(config)), EventFactory(config, db.info.dbname, factory.topics)
+        )
+        first_lsn = rows[0][0]
+        with pytest.raises(UnexpectedMessageError) as refused:
+            processor.process(WalMessage(parse_lsn(first_lsn), parse_lsn(first_lsn), 0, messages[0]))
+        (xid1, gid1), _ = prepared
+        assert str(refused.value) == (
+            f"BeginPrepare message (xid {xid1}, gid '{gid1}') at LSN {first_lsn}: the replication slot was created "
+            "with two_phase, which sparkcdc never asks for; use a slot created without two_phase"
+        )

@@ -10,6 +10,11 @@ Behaviour confirmed against Debezium 3.6.3 (see docs/debezium-oracle-notes.md):
   published (they are filtered in the connector per ``skipped.operations``).
 * Tables are captured (and snapshotted) in the order of ``table.include.list``; tables matched by
   the same pattern, or all tables without an include list, in name order.
+* Partitioned tables and their partitions are tables like any other: each one the filters match is
+  captured and snapshotted under its own name. A listed partition streams under its name; a listed
+  root streams under its name only with ``publish.via.partition.root`` (else the server sends its
+  rows under the partitions' names, which the filters drop); a pattern matching a root and its
+  partitions snapshots the rows twice, once under each name, as Debezium does.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from collections.abc import Sequence
 import psycopg
 
 from ..debezium.config import ConfigError, ConnectorConfig
-from ..postgres.publications import create_publication, publication_exists, publication_tables, qualified_name
+from ..postgres.publications import create_publication, publication_exists, publication_members, qualified_name
 from ..postgres.replication import quote_ident
 from .filters import TableFilter
 
@@ -34,7 +39,7 @@ class SetupError(RuntimeError):
 def captured_tables(conn: psycopg.Connection, config: ConnectorConfig) -> list[tuple[str, str]]:
     rows = conn.execute(
         """SELECT n.nspname::text, c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
+            WHERE c.relkind IN ('r', 'p')
               AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'
             ORDER BY 1, 2"""
     ).fetchall()
@@ -89,7 +94,7 @@ def ensure_publication_for(conn: psycopg.Connection, config: ConnectorConfig, ta
             raise ConfigError("table.include.list", "no table matches the table/schema filters, so a filtered publication would be empty")
         if not exists:
             create_publication(conn, name, tables=tables, publish=publish, via_partition_root=via_root)
-        elif sorted(publication_tables(conn, name)) != sorted(tables):
+        elif publication_members(conn, name) != sorted(tables):
             listed = ", ".join(qualified_name(schema, table) for schema, table in tables)
             conn.execute(f"ALTER PUBLICATION {quote_ident(name)} SET TABLE {listed}".encode())
         return

@@ -8,8 +8,8 @@ read_snapshot_chunk`, importing the same snapshot.
 
 How a table is cut:
 
-* A plain table (``relkind = 'r'``, no inheritance children, no ``snapshot.select.statement.
-  overrides.<schema>.<table>``) is cut into ranges of heap blocks, ``ctid >= '(a,0)' AND ctid <
+* A plain table (``relkind = 'r'``, a leaf partition included, no inheritance children, no
+  ``snapshot.select.statement.overrides.<schema>.<table>``) is cut into ranges of heap blocks, ``ctid >= '(a,0)' AND ctid <
   '(b,0)'``, which PostgreSQL 14+ reads with a TID range scan (only the range's pages). The ranges
   partition the block space, so every row version is in exactly one chunk, and a range scan returns
   rows in the order a sequential scan would: the chunks, in order, read what the sequential

@@ -17,15 +17,21 @@ from ..debezium.events import EventFactory
 from ..debezium.records import ChangeRecord
 from ..debezium.table import TableSchema
 from ..debezium.types.hstore import java_hashmap_order
+from ..lsn import format_lsn
 from ..pgoutput.messages import (
     UNCHANGED_TOAST,
     Begin,
+    BeginPrepare,
     Commit,
+    CommitPrepared,
     Delete,
     Insert,
     LogicalMessage,
     Origin,
+    Prepare,
     Relation,
+    RollbackPrepared,
+    StreamPrepare,
     Truncate,
     TypeMessage,
     Update,
@@ -120,8 +126,16 @@ class StreamingProcessor:
             return self._truncate(message, item.data_start)
         if isinstance(message, LogicalMessage):
             return self._logical_message(message)
+        if isinstance(message, (BeginPrepare, Prepare, CommitPrepared, RollbackPrepared, StreamPrepare)):
+            # Refused rather than buffered: a prepared transaction's rows come before its outcome, so
+            # buffering them would hold whole transactions in memory and carry them across batches.
+            raise UnexpectedMessageError(
+                f"{type(message).__name__} message (xid {message.xid}, gid {message.gid!r}) at LSN {format_lsn(item.data_start)}: "
+                "the replication slot was created with two_phase, which sparkcdc never asks for; "
+                "use a slot created without two_phase"
+            )
         raise UnexpectedMessageError(
-            f"{type(message).__name__} message at LSN {item.data_start}: the connector reads with streaming and two_phase off"
+            f"{type(message).__name__} message at LSN {format_lsn(item.data_start)}: the connector reads with streaming off"
         )
 
     def _require_tx(self, what: str) -> _Transaction:

@@ -74,11 +74,15 @@ MESSAGE_NAMES: dict[int, str] = {
     ord("p"): "Stream Prepare",
 }
 
-# Minimum protocol version of each message type.
+# Minimum protocol version in which the server can send each message type. The two-phase messages
+# are documented as v3, but the version only gates the ``two_phase`` *option*: a slot created with
+# two_phase (pg_create_logical_replication_slot(..., two_phase => true), or enabled by an earlier v3
+# reader) decodes prepared transactions for every reader, and PostgreSQL 15 then sends Begin Prepare,
+# Prepare, Commit Prepared and Rollback Prepared to a v1 reader too. Stream Prepare comes only inside
+# streaming, which needs v2.
 _MIN_VERSION: dict[int, int] = {
-    **{code: 1 for code in b"BMCORYIUDT"},
-    **{code: 2 for code in b"SEcA"},
-    **{code: 3 for code in b"bPKrp"},
+    **{code: 1 for code in b"BMCORYIUDTbPKr"},
+    **{code: 2 for code in b"SEcAp"},
 }
 
 _U16: Final = struct.Struct(">H")
@@ -486,7 +490,7 @@ class Decoder:
             raise r.fail(f"{r.end - r.pos} unexpected bytes after the last field (abort LSN needs protocol version 4)")
         return StreamAbort(xid, subxid, r.u64("abort LSN"), r.timestamp("abort timestamp"))
 
-    # -- two-phase commit (protocol v3+) ---------------------------------------------------------
+    # -- two-phase commit (a two_phase slot: any protocol version, see _MIN_VERSION) ---------------
     def _begin_prepare(self, r: _Reader) -> BeginPrepare:
         self._require_outside_stream(r)
         return BeginPrepare(r.u64("prepare LSN"), r.u64("end LSN"), r.timestamp("prepare timestamp"), r.u32("xid"), r.cstring("gid"))

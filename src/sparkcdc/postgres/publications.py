@@ -13,6 +13,7 @@ __all__ = [
     "drop_publication",
     "ensure_publication",
     "publication_exists",
+    "publication_members",
     "publication_tables",
     "qualified_name",
 ]
@@ -30,6 +31,23 @@ def publication_tables(conn: psycopg.Connection, name: str) -> list[tuple[str, s
     """(schema, table) pairs the publication covers, sorted."""
     rows = conn.execute(
         "SELECT schemaname::text, tablename::text FROM pg_publication_tables WHERE pubname = %s ORDER BY 1, 2", (name,)
+    ).fetchall()
+    return [(row[0], row[1]) for row in rows]
+
+
+def publication_members(conn: psycopg.Connection, name: str) -> list[tuple[str, str]]:
+    """(schema, table) pairs named in the publication's ``FOR TABLE`` list, sorted.
+
+    Unlike :func:`publication_tables` (what the server publishes), a partitioned table stays itself
+    here: ``pg_publication_tables`` lists its leaf partitions instead unless the publication has
+    ``publish_via_partition_root``.
+    """
+    rows = conn.execute(
+        """SELECT n.nspname::text, c.relname::text FROM pg_publication p
+             JOIN pg_publication_rel r ON r.prpubid = p.oid JOIN pg_class c ON c.oid = r.prrelid
+             JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE p.pubname = %s ORDER BY 1, 2""",
+        (name,),
     ).fetchall()
     return [(row[0], row[1]) for row in rows]
 
