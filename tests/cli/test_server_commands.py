@@ -204,7 +204,7 @@ def test_status_bad_checkpoint_is_an_argument_error(tmp_path: Path, pg_cluster: 
 
 
 def test_the_inspection_connection_cannot_write(tmp_path: Path, pg_cluster: ThrowawayCluster, unique_name: str) -> None:
-    """Table and catalog writes are refused by the server itself (slot functions are not: see sparkcdc.cli.server)."""
+    """Table and catalog writes are refused by the server itself (slot functions are not: see sparkcdc.postgres.server_facts)."""
     from sparkcdc.cli.config_files import load_config
     from sparkcdc.cli.server import connect_read_only
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import psycopg
 
 from ..debezium.config import ConfigError, ConnectorConfig
+from ..engine.setup import captured_tables
 from ..postgres.replication import quote_ident
-from ..postgres.slots import SlotState, get_slot
-from .server import (
+from ..postgres.server_facts import (
     PublicationFacts,
     RoleFacts,
     ServerFacts,
@@ -25,6 +25,7 @@ from .server import (
     server_facts,
     table_facts,
 )
+from ..postgres.slots import SlotState, get_slot
 
 __all__ = ["Readiness", "assess"]
 
@@ -58,7 +59,7 @@ def assess(conn: psycopg.Connection, config: ConnectorConfig) -> Readiness:
         database=conn.info.dbname,
         server=server_facts(conn),
         role=role_facts(conn),
-        tables=table_facts(conn, config),
+        tables=table_facts(conn, captured_tables(conn, config)),
         publication=publication_facts(conn, config.get("publication.name") or "dbz_publication"),
         slot_name=slot_name,
         slot=slot,

@@ -13,8 +13,8 @@ import psycopg
 
 from ..debezium.config import ConnectorConfig
 from ..lsn import format_lsn, parse_lsn
+from ..postgres.server_facts import publication_facts, slot_lag
 from .checkpoint import BatchOffset, CheckpointState
-from .server import publication_facts, slot_lag
 
 __all__ = ["checkpoint_report", "server_report"]
 

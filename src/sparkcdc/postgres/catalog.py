@@ -109,6 +109,16 @@ class Catalog:
     def invalidate_table(self, oid: int) -> None:
         self._tables.pop(oid, None)
 
+    def declared_types(self, oid: int) -> dict[str, str]:
+        """Column name -> its type as declared (``format_type``: ``numeric(10,2)``, ``character varying(20)``),
+        for every live column of the relation, generated ones included; read each time, not cached."""
+        rows = self.conn.execute(
+            "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute"
+            " WHERE attrelid = %s AND attnum > 0 AND NOT attisdropped",
+            (oid,),
+        ).fetchall()
+        return dict(rows)
+
     def list_tables(self, kinds: Sequence[str] = ("r", "p")) -> list[tuple[str, str]]:
         """(schema, table) of every user table, sorted, excluding system schemas."""
         rows = self.conn.execute(
