@@ -6,6 +6,7 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from ..debezium.config import ConfigError, ConnectorConfig
+from ..postgres.slots import run_statement
 from ..postgres.snapshot import connect_with_text_settings
 
 __all__ = ["conninfo_from_config", "initial_statements", "sql_connection"]
@@ -62,7 +63,7 @@ def sql_connection(config: ConnectorConfig, *, autocommit: bool = True, applicat
     conn = connect_with_text_settings(conninfo_from_config(config), autocommit=autocommit, application_name=application_name)
     try:
         for statement in initial_statements(config):
-            conn.execute(statement.encode())
+            run_statement(conn, statement)
         if not autocommit:
             conn.commit()
     except psycopg.Error as exc:

@@ -23,9 +23,19 @@ from typing import Any
 import psycopg
 
 from ..debezium.config import ConnectorConfig
-from ..lsn import format_lsn, parse_lsn
+from ..lsn import format_lsn
 from ..postgres.errors import SlotInUseError
-from ..postgres.slots import ExportedSnapshotSlot, SlotState, advance_slot, create_logical_slot, drop_slot, get_slot
+from ..postgres.slots import (
+    ExportedSnapshotSlot,
+    SlotState,
+    advance_slot,
+    create_logical_slot,
+    current_wal_insert_lsn,
+    drop_slot,
+    emit_logical_message,
+    get_slot,
+    run_statement,
+)
 from ..postgres.snapshot import SnapshotTransaction
 from .batch_reader import HEARTBEAT_MESSAGE_PREFIX
 from .connection import conninfo_from_config, sql_connection
@@ -136,7 +146,6 @@ class ConnectorPlanner:
         self._close_snapshot()
         self._export = ExportedSnapshotSlot(self.conninfo, self.slot_name, temporary=not self.streams)
         self._snapshot_tx = SnapshotTransaction(self.conninfo, snapshot_name=self._export.snapshot_name)
-        xid_row = self._snapshot_tx.conn.execute("SELECT txid_current()").fetchone()
         include = self.config.get_patterns("snapshot.include.collection.list")
         tables = tuple(t for t in self.tables if not include or any(p.fullmatch(f"{t[0]}.{t[1]}") for p in include))
         if self.config.get("snapshot.locking.mode") == "shared":
@@ -144,7 +153,7 @@ class ConnectorPlanner:
         spec = SnapshotSpec(
             id=str(uuid.uuid4()),
             lsn=self._export.consistent_point,
-            xid=int(xid_row[0]) if xid_row else None,
+            xid=self._snapshot_tx.transaction_id(),
             ts_us=time.time_ns() // 1000,
             tables=tables,
         )
@@ -216,18 +225,16 @@ class ConnectorPlanner:
         return None
 
     def _insert_lsn(self) -> int:
-        row = self.admin.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
-        assert row is not None
-        return parse_lsn(row[0])
+        return current_wal_insert_lsn(self.admin)
 
     def _beat(self) -> None:
         query = self.config.get("heartbeat.action.query")
         if query:
-            self.admin.execute(query.encode())
+            run_statement(self.admin, query)
         else:
             # Table-free: a logical decoding message moves the WAL (and so the slot) even when
             # nothing captured changes; the stream reader never turns it into a record.
-            self.admin.execute("SELECT pg_logical_emit_message(false, %s, '')", (HEARTBEAT_MESSAGE_PREFIX,))
+            emit_logical_message(self.admin, HEARTBEAT_MESSAGE_PREFIX)
 
     # -- planning --------------------------------------------------------------------------------
     def partitions(self, start_raw: dict[str, Any], end_raw: dict[str, Any]) -> list[Any]:

@@ -25,7 +25,14 @@ from collections.abc import Sequence
 import psycopg
 
 from ..debezium.config import ConfigError, ConnectorConfig
-from ..postgres.publications import create_publication, publication_exists, publication_members, qualified_name
+from ..postgres.catalog import user_tables
+from ..postgres.publications import (
+    create_publication,
+    publication_exists,
+    publication_members,
+    set_publication_tables,
+    set_replica_identity,
+)
 from ..postgres.replication import quote_ident
 from .filters import TableFilter
 
@@ -37,14 +44,8 @@ class SetupError(RuntimeError):
 
 
 def captured_tables(conn: psycopg.Connection, config: ConnectorConfig) -> list[tuple[str, str]]:
-    rows = conn.execute(
-        """SELECT n.nspname::text, c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE c.relkind IN ('r', 'p')
-              AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'
-            ORDER BY 1, 2"""
-    ).fetchall()
     table_filter = TableFilter(config)
-    tables = [(row[0], row[1]) for row in rows if table_filter(row[0], row[1])]
+    tables = [(schema, table) for schema, table in user_tables(conn) if table_filter(schema, table)]
     includes = config.get_patterns("table.include.list")
     if includes:
         def order(table: tuple[str, str]) -> int:
@@ -95,8 +96,7 @@ def ensure_publication_for(conn: psycopg.Connection, config: ConnectorConfig, ta
         if not exists:
             create_publication(conn, name, tables=tables, publish=publish, via_partition_root=via_root)
         elif publication_members(conn, name) != sorted(tables):
-            listed = ", ".join(qualified_name(schema, table) for schema, table in tables)
-            conn.execute(f"ALTER PUBLICATION {quote_ident(name)} SET TABLE {listed}".encode())
+            set_publication_tables(conn, name, tables)
         return
     raise ConfigError("publication.autocreate.mode", f"unknown mode {mode!r}")
 
@@ -123,6 +123,8 @@ def apply_replica_identities(conn: psycopg.Connection, config: ConnectorConfig, 
         for pattern, identity in rules:
             if pattern.fullmatch(f"{schema}.{table}"):
                 upper = identity.upper()
-                clause = _IDENTITIES[upper] if upper in _IDENTITIES else f"USING INDEX {quote_ident(identity[6:].strip())}"
-                conn.execute(f"ALTER TABLE {qualified_name(schema, table)} REPLICA IDENTITY {clause}".encode())
+                if upper in _IDENTITIES:
+                    set_replica_identity(conn, schema, table, upper)
+                else:
+                    set_replica_identity(conn, schema, table, "INDEX", identity[6:].strip())
                 break

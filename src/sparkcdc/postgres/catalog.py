@@ -14,7 +14,7 @@ import psycopg
 
 from ..catalog import ColumnInfo, TableInfo, TypeInfo, root_type
 
-__all__ = ["Catalog", "ColumnInfo", "TableInfo", "TypeInfo"]
+__all__ = ["Catalog", "ColumnInfo", "TableInfo", "TypeInfo", "user_tables"]
 
 
 _TYPE_QUERY = """
@@ -155,3 +155,15 @@ class Catalog:
         self.load_types(c.type_oid for c in columns)
         self._tables[oid] = info
         return info
+
+
+def user_tables(conn: psycopg.Connection) -> list[tuple[str, str]]:
+    """(schema, table) of every table and partitioned table (partitions too) outside the system
+    schemas, in name order: what the table filters choose the captured tables from."""
+    rows = conn.execute(
+        """SELECT n.nspname::text, c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.relkind IN ('r', 'p')
+              AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'
+            ORDER BY 1, 2"""
+    ).fetchall()
+    return [(row[0], row[1]) for row in rows]

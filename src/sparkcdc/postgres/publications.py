@@ -16,6 +16,8 @@ __all__ = [
     "publication_members",
     "publication_tables",
     "qualified_name",
+    "set_publication_tables",
+    "set_replica_identity",
 ]
 
 
@@ -98,3 +100,23 @@ def ensure_publication(
     except psycopg.errors.DuplicateObject:
         return False
     return True
+
+
+def set_publication_tables(conn: psycopg.Connection, name: str, tables: Sequence[tuple[str, str]]) -> None:
+    """``ALTER PUBLICATION ... SET TABLE``: the publication names exactly ``tables`` from now on."""
+    listed = ", ".join(qualified_name(schema, table) for schema, table in tables)
+    conn.execute(f"ALTER PUBLICATION {quote_ident(name)} SET TABLE {listed}".encode())
+
+
+def set_replica_identity(conn: psycopg.Connection, schema: str, table: str, identity: str, index: str | None = None) -> None:
+    """``ALTER TABLE ... REPLICA IDENTITY``: ``identity`` FULL, DEFAULT or NOTHING, or INDEX with ``index``."""
+    upper = identity.upper()
+    if upper == "INDEX":
+        if not index:
+            raise ValueError("REPLICA IDENTITY USING INDEX needs an index name")
+        clause = f"USING INDEX {quote_ident(index)}"
+    elif upper in ("FULL", "DEFAULT", "NOTHING"):
+        clause = upper
+    else:
+        raise ValueError(f"unknown replica identity {identity!r}")
+    conn.execute(f"ALTER TABLE {qualified_name(schema, table)} REPLICA IDENTITY {clause}".encode())

@@ -23,10 +23,13 @@ __all__ = [
     "SlotState",
     "advance_slot",
     "create_logical_slot",
+    "current_wal_insert_lsn",
     "current_wal_lsn",
+    "emit_logical_message",
     "drop_slot",
     "ensure_slot",
     "get_slot",
+    "run_statement",
 ]
 
 
@@ -56,6 +59,23 @@ def current_wal_lsn(conn: psycopg.Connection) -> int:
     row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
     assert row is not None
     return parse_lsn(row[0])
+
+
+def current_wal_insert_lsn(conn: psycopg.Connection) -> int:
+    """``pg_current_wal_insert_lsn()``: where the next WAL record goes (always a record boundary)."""
+    row = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+    assert row is not None
+    return parse_lsn(row[0])
+
+
+def emit_logical_message(conn: psycopg.Connection, prefix: str, content: str = "", *, transactional: bool = False) -> None:
+    """``pg_logical_emit_message``: a message every logical slot decodes, even with no table changed."""
+    conn.execute("SELECT pg_logical_emit_message(%s, %s, %s)", (transactional, prefix, content))
+
+
+def run_statement(conn: psycopg.Connection, statement: str) -> None:
+    """A statement the user configured (``heartbeat.action.query``), run as it is."""
+    conn.execute(statement.encode())
 
 
 def get_slot(conn: psycopg.Connection, slot_name: str) -> SlotState | None:

@@ -59,6 +59,11 @@ class SnapshotTransaction:
             self.conn.close()
             raise
 
+    def transaction_id(self) -> int | None:
+        """``txid_current()``: the snapshot transaction's id (``source.txId`` of snapshot rows)."""
+        row = self.conn.execute("SELECT txid_current()").fetchone()
+        return None if row is None else int(row[0])
+
     def current_wal_lsn_text(self) -> str:
         row = self.conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
         assert row is not None
