@@ -56,6 +56,8 @@ from ..debezium.config import ConnectorConfig
 from ..debezium.table import TableSchemaFactory
 from ..postgres.catalog import Catalog
 from ..postgres.publications import qualified_name
+from ..postgres.snapshot_probes import block_size as server_block_size
+from ..postgres.snapshot_probes import count_rows_in_blocks, ctid_range, rows_exist, table_layout
 from .filters import TableFilter
 from .offsets import SnapshotSpec
 from .snapshot import MAX_SNAPSHOT_CHUNKS, MAX_SNAPSHOT_TABLES, ROWS_PER_CHUNK_LIMIT, SnapshotContext
@@ -67,7 +69,7 @@ __all__ = [
     "SnapshotPlanError",
     "override_query",
     "plan_snapshot_chunks",
-    "rows_exist_query",
+    "table_has_rows",
 ]
 
 CHUNK_ROWS_PROPERTY = "sparkcdc.snapshot.chunk.rows"
@@ -144,25 +146,14 @@ class SnapshotChunk:
         return f"chunk {self.chunk_index + 1}/{self.chunk_count} ({blocks}) of {self.schema}.{self.table} in snapshot {self.snapshot_id}"
 
 
-def ctid_range(first_block: int, end_block: int | None) -> str | None:
-    """``ctid >= '(first,0)' AND ctid < '(end,0)'``, leaving out a bound that selects nothing away."""
-    conditions = []
-    if first_block > 0:
-        conditions.append(f"ctid >= '({int(first_block)},0)'::tid")
-    if end_block is not None:
-        conditions.append(f"ctid < '({int(end_block)},0)'::tid")
-    return " AND ".join(conditions) or None
-
-
 def override_query(config: ConnectorConfig, schema: str, table: str) -> str | None:
     """The table's ``snapshot.select.statement.overrides.<schema>.<table>`` statement, if any."""
     return config.get(f"snapshot.select.statement.overrides.{schema}.{table}") or None
 
 
-def rows_exist_query(config: ConnectorConfig, schema: str, table: str) -> str:
-    """``SELECT EXISTS (...)``: whether the snapshot reads any row of the table (through its override)."""
-    source = override_query(config, schema, table) or f"SELECT 1 FROM {qualified_name(schema, table)}"
-    return f"SELECT EXISTS ({source})"
+def table_has_rows(conn: psycopg.Connection, config: ConnectorConfig, schema: str, table: str) -> bool:
+    """Whether the snapshot reads any row of the table (through its override query when it has one)."""
+    return rows_exist(conn, schema, table, override_query(config, schema, table))
 
 
 @dataclass(frozen=True)
@@ -176,13 +167,6 @@ class _TableLayout:
     filenode: int | None
     query: str | None
     columns: tuple[str, ...]
-
-
-_LAYOUT_QUERY = """
-SELECT c.relkind::text, c.relhassubclass, c.relpages, c.reltuples, pg_relation_size(c.oid), pg_relation_filenode(c.oid)
-  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
- WHERE n.nspname = %s AND c.relname = %s
-"""
 
 
 def plan_snapshot_chunks(
@@ -207,9 +191,7 @@ def plan_snapshot_chunks(
     tables = spec.tables
     if len(tables) > MAX_SNAPSHOT_TABLES:
         raise SnapshotPlanError(f"the snapshot has {len(tables)} tables; at most {MAX_SNAPSHOT_TABLES} can be numbered")
-    block_row = conn.execute("SELECT current_setting('block_size')::int").fetchone()
-    assert block_row is not None
-    block_size = int(block_row[0])
+    block_size = server_block_size(conn)
     max_rows_per_page = (block_size - _PAGE_HEADER_BYTES) // _MIN_BYTES_PER_ROW
     resolver = TableResolver(Catalog(conn), TableSchemaFactory(config), TableFilter(config))
     layouts = [_layout(conn, config, resolver, schema, table, block_size) for schema, table in tables]
@@ -232,16 +214,15 @@ def plan_snapshot_chunks(
 def _layout(
     conn: psycopg.Connection, config: ConnectorConfig, resolver: TableResolver, schema: str, table: str, block_size: int
 ) -> _TableLayout:
-    row = conn.execute(_LAYOUT_QUERY, (schema, table)).fetchone()
-    if row is None:
+    layout = table_layout(conn, schema, table)
+    if layout is None:
         raise SnapshotPlanError(f"table {schema}.{table} does not exist in the snapshot")
-    kind, has_children, relpages, reltuples, size, filenode = row
     query = override_query(config, schema, table)
     columns = tuple(c.name for c in resolver.for_table(schema, table).description.columns)
     return _TableLayout(
-        schema=schema, table=table, splittable=kind == "r" and not has_children and query is None,
-        pages=int(size or 0) // block_size, relpages=int(relpages), reltuples=float(reltuples),
-        filenode=None if filenode is None else int(filenode), query=query, columns=columns,
+        schema=schema, table=table, splittable=layout.kind == "r" and not layout.has_children and query is None,
+        pages=layout.size_bytes // block_size, relpages=layout.relpages, reltuples=layout.reltuples,
+        filenode=layout.filenode, query=query, columns=columns,
     )
 
 
@@ -260,8 +241,7 @@ def _later_tables(conn: psycopg.Connection, config: ConnectorConfig, layouts: Se
 def _has_rows(conn: psycopg.Connection, config: ConnectorConfig, layout: _TableLayout) -> bool:
     if layout.splittable and layout.pages == 0:
         return False  # a plain table without pages: nothing to ask
-    row = conn.execute(rows_exist_query(config, layout.schema, layout.table).encode()).fetchone()
-    return bool(row and row[0])
+    return table_has_rows(conn, config, layout.schema, layout.table)
 
 
 def _block_bounds(
@@ -291,8 +271,5 @@ def _row_density(conn: psycopg.Connection, layout: _TableLayout, max_rows_per_pa
     if layout.relpages > 0 and layout.reltuples > 0:
         return layout.reltuples / layout.relpages
     sample = min(layout.pages, _SAMPLE_PAGES)
-    row = conn.execute(
-        f"SELECT count(*) FROM {qualified_name(layout.schema, layout.table)} WHERE {ctid_range(0, sample)}".encode()
-    ).fetchone()
-    counted = int(row[0]) if row else 0
+    counted = count_rows_in_blocks(conn, layout.schema, layout.table, 0, sample)
     return counted / sample if counted else float(max_rows_per_page)

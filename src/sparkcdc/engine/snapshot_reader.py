@@ -37,6 +37,12 @@ from ..debezium.records import ChangeRecord
 from ..debezium.table import TableSchema, TableSchemaFactory
 from ..postgres.catalog import Catalog
 from ..postgres.snapshot import SnapshotTransaction
+from ..postgres.snapshot_probes import (
+    relation_filenode,
+    rows_after_block_exist,
+    rows_before_block_exist,
+    rows_in_blocks_exist,
+)
 from .connection import conninfo_from_config
 from .filters import TableFilter
 from .snapshot import (
@@ -47,7 +53,7 @@ from .snapshot import (
     snapshot_ordinal,
     snapshot_record,
 )
-from .snapshot_plan import SnapshotChunk, ctid_range, rows_exist_query
+from .snapshot_plan import SnapshotChunk, table_has_rows
 from .tables import TableResolver
 
 __all__ = [
@@ -160,18 +166,18 @@ def open_chunk(
         raise SnapshotChunkError(f"{chunk.describe()}: the table's columns are {columns}, but {chunk.columns} were planned")
     rows_before = False
     if chunk.first_block > 0:
-        if not _exists(tx, f"SELECT EXISTS (SELECT 1 FROM {chunk.qualified_table} WHERE {chunk.ctid_condition()})"):
+        if not rows_in_blocks_exist(tx.conn, chunk.schema, chunk.table, chunk.first_block, chunk.end_block):
             return None
-        rows_before = _exists(tx, _rows_before_query(chunk))
+        # Probe windows start at about one chunk's width (see the module docstring).
+        width = max(1, chunk.first_block // max(chunk.chunk_index, 1))
+        rows_before = rows_before_block_exist(tx.conn, chunk.schema, chunk.table, chunk.first_block, width)
     return table, not rows_before
 
 
 def last_row_marker(tx: SnapshotTransaction, config: ConnectorConfig, chunk: SnapshotChunk, *, first_of_table: bool) -> str:
     """The marker of the chunk's last row, asked of the snapshot once the chunk's rows are read."""
-    rows_after = chunk.end_block is not None and _exists(
-        tx, f"SELECT EXISTS (SELECT 1 FROM {chunk.qualified_table} WHERE {ctid_range(chunk.end_block, None)})"
-    )
-    final = not rows_after and not any(_exists(tx, rows_exist_query(config, s, t)) for s, t in chunk.later_tables)
+    rows_after = chunk.end_block is not None and rows_after_block_exist(tx.conn, chunk.schema, chunk.table, chunk.end_block)
+    final = not rows_after and not any(table_has_rows(tx.conn, config, s, t) for s, t in chunk.later_tables)
     return snapshot_marker(table_index=chunk.table_index, first_of_table=first_of_table, last_of_table=not rows_after, final=final)
 
 
@@ -204,35 +210,9 @@ def _row_limit(chunk: SnapshotChunk) -> int:
     return (1 << ORDINAL_TABLE_SHIFT) - (chunk.chunk_index << ORDINAL_CHUNK_SHIFT)
 
 
-def _rows_before_query(chunk: SnapshotChunk) -> str:
-    """Whether the table has a row before the chunk: ORed EXISTS over TID ranges, nearest first.
-
-    PostgreSQL evaluates the EXISTS subplans left to right and stops at the first true one.
-    """
-    width = max(1, chunk.first_block // max(chunk.chunk_index, 1))
-    probes = []
-    end = chunk.first_block
-    while end > 0:
-        start = max(0, end - width)
-        probes.append(f"EXISTS (SELECT 1 FROM {chunk.qualified_table} WHERE {ctid_range(start, end)})")
-        end = start
-        width *= 2
-    return "SELECT " + " OR ".join(probes)
-
-
-def _exists(tx: SnapshotTransaction, query: str) -> bool:
-    row = tx.conn.execute(query.encode()).fetchone()
-    return bool(row and row[0])
-
-
 def _check_not_rewritten(tx: SnapshotTransaction, chunk: SnapshotChunk) -> None:
     """Row versions keep their block only as long as the table keeps its file (we hold a lock now)."""
-    row = tx.conn.execute(
-        """SELECT pg_relation_filenode(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE n.nspname = %s AND c.relname = %s""",
-        (chunk.schema, chunk.table),
-    ).fetchone()
-    current = None if row is None or row[0] is None else int(row[0])
+    current = relation_filenode(tx.conn, chunk.schema, chunk.table)
     if current != chunk.filenode:
         raise TableRewrittenError(
             f"{chunk.describe()}: table {chunk.schema}.{chunk.table} was rewritten after the snapshot was planned "
