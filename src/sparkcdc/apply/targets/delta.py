@@ -52,20 +52,9 @@ from deltalake import CommitProperties, DeltaTable, Transaction
 from ..errors import TargetError
 from ..fold import END_AT, START_AT, Key, TableChanges
 from ..spec import ResolvedSpec
+from . import shared
 from .base import TargetColumn
-from .shared import (
-    BATCH_KEY,
-    DELETED_AT,
-    DELETED_AT_TYPE,
-    PIPELINE_KEY,
-    SEQUENCE,
-    LakeTarget,
-    StorageTypes,
-    TableLayout,
-    failing_as,
-    settled,
-    split_target,
-)
+from .shared import DELETED_AT, SEQUENCE, LakeTarget, TableLayout
 
 __all__ = ["DeltaTarget"]
 
@@ -75,11 +64,7 @@ TOMBSTONES_DIR = "_sparkcdc/tombstones"
 
 #: Delta has no unsigned integers (widened), no large or view variants, one timestamp precision
 #: (microseconds) and one zone (UTC), no times, durations or intervals.
-DELTA_TYPES = StorageTypes(
-    store="Delta Lake",
-    unsigned={pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(), pa.uint64(): pa.decimal128(20, 0)},
-    small_integers=True, fixed_size_binary=False, times=False, others=True,
-)
+DELTA_TYPES = shared.StorageTypes("Delta Lake", small_integers=True, fixed_size_binary=False, times=False, others=True)
 
 #: History pages read by the fallback of applied_batch: newest commits first, each page re-read
 #: from the newest (deltalake has no history cursor), so the cost stays below twice the commits
@@ -116,7 +101,7 @@ class DeltaTarget(LakeTarget[_Table]):
     # -- locations and handles --------------------------------------------------------------------
 
     def _paths(self, spec: ResolvedSpec) -> tuple[str, str]:
-        schema, name = split_target(spec.target)
+        schema, name = shared.split_target(spec.target)
         return f"{self.root}/{schema}/{name}", f"{self.root}/{TOMBSTONES_DIR}/{schema}/{name}"
 
     def _where(self, spec: ResolvedSpec, *, tombstones: bool = False) -> str:
@@ -148,7 +133,7 @@ class DeltaTarget(LakeTarget[_Table]):
         path, tombstone_path = self._paths(spec)
         table = _Table.planned(spec, columns, sequence, DELTA_TYPES, required_sequence=False, path=path,
                                tombstone_path=tombstone_path)
-        with failing_as(f"preparing target table {spec.target} at {path}"):
+        with shared.failing_as(f"preparing target table {spec.target} at {path}"):
             self._ensure(spec.target, path, table.schema, f" (stored_as_scd_type={spec.scd_type})")
             if self._exists(tombstone_path):
                 self._ensure(f"{spec.target} tombstones", tombstone_path, table.tombstone_schema(), "")
@@ -185,8 +170,9 @@ class DeltaTarget(LakeTarget[_Table]):
         if version is not None:
             return int(version)
         for commit in _history_newest_first(main):
-            if commit.get(PIPELINE_KEY) == pipeline_id and commit.get(BATCH_KEY) is not None:
-                return int(commit[BATCH_KEY])
+            pipeline, batch = shared.tags_of(commit)
+            if pipeline == pipeline_id and batch is not None:
+                return int(batch)
         return None
 
     def _tombstone_rows(self, table: _Table, wanted: set[Key], cutoff: datetime) -> Iterable[Mapping[str, Any]]:
@@ -198,15 +184,15 @@ class DeltaTarget(LakeTarget[_Table]):
         handle = self._settled(table, handle)
         if handle is None:
             return []
-        retained = pa.scalar(cutoff, type=DELETED_AT_TYPE)
+        retained = pa.scalar(cutoff, type=shared.DELETED_AT_TYPE)
         return _rows_of_keys(handle, table.keys, wanted, lambda t: pc.greater(t[DELETED_AT], retained),
                              [*table.keys, SEQUENCE, DELETED_AT])
 
     def _settled(self, table: _Table, handle: DeltaTable) -> DeltaTable | None:
         """``handle`` as of its newest settled commit (:func:`.shared.settled`)."""
         main = self._handle(table, table.path)
-        commit = settled(
-            _history_newest_first(handle), lambda c: (c.get(PIPELINE_KEY), c.get(BATCH_KEY)),
+        commit = shared.settled(
+            _history_newest_first(handle), shared.tags_of,
             lambda pipeline: None if main is None else self._applied(main, pipeline),
         )
         if commit is None:
@@ -232,7 +218,7 @@ class DeltaTarget(LakeTarget[_Table]):
     # -- the write ------------------------------------------------------------------------------------
 
     def _write(self, table: _Table, main: DeltaTable, changes: TableChanges, pipeline_id: str, batch_id: int) -> None:
-        metadata = {PIPELINE_KEY: pipeline_id, BATCH_KEY: batch_id}
+        metadata = shared.commit_tags(pipeline_id, batch_id)
         properties = CommitProperties(custom_metadata=metadata, app_transactions=[Transaction(_app_id(pipeline_id), batch_id)])
         before = main.version()
         if changes.spec.scd_type == 1:
@@ -323,7 +309,7 @@ class DeltaTarget(LakeTarget[_Table]):
             DeltaTable.create(table.tombstone_path, schema=table.tombstone_schema(), mode="ignore", storage_options=self.storage_options)
             handle = self._handle(table, table.tombstone_path)
             assert handle is not None
-        metadata = {PIPELINE_KEY: pipeline_id, BATCH_KEY: batch_id}
+        metadata = shared.commit_tags(pipeline_id, batch_id)
         schema = _arrow_schema(handle)
         now = datetime.now(UTC)
         items = list(tombstones.items())
@@ -342,7 +328,7 @@ class DeltaTarget(LakeTarget[_Table]):
         ).execute()
         cutoff = table.tombstone_cutoff(now)
         handle.delete(
-            f"{_ident(DELETED_AT)} < {_literal(cutoff, DELETED_AT_TYPE)}", commit_properties=CommitProperties(custom_metadata=metadata),
+            f"{_ident(DELETED_AT)} < {_literal(cutoff, shared.DELETED_AT_TYPE)}", commit_properties=CommitProperties(custom_metadata=metadata),
         )
 
 

@@ -66,35 +66,17 @@ import pyarrow.compute as pc
 from ..errors import TargetError
 from ..fold import END_AT, START_AT, Key, TableChanges
 from ..spec import ResolvedSpec
+from . import shared
 from .base import TargetColumn
-from .shared import (
-    BATCH_KEY,
-    DELETED_AT,
-    DELETED_AT_TYPE,
-    PIPELINE_KEY,
-    SEQUENCE,
-    LakeTarget,
-    StorageTypes,
-    TableLayout,
-    failing_as,
-    reason,
-    rows_by_key,
-    settled,
-    split_target,
-)
+from .shared import DELETED_AT, SEQUENCE, LakeTarget, TableLayout, rows_by_key
 
 __all__ = ["IcebergTarget"]
 
-TOMBSTONE_SUFFIX = "__sparkcdc_tombstones"
 CATALOG_FILE = "sparkcdc-catalog.db"
 
 #: Iceberg (format v2) has no unsigned or 8/16-bit integers (widened), no large or view variants,
 #: microsecond timestamps and times only, and one zone for instants (UTC); any other type is refused.
-ICEBERG_TYPES = StorageTypes(
-    store="Iceberg",
-    unsigned={pa.uint8(): pa.int32(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(), pa.uint64(): pa.decimal128(20, 0)},
-    small_integers=False, fixed_size_binary=True, times=True, others=False,
-)
+ICEBERG_TYPES = shared.StorageTypes("Iceberg", small_integers=False, fixed_size_binary=True, times=True, others=False)
 
 
 def _pipeline_hash(pipeline_id: str) -> str:
@@ -180,7 +162,7 @@ class IcebergTarget(LakeTarget[_Table]):
                 configured = Config().get_catalog_config(self._catalog_name) or {}
                 self._catalog = load_catalog(self._catalog_name, **{k: v for k, v in configured.items() if isinstance(v, str)})
         except Exception as exc:
-            raise TargetError(f"opening the Iceberg catalog of {self.location} failed: {reason(exc)}") from exc
+            raise TargetError(f"opening the Iceberg catalog of {self.location} failed: {shared.reason(exc)}") from exc
         return self._catalog
 
     def _load(self, identifier: tuple[str, str]) -> Any | None:
@@ -194,8 +176,8 @@ class IcebergTarget(LakeTarget[_Table]):
 
     @staticmethod
     def _identifiers(spec: ResolvedSpec) -> tuple[tuple[str, str], tuple[str, str]]:
-        schema, name = split_target(spec.target)
-        return (schema, name), (schema, name + TOMBSTONE_SUFFIX)
+        schema, name = shared.split_target(spec.target)
+        return (schema, name), (schema, name + shared.TOMBSTONE_SUFFIX)
 
     def _where(self, spec: ResolvedSpec, *, tombstones: bool = False) -> str:
         return f"({'.'.join(self._identifiers(spec)[1 if tombstones else 0])}) at {self.location}"
@@ -213,7 +195,7 @@ class IcebergTarget(LakeTarget[_Table]):
         if spec.scd_type == 2:
             identifier_fields += table.start_refs()
         catalog = self.catalog()
-        with failing_as(f"preparing target table {spec.target} at {self.location}"):
+        with shared.failing_as(f"preparing target table {spec.target} at {self.location}"):
             catalog.create_namespace_if_not_exists(identifier[0])
             self._ensure(table.name, identifier, table.schema, identifier_fields, f" (stored_as_scd_type={spec.scd_type})")
             if catalog.table_exists(tombstone_identifier):
@@ -276,12 +258,7 @@ class IcebergTarget(LakeTarget[_Table]):
         from pyiceberg.table.snapshots import ancestors_of
 
         main = self._load(table.identifier)
-
-        def tags(snapshot: Any) -> tuple[Any, Any]:
-            summary = snapshot.summary
-            return (None, None) if summary is None else (summary.get(PIPELINE_KEY), summary.get(BATCH_KEY))
-
-        snapshot = settled(ancestors_of(handle.current_snapshot(), handle.metadata), tags,
+        snapshot = shared.settled(ancestors_of(handle.current_snapshot(), handle.metadata), lambda s: shared.tags_of(s.summary),
                            lambda pipeline: None if main is None else self._applied(main, pipeline))
         return None if snapshot is None else int(snapshot.snapshot_id)
 
@@ -304,7 +281,7 @@ class IcebergTarget(LakeTarget[_Table]):
     # -- the write --------------------------------------------------------------------------------------
 
     def _write(self, table: _Table, main: Any, changes: TableChanges, pipeline_id: str, batch_id: int) -> None:
-        tags = {PIPELINE_KEY: pipeline_id, BATCH_KEY: str(batch_id)}
+        tags = shared.commit_tags(pipeline_id, str(batch_id))
         with warnings.catch_warnings():
             # "Delete operation did not match any records": a key the table does not hold.
             warnings.filterwarnings("ignore", message="Delete operation did not match")
@@ -412,7 +389,7 @@ class IcebergTarget(LakeTarget[_Table]):
         expired ones: one transaction tagged with the batch, nothing when the batch is replayed."""
         from pyiceberg.expressions import LessThan
 
-        tags = {PIPELINE_KEY: pipeline_id, BATCH_KEY: str(batch_id)}
+        tags = shared.commit_tags(pipeline_id, str(batch_id))
         handle = self._load(table.tombstone_identifier)
         if handle is None:
             handle = self._ensure(f"{table.name} tombstones", table.tombstone_identifier, table.tombstone_schema(), table.keys, "")
@@ -439,7 +416,7 @@ class IcebergTarget(LakeTarget[_Table]):
             if newer:
                 # Re-appended survivors of the coarse delete must not bring back the expired ones.
                 _delete_exactly(transaction, handle, table.keys, newer, tags,
-                                keep=lambda rows: pc.greater_equal(rows[DELETED_AT], pa.scalar(cutoff, DELETED_AT_TYPE)))
+                                keep=lambda rows: pc.greater_equal(rows[DELETED_AT], pa.scalar(cutoff, shared.DELETED_AT_TYPE)))
                 transaction.append(_arrow_rows(schema, rows), snapshot_properties=tags)
             transaction.commit_transaction()
 

@@ -38,26 +38,33 @@ __all__ = [
     "DELETED_AT_TYPE",
     "PIPELINE_KEY",
     "SEQUENCE",
+    "TOMBSTONE_SUFFIX",
     "LakeTarget",
+    "PreparedTables",
     "StorageTypes",
     "TableLayout",
     "newest_open_versions",
     "reason",
     "rows_by_key",
+    "commit_tags",
     "settled",
     "split_target",
+    "tags_of",
 ]
 
 #: Tombstone table columns (besides the key columns): the delete's sequence and when it was recorded.
 SEQUENCE = "__SEQUENCE"
 DELETED_AT = "__DELETED_AT"
 DELETED_AT_TYPE = pa.timestamp("us", tz="UTC")
+#: A target table's tombstones, where they are a table beside it (PostgreSQL, Iceberg): its name and this.
+TOMBSTONE_SUFFIX = "__sparkcdc_tombstones"
 #: The batch's position as a lake commit carries it (Delta commit info, Iceberg snapshot summary).
 PIPELINE_KEY = "sparkcdc.pipeline_id"
 BATCH_KEY = "sparkcdc.batch_id"
 
 V = TypeVar("V")
 C = TypeVar("C")
+P = TypeVar("P")
 
 
 def split_target(target: str) -> tuple[str, str]:
@@ -69,14 +76,19 @@ def split_target(target: str) -> tuple[str, str]:
 # -- types --------------------------------------------------------------------------------------------
 
 
+#: An unsigned integer type's values fit in the next wider signed type.
+_WIDER: dict[pa.DataType, pa.DataType] = {
+    pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(), pa.uint64(): pa.decimal128(20, 0),
+}
+
+
 @dataclass(frozen=True)
 class StorageTypes:
-    """How a lake format stores Arrow types. Both formats lack unsigned integers (widened by
-    ``unsigned``), large and view variants, precisions beyond microseconds, zones other than UTC
-    and decimals beyond 38 digits; they differ in the rest, which the flags say."""
+    """How a lake format stores Arrow types. Both formats lack unsigned integers (widened to the
+    next signed type the format has), large and view variants, precisions beyond microseconds,
+    zones other than UTC and decimals beyond 38 digits; they differ in the rest, which the flags say."""
 
     store: str  # the format's name, for errors
-    unsigned: Mapping[pa.DataType, pa.DataType]
     small_integers: bool  # int8 and int16 are stored as they are (else as int32)
     fixed_size_binary: bool  # fixed-size binary is stored as it is (else as binary)
     times: bool  # times are stored (as microseconds); else refused
@@ -89,8 +101,8 @@ class StorageTypes:
         t = arrow_type
         if pa.types.is_dictionary(t):
             return self.of(t.value_type, name)
-        if t in self.unsigned:
-            return self.unsigned[t]
+        if t in _WIDER:
+            return self.of(_WIDER[t], name)
         if (pa.types.is_int8(t) or pa.types.is_int16(t)) and not self.small_integers:
             return pa.int32()
         if pa.types.is_large_string(t) or pa.types.is_string_view(t):
@@ -236,6 +248,18 @@ def newest_open_versions(
     return found
 
 
+def commit_tags(pipeline_id: str, batch_id: V) -> dict[str, str | V]:
+    """A commit's batch position, as the lake commit carries it (commit info, snapshot summary)."""
+    return {PIPELINE_KEY: pipeline_id, BATCH_KEY: batch_id}
+
+
+def tags_of(properties: Mapping[str, Any] | None) -> tuple[Any, Any]:
+    """A commit's (pipeline id, batch id) from its :func:`commit_tags`, None where it has none."""
+    if properties is None:
+        return None, None
+    return properties.get(PIPELINE_KEY), properties.get(BATCH_KEY)
+
+
 def settled(
     commits: Iterable[C], tags: Callable[[C], tuple[Any, Any]], applied: Callable[[str], int | None],
 ) -> C | None:
@@ -288,26 +312,30 @@ def failing_as(what: str) -> Iterator[None]:
 
 # -- the lake targets' protocol -----------------------------------------------------------------------
 
+class PreparedTables(Generic[P]):
+    """What a target knows of the tables it prepared (``P``), by target table name."""
+
+    def __init__(self) -> None:
+        self._tables: dict[str, P] = {}
+
+    def _table(self, spec: ResolvedSpec) -> P:
+        try:
+            return self._tables[spec.target]
+        except KeyError:
+            raise TargetError(f"target table {spec.target} was not prepared") from None
+
+
 T = TypeVar("T", bound=TableLayout)
 
 
-class LakeTarget(Generic[T]):
+class LakeTarget(PreparedTables[T]):
     """A lake format's target (Delta Lake, Iceberg): the reads and the write every lake target
     does the same way; the format says how it reads, writes and where a table is (the hooks)."""
 
     description: str
 
-    def __init__(self) -> None:
-        self._tables: dict[str, T] = {}
-
     def close(self) -> None:
         self._tables.clear()
-
-    def _table(self, spec: ResolvedSpec) -> T:
-        try:
-            return self._tables[spec.target]
-        except KeyError:
-            raise TargetError(f"target table {spec.target} was not prepared") from None
 
     # -- hooks ------------------------------------------------------------------------------------------
 
@@ -352,33 +380,38 @@ class LakeTarget(Generic[T]):
 
     def tombstones(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, tuple[Any, ...]]:
         """Retained tombstones of ``keys``, as of the tombstone table's newest settled write."""
-        table = self._table(spec)
-        wanted = set(keys)
-        if not wanted:
-            return {}
-        with failing_as(f"reading the tombstones of {spec.target} {self._where(spec, tombstones=True)}"):
+        def read(table: T, wanted: set[Key]) -> dict[Key, tuple[Any, ...]]:
             rows = self._tombstone_rows(table, wanted, table.tombstone_cutoff())
             return rows_by_key(rows, table.keys, wanted, lambda row: table.sequence_tuple(row[SEQUENCE]))
 
+        return self._of_keys(spec, keys, "the tombstones", read, tombstones=True)
+
     def open_versions(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
         """SCD2: the newest row of each of ``keys`` whose ``__END_AT`` is null."""
-        table = self._table(spec)
-        wanted = set(keys)
-        if not wanted:
-            return {}
-        with failing_as(f"reading the open versions of {spec.target} {self._where(spec)}"):
-            rows = self._open_rows(table, wanted)
-            return newest_open_versions(rows, table.keys, table.columns, wanted, table.sequence_tuple)
+        def read(table: T, wanted: set[Key]) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
+            return newest_open_versions(self._open_rows(table, wanted), table.keys, table.columns, wanted, table.sequence_tuple)
+
+        return self._of_keys(spec, keys, "the open versions", read)
 
     def stored_rows(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, list[Any]]:
         """SCD1: the stored row of each of ``keys``."""
+        def read(table: T, wanted: set[Key]) -> dict[Key, list[Any]]:
+            return rows_by_key(self._key_rows(table, wanted), table.keys, wanted, lambda row: [row[c] for c in table.columns])
+
+        return self._of_keys(spec, keys, "stored rows", read)
+
+    def _of_keys(
+        self, spec: ResolvedSpec, keys: Iterable[Key], what: str, read: Callable[[T, set[Key]], dict[Key, V]],
+        *, tombstones: bool = False,
+    ) -> dict[Key, V]:
+        """``read`` of the prepared table and the wanted keys (nothing when none is), its errors
+        as a :class:`TargetError` naming ``what`` it read and where."""
         table = self._table(spec)
         wanted = set(keys)
         if not wanted:
             return {}
-        with failing_as(f"reading stored rows of {spec.target} {self._where(spec)}"):
-            rows = self._key_rows(table, wanted)
-            return rows_by_key(rows, table.keys, wanted, lambda row: [row[c] for c in table.columns])
+        with failing_as(f"reading {what} of {spec.target} {self._where(spec, tombstones=tombstones)}"):
+            return read(table, wanted)
 
     # -- the write --------------------------------------------------------------------------------------
 
