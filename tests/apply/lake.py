@@ -79,6 +79,11 @@ class LakeHarness:
     def open(self, root: Path) -> ApplyTarget:
         raise NotImplementedError
 
+    @classmethod
+    def create(cls, root: Path, name: str, schema: pa.Schema, rows: pa.Table | None = None) -> None:
+        """Make the table ``schema.table`` the way its owner would, before any target (with ``rows``)."""
+        raise NotImplementedError
+
     def run(self, events: list[dict[str, Any]], *, batch_id: int | None = None, pipeline: str = "pipe",
             replace_at: tuple[Any, ...] | None = None) -> bool:
         table = self.feed.table(events)
@@ -134,6 +139,12 @@ class DeltaHarness(LakeHarness):
     def open(self, root: Path) -> DeltaTarget:
         return DeltaTarget(str(root))
 
+    @classmethod
+    def create(cls, root: Path, name: str, schema: pa.Schema, rows: pa.Table | None = None) -> None:
+        table = DeltaTable.create(str(root.joinpath(*name.split("."))), schema=schema)
+        if rows is not None:
+            table.merge(rows, "t.id = s.id", source_alias="s", target_alias="t").when_not_matched_insert_all().execute()
+
     @property
     def path(self) -> Path:
         return self.root / self.schema_name / self.name
@@ -173,6 +184,14 @@ class IcebergHarness(LakeHarness):
 
     def open(self, root: Path) -> IcebergTarget:
         return IcebergTarget(location(root))
+
+    @classmethod
+    def create(cls, root: Path, name: str, schema: pa.Schema, rows: pa.Table | None = None) -> None:
+        catalog = IcebergTarget(location(root)).catalog()
+        catalog.create_namespace_if_not_exists(name.split(".")[0])
+        table = catalog.create_table(name, schema=schema)
+        if rows is not None:
+            table.append(rows)
 
     @property
     def identifier(self) -> tuple[str, str]:

@@ -4,11 +4,9 @@ change events with the target's tombstones and open versions, then apply it. Pur
 from __future__ import annotations
 
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -18,7 +16,7 @@ from sparkcdc.apply import ApplySpec, TargetError
 from sparkcdc.apply.targets import TargetColumn, target_for
 from sparkcdc.apply.targets.delta import DeltaTarget
 
-from .lake import COLUMNS, SEQ_COLUMNS, SEQ_TYPE, data, open_counts, start_of
+from .lake import SEQ_COLUMNS, SEQ_TYPE, data
 from .lake import DeltaHarness as Harness
 
 # -- SCD1 -----------------------------------------------------------------------------------------
@@ -81,16 +79,6 @@ def test_weird_column_names(tmp_path: Path) -> None:
     assert rows == [{"Key Col": 1, 'say "hi"': "b", "it's": "keep"}]
     h.run([f.event("d", **{"Key Col": 1})])
     assert DeltaTable(str(tmp_path / "My Schema" / "Odd-Table")).to_pyarrow_table().num_rows == 0
-
-
-def test_an_existing_table_without_the_expected_columns_is_refused(tmp_path: Path) -> None:
-    DeltaTable.create(str(tmp_path / "public" / "items"), schema=pa.schema([("id", pa.int64()), ("name", pa.string())]))
-    with pytest.raises(TargetError, match=r"public\.items .*without column\(s\) body, qty"):
-        Harness(tmp_path, ApplySpec("public.items"))
-    # SCD1 table, SCD2 spec: the history columns are missing
-    DeltaTable.create(str(tmp_path / "public" / "hist"), schema=pa.schema([(c.name, c.arrow_type) for c in COLUMNS]))
-    with pytest.raises(TargetError, match=r"without column\(s\) __START_AT, __END_AT \(stored_as_scd_type=2\)"):
-        Harness(tmp_path, ApplySpec("public.hist", stored_as_scd_type=2))
 
 
 def test_an_existing_table_with_the_columns_is_used(tmp_path: Path) -> None:
@@ -156,114 +144,6 @@ def test_reads_of_keys_prune_files_and_match_exactly(tmp_path: Path, monkeypatch
 
 
 # -- against a model ------------------------------------------------------------------------------
-
-
-class Model:
-    """SCD1 as the events say, one at a time in sequence order."""
-
-    def __init__(self, ignore_nulls: bool) -> None:
-        self.rows: dict[int, dict[str, Any]] = {}
-        self.deleted: dict[int, int] = {}
-        self.ignore_nulls = ignore_nulls
-
-    def apply(self, events: list[dict[str, Any]]) -> None:
-        for e in sorted(events, key=lambda e: (e["__commit_lsn"], e["__lsn"], e["__ordinal"])):
-            if e["__is_truncate"]:
-                self.rows.clear()
-                continue
-            key, lsn = e["id"], e["__commit_lsn"]
-            if key in self.deleted and lsn <= self.deleted[key]:
-                continue
-            if e["__is_delete"]:
-                self.rows.pop(key, None)
-                self.deleted[key] = lsn
-                continue
-            old = self.rows.get(key)
-            row = {"id": key}
-            for name in ("name", "body", "qty"):
-                missing = name in e["__unchanged"] or (self.ignore_nulls and e[name] is None)
-                row[name] = (old[name] if old else None) if missing else e[name]
-            self.rows[key] = row
-
-
-@pytest.mark.parametrize("seed,ignore_nulls", [(1, False), (2, True), (3, False)])
-def test_scd1_matches_a_model_over_random_batches(tmp_path: Path, seed: int, ignore_nulls: bool) -> None:
-    rng = random.Random(seed)
-    h = Harness(tmp_path, ApplySpec("public.items", ignore_null_updates=ignore_nulls))
-    model = Model(ignore_nulls)
-    lsn = 1000
-    batch_id = 0
-    for _ in range(25):
-        events = []
-        for _ in range(rng.randint(0, 12)):
-            lsn += 10
-            roll = rng.random()
-            key = rng.randint(1, 8)
-            values = {"name": rng.choice(["a", "b", None]), "body": rng.choice(["x" * 5, "y", None]), "qty": rng.choice([1, 2, None])}
-            if roll < 0.03:
-                events.append(h.feed.event("t", lsn=lsn))
-            elif roll < 0.25:
-                events.append(h.feed.event("d", id=key, lsn=lsn))
-            elif roll < 0.33 and model.deleted:
-                # a late event: older than some recorded delete
-                late_key = rng.choice(sorted(model.deleted))
-                events.append(h.feed.event("u", id=late_key, lsn=model.deleted[late_key] - 5, **values))
-            else:
-                unchanged = tuple(n for n in ("body", "qty") if rng.random() < 0.3)
-                for n in unchanged:
-                    values[n] = None
-                events.append(h.feed.event("u", id=key, lsn=lsn, unchanged=unchanged, **values))
-        rng.shuffle(events)  # the fold orders them
-        h.run(events, batch_id=batch_id)
-        model.apply(events)
-        if rng.random() < 0.2:
-            assert not h.run(events, batch_id=batch_id)  # a replay
-        batch_id += 1
-        assert {k: {n: r[n] for n in ("id", "name", "body", "qty")} for k, r in h.state().items()} == model.rows
-
-
-@pytest.mark.parametrize("seed", [4, 5])
-def test_scd2_open_versions_follow_the_model_and_chain(tmp_path: Path, seed: int) -> None:
-    rng = random.Random(seed)
-    h = Harness(tmp_path, ApplySpec("public.items", stored_as_scd_type=2, track_history_except_column_list=["qty"]))
-    model = Model(ignore_nulls=False)
-    lsn = 1000
-    for batch_id in range(20):
-        events = []
-        for _ in range(rng.randint(0, 10)):
-            lsn += 10
-            roll, key = rng.random(), rng.randint(1, 6)
-            values = {"name": rng.choice(["a", "b"]), "body": rng.choice(["x", "y"]), "qty": rng.choice([1, 2, 3])}
-            if roll < 0.04:
-                events.append(h.feed.event("t", lsn=lsn))
-            elif roll < 0.25:
-                events.append(h.feed.event("d", id=key, lsn=lsn))
-            else:
-                unchanged = ("body",) if rng.random() < 0.2 else ()
-                if unchanged:
-                    values["body"] = None
-                events.append(h.feed.event("u", id=key, lsn=lsn, unchanged=unchanged, **values))
-        rng.shuffle(events)
-        h.run(events, batch_id=batch_id)
-        model.apply(events)
-        rows = h.rows()
-        open_rows = {r["id"]: {n: r[n] for n in ("id", "name", "body", "qty")} for r in rows if r["__END_AT"] is None}
-        assert open_rows == model.rows
-        assert all(count <= 1 for count in open_counts(rows).values())
-        for older, newer in zip(rows, rows[1:], strict=False):
-            assert older["__END_AT"] is None or start_of(older) < tuple(older["__END_AT"].values())
-            if older["id"] == newer["id"]:
-                assert older["__END_AT"] is not None and tuple(older["__END_AT"].values()) <= start_of(newer)
-
-
-def test_an_existing_table_with_more_columns_keeps_them(tmp_path: Path) -> None:
-    schema = pa.schema([(c.name, c.arrow_type) for c in COLUMNS] + [("note", pa.string())])
-    dt = DeltaTable.create(str(tmp_path / "public" / "items"), schema=schema)
-    dt.merge(pa.table({"id": [1], "name": ["a"], "body": ["x"], "qty": [1], "note": ["mine"]}, schema=schema),
-             "t.id = s.id", source_alias="s", target_alias="t").when_not_matched_insert_all().execute()
-    h = Harness(tmp_path, ApplySpec("public.items"))
-    h.run([h.feed.event("u", id=1, name="b", body="x", qty=2), h.feed.event("c", id=2, name="c", body="y", qty=3)])
-    assert data(h.rows(), "id", "name", "qty", "note") == [(1, "b", 2, "mine"), (2, "c", 3, None)]
 
 
 # -- no PostgreSQL ----------------------------------------------------------------------------------

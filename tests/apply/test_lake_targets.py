@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from sparkcdc.apply import ApplySpec, TargetError
 from sparkcdc.apply.targets import TargetColumn
 
-from .lake import HARNESSES, LakeHarness, data, open_counts, seq
+from .lake import COLUMNS, HARNESSES, LakeHarness, data, open_counts, seq, start_of
 
 
 @pytest.fixture(params=sorted(HARNESSES))
@@ -289,3 +290,132 @@ def test_scd2_composite_key(tmp_path: Path, lake: type[LakeHarness]) -> None:
     assert len(h.rows()) == 4
     rows = sorted((r["tenant"], r["id"], r["v"], r["__END_AT"] is None) for r in h.stored())
     assert rows == [("a", 1, "x", False), ("a", 1, "x2", True), ("a", 2, "z", True), ("b", 1, "y", True)]
+
+
+# -- existing tables ------------------------------------------------------------------------------
+
+
+def test_an_existing_table_without_the_expected_columns_is_refused(tmp_path: Path, lake: type[LakeHarness]) -> None:
+    lake.create(tmp_path, "public.items", pa.schema([("id", pa.int64()), ("name", pa.string())]))
+    with pytest.raises(TargetError, match=r"public\.items .*without column\(s\) body, qty"):
+        lake(tmp_path, ApplySpec("public.items"))
+    # SCD1 table, SCD2 spec: the history columns are missing
+    lake.create(tmp_path, "public.hist", pa.schema([(c.name, c.arrow_type) for c in COLUMNS]))
+    with pytest.raises(TargetError, match=r"without column\(s\) __START_AT, __END_AT \(stored_as_scd_type=2\)"):
+        lake(tmp_path, ApplySpec("public.hist", stored_as_scd_type=2))
+
+
+def test_an_existing_table_with_more_columns_keeps_them(tmp_path: Path, lake: type[LakeHarness]) -> None:
+    schema = pa.schema([(c.name, c.arrow_type) for c in COLUMNS] + [("note", pa.string())])
+    lake.create(tmp_path, "public.items", schema,
+                pa.table({"id": [1], "name": ["a"], "body": ["x"], "qty": [1], "note": ["mine"]}, schema=schema))
+    h = lake(tmp_path, ApplySpec("public.items"))
+    h.run([h.feed.event("u", id=1, name="b", body="x", qty=2), h.feed.event("c", id=2, name="c", body="y", qty=3)])
+    assert data(h.rows(), "id", "name", "qty", "note") == [(1, "b", 2, "mine"), (2, "c", 3, None)]
+
+
+# -- against a model ------------------------------------------------------------------------------
+
+
+class Model:
+    """SCD1 as the events say, one at a time in sequence order."""
+
+    def __init__(self, ignore_nulls: bool) -> None:
+        self.rows: dict[int, dict[str, Any]] = {}
+        self.deleted: dict[int, int] = {}
+        self.ignore_nulls = ignore_nulls
+
+    def apply(self, events: list[dict[str, Any]]) -> None:
+        for e in sorted(events, key=lambda e: (e["__commit_lsn"], e["__lsn"], e["__ordinal"])):
+            if e["__is_truncate"]:
+                self.rows.clear()
+                continue
+            key, lsn = e["id"], e["__commit_lsn"]
+            if key in self.deleted and lsn <= self.deleted[key]:
+                continue
+            if e["__is_delete"]:
+                self.rows.pop(key, None)
+                self.deleted[key] = lsn
+                continue
+            old = self.rows.get(key)
+            row = {"id": key}
+            for name in ("name", "body", "qty"):
+                missing = name in e["__unchanged"] or (self.ignore_nulls and e[name] is None)
+                row[name] = (old[name] if old else None) if missing else e[name]
+            self.rows[key] = row
+
+
+def _replay_changes_nothing(h: LakeHarness, events: list[dict[str, Any]], batch_id: int) -> None:
+    fingerprint = h.fingerprint()
+    assert not h.run(events, batch_id=batch_id)  # a replay
+    assert h.fingerprint() == fingerprint
+
+
+@pytest.mark.parametrize("seed,ignore_nulls", [(1, False), (2, True), (3, False)])
+def test_scd1_matches_a_model_over_random_batches(tmp_path: Path, lake: type[LakeHarness], seed: int, ignore_nulls: bool) -> None:
+    rng = random.Random(seed)
+    h = lake(tmp_path, ApplySpec("public.items", ignore_null_updates=ignore_nulls))
+    model = Model(ignore_nulls)
+    lsn = 1000
+    for batch_id in range(25):
+        events = []
+        for _ in range(rng.randint(0, 12)):
+            lsn += 10
+            roll = rng.random()
+            key = rng.randint(1, 8)
+            values = {"name": rng.choice(["a", "b", None]), "body": rng.choice(["x" * 5, "y", None]), "qty": rng.choice([1, 2, None])}
+            if roll < 0.03:
+                events.append(h.feed.event("t", lsn=lsn))
+            elif roll < 0.25:
+                events.append(h.feed.event("d", id=key, lsn=lsn))
+            elif roll < 0.33 and model.deleted:
+                # a late event: older than some recorded delete
+                late_key = rng.choice(sorted(model.deleted))
+                events.append(h.feed.event("u", id=late_key, lsn=model.deleted[late_key] - 5, **values))
+            else:
+                unchanged = tuple(n for n in ("body", "qty") if rng.random() < 0.3)
+                for n in unchanged:
+                    values[n] = None
+                events.append(h.feed.event("u", id=key, lsn=lsn, unchanged=unchanged, **values))
+        rng.shuffle(events)  # the fold orders them
+        assert h.run(events, batch_id=batch_id)
+        model.apply(events)
+        if rng.random() < 0.2 or batch_id % 3 == 2:
+            _replay_changes_nothing(h, events, batch_id)
+        assert {k: {n: r[n] for n in ("id", "name", "body", "qty")} for k, r in h.state().items()} == model.rows
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_scd2_open_versions_follow_the_model_and_chain(tmp_path: Path, lake: type[LakeHarness], seed: int) -> None:
+    rng = random.Random(seed)
+    h = lake(tmp_path, ApplySpec("public.items", stored_as_scd_type=2, track_history_except_column_list=["qty"]))
+    model = Model(ignore_nulls=False)
+    lsn = 1000
+    for batch_id in range(20):
+        events = []
+        for _ in range(rng.randint(0, 10)):
+            lsn += 10
+            roll, key = rng.random(), rng.randint(1, 6)
+            values = {"name": rng.choice(["a", "b"]), "body": rng.choice(["x", "y"]), "qty": rng.choice([1, 2, 3])}
+            if roll < 0.04:
+                events.append(h.feed.event("t", lsn=lsn))
+            elif roll < 0.25:
+                events.append(h.feed.event("d", id=key, lsn=lsn))
+            else:
+                unchanged = ("body",) if rng.random() < 0.2 else ()
+                if unchanged:
+                    values["body"] = None
+                events.append(h.feed.event("u", id=key, lsn=lsn, unchanged=unchanged, **values))
+        rng.shuffle(events)
+        assert h.run(events, batch_id=batch_id)
+        model.apply(events)
+        if batch_id % 3 == 2:
+            _replay_changes_nothing(h, events, batch_id)
+        rows = h.rows()
+        open_rows = {r["id"]: {n: r[n] for n in ("id", "name", "body", "qty")} for r in rows if r["__END_AT"] is None}
+        assert open_rows == model.rows
+        assert all(count <= 1 for count in open_counts(rows).values())
+        for older, newer in zip(rows, rows[1:], strict=False):
+            assert older["__END_AT"] is None or start_of(older) < tuple(older["__END_AT"].values())
+            if older["id"] == newer["id"]:
+                assert older["__END_AT"] is not None and tuple(older["__END_AT"].values()) <= start_of(newer)
