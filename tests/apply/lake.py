@@ -5,18 +5,22 @@ per format, the same interface, so that one behaviour test runs against both."""
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pyarrow as pa
 from deltalake import DeltaTable
+from psycopg.rows import dict_row
 
 from sparkcdc.apply import ApplySpec
 from sparkcdc.apply.fold import fold_changes
 from sparkcdc.apply.spec import DEFAULT_SEQUENCE, ResolvedSpec
-from sparkcdc.apply.targets import ApplyTarget, TargetColumn
+from sparkcdc.apply.targets import ApplyTarget, TargetColumn, target_for
 from sparkcdc.apply.targets.delta import DeltaTarget
 from sparkcdc.apply.targets.iceberg import IcebergTarget, batch_property, pipeline_property
+from sparkcdc.apply.targets.postgres import PostgresTarget
 
 COLUMNS = [
     TargetColumn("id", pa.int64(), nullable=False),
@@ -260,3 +264,64 @@ def open_counts(rows: list[dict[str, Any]]) -> dict[int, int]:
     for r in rows:
         counts[r["id"]] = counts.get(r["id"], 0) + (r["__END_AT"] is None)
     return counts
+
+
+_PG_ARROW = {"bigint": pa.int64(), "integer": pa.int32(), "text": pa.string(), "bigint[]": SEQ_TYPE}
+
+
+class PostgresHarness(LakeHarness):
+    """The same interface over a PostgreSQL target: the table lives in its own ``schema`` of the
+    session cluster (``url``); a sequence of several columns is stored as ``bigint[]`` and read
+    back as the struct the lake formats store. PostgreSQL commits a batch in one transaction, so
+    "nothing written" is checked on the rows' ``xmin``."""
+
+    write_methods = {1: "_apply_segment", 2: "_apply_segment"}
+    target_class = PostgresTarget
+    failure_where = "in "
+    seq_type = SEQ_TYPE
+
+    def __init__(self, root: Path, spec: ApplySpec, columns: list[TargetColumn] = COLUMNS,
+                 sequence: list[TargetColumn] = SEQ_COLUMNS, target: Any | None = None, *, url: str, schema: str) -> None:
+        self.url = url
+        self.conn = psycopg.connect(url, autocommit=True)
+        super().__init__(root, replace(spec, target=f"{schema}.{spec.qualified_table.rpartition('.')[2]}"), columns, sequence,
+                         target)
+
+    def open(self, root: Path) -> ApplyTarget:
+        return target_for(self.url)
+
+    def close(self) -> None:
+        self.target.close()
+        self.conn.close()
+
+    def _name(self, tombstones: bool) -> str:
+        return f'"{self.schema_name}"."{self.name}{"__sparkcdc_tombstones" if tombstones else ""}"'
+
+    def stored(self, tombstones: bool = False) -> list[dict[str, Any]]:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            rows = cur.execute(f"SELECT * FROM {self._name(tombstones)}").fetchall()
+        names = list(self.resolved.sequence)
+        for row in rows:
+            for column in ("__START_AT", "__END_AT", "__SEQUENCE"):
+                if isinstance(row.get(column), list):
+                    row[column] = dict(zip(names, row[column], strict=True))
+        return rows
+
+    def schema(self, tombstones: bool = False) -> pa.Schema:
+        with self.conn.cursor() as cur:
+            cur.execute(
+                "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a WHERE a.attrelid = %s::regclass"
+                " AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum", (self._name(tombstones),))
+            return pa.schema([(name, _PG_ARROW[type_]) for name, type_ in cur.fetchall()])
+
+    def fingerprint(self, tombstones: bool = False) -> Any:
+        with self.conn.cursor() as cur:
+            cur.execute(f"SELECT xmin::text FROM {self._name(tombstones)} ORDER BY 1")
+            return [row[0] for row in cur.fetchall()]
+
+    def position(self, pipeline: str) -> int | None:
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT batch_id FROM sparkcdc.apply_positions WHERE pipeline_id = %s AND target = %s",
+                        (pipeline, self.resolved.target))
+            row = cur.fetchone()
+        return None if row is None else int(row[0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 from sparkcdc.apply import ApplySpec, TargetError
 from sparkcdc.apply.targets import TargetColumn
 
-from .lake import COLUMNS, HARNESSES, LakeHarness, data, open_counts, seq, start_of
+from .lake import COLUMNS, HARNESSES, LakeHarness, PostgresHarness, data, open_counts, seq, start_of
 
 
 @pytest.fixture(params=sorted(HARNESSES))
@@ -24,11 +25,33 @@ def lake(request: pytest.FixtureRequest) -> type[LakeHarness]:
     return HARNESSES[request.param]
 
 
+@pytest.fixture(params=[*sorted(HARNESSES), "postgres"])
+def any_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., LakeHarness]]:
+    """The harness of one target of every kind: the lake formats, and PostgreSQL (its own schema
+    of the session cluster)."""
+    if request.param != "postgres":
+        yield HARNESSES[request.param]
+        return
+    cluster = request.getfixturevalue("pg_cluster")
+    schema = request.getfixturevalue("unique_name")
+    opened: list[PostgresHarness] = []
+
+    def open_(*args: Any, **kwargs: Any) -> PostgresHarness:
+        harness = PostgresHarness(*args, url=f"postgresql://{cluster.user}@{cluster.host}:{cluster.port}/postgres",
+                                  schema=schema, **kwargs)
+        opened.append(harness)
+        return harness
+
+    yield open_
+    for harness in opened:
+        harness.close()
+
+
 # -- SCD1 -----------------------------------------------------------------------------------------
 
 
-def test_scd1_insert_update_delete(tmp_path: Path, lake: type[LakeHarness]) -> None:
-    h = lake(tmp_path, ApplySpec("public.items"))
+def test_scd1_insert_update_delete(tmp_path: Path, any_target: Callable[..., LakeHarness]) -> None:
+    h = any_target(tmp_path, ApplySpec("public.items"))
     f = h.feed
     assert h.run([f.event("c", id=1, name="a", body="x", qty=1), f.event("c", id=2, name="b", body="y", qty=2),
                   f.event("c", id=3, name="c", body="z", qty=3)])
@@ -43,8 +66,8 @@ def test_scd1_insert_update_delete(tmp_path: Path, lake: type[LakeHarness]) -> N
     assert h.schema().names == ["id", "name", "body", "qty"]
 
 
-def test_scd1_unchanged_toast_keeps_stored_value_across_batches(tmp_path: Path, lake: type[LakeHarness]) -> None:
-    h = lake(tmp_path, ApplySpec("public.docs"))
+def test_scd1_unchanged_toast_keeps_stored_value_across_batches(tmp_path: Path, any_target: Callable[..., LakeHarness]) -> None:
+    h = any_target(tmp_path, ApplySpec("public.docs"))
     f = h.feed
     h.run([f.event("c", id=1, name="a", body="big-1", qty=1), f.event("c", id=2, name="b", body="big-2", qty=2)])
     # body not carried (unchanged TOAST): the stored value stays; the other row's body changes
@@ -78,8 +101,8 @@ def test_scd1_truncate_then_inserts_in_one_batch(tmp_path: Path, lake: type[Lake
     assert h.rows() == []
 
 
-def test_replaying_a_batch_changes_nothing(tmp_path: Path, lake: type[LakeHarness]) -> None:
-    h = lake(tmp_path, ApplySpec("public.items"))
+def test_replaying_a_batch_changes_nothing(tmp_path: Path, any_target: Callable[..., LakeHarness]) -> None:
+    h = any_target(tmp_path, ApplySpec("public.items"))
     f = h.feed
     first = [f.event("c", id=1, name="a", body="x", qty=1), f.event("c", id=2, name="b", body="y", qty=2)]
     second = [f.event("u", id=1, name="A", body="x", qty=1), f.event("d", id=2)]
@@ -98,9 +121,9 @@ def test_replaying_a_batch_changes_nothing(tmp_path: Path, lake: type[LakeHarnes
     assert h.position("pipe") == 1 and h.position("other") == 0  # as the format itself records it
 
 
-def test_an_image_replaces_the_table_and_is_applied_again_at_its_own_batch(tmp_path: Path, lake: type[LakeHarness]) -> None:
+def test_an_image_replaces_the_table_and_is_applied_again_at_its_own_batch(tmp_path: Path, any_target: Callable[..., LakeHarness]) -> None:
     """The initial snapshot's batch re-executed with a newer image (the source snapshotted again)."""
-    h = lake(tmp_path, ApplySpec("public.items"))
+    h = any_target(tmp_path, ApplySpec("public.items"))
     f = h.feed
     first = [f.event("r", id=i, name=f"n{i}", body="b", qty=i, lsn=100) for i in (1, 2, 3)]
     assert h.run(first, batch_id=0, replace_at=(100, 101, 0))
@@ -117,8 +140,8 @@ def test_an_image_replaces_the_table_and_is_applied_again_at_its_own_batch(tmp_p
     assert h.rows() == []
 
 
-def test_a_late_event_older_than_a_recorded_delete_is_dropped(tmp_path: Path, lake: type[LakeHarness]) -> None:
-    h = lake(tmp_path, ApplySpec("public.items"))
+def test_a_late_event_older_than_a_recorded_delete_is_dropped(tmp_path: Path, any_target: Callable[..., LakeHarness]) -> None:
+    h = any_target(tmp_path, ApplySpec("public.items"))
     f = h.feed
     h.run([f.event("c", id=1, name="a", body="x", qty=1, lsn=100), f.event("c", id=2, name="b", body="y", qty=2, lsn=110)])
     h.run([f.event("d", id=1, lsn=200)])
@@ -189,8 +212,8 @@ def test_a_crash_between_the_tombstones_and_the_commit_is_replayed_whole(tmp_pat
 # -- SCD2 -----------------------------------------------------------------------------------------
 
 
-def test_scd2_an_image_closes_the_versions_it_lacks_and_keeps_the_unchanged_ones(tmp_path: Path, lake: type[LakeHarness]) -> None:
-    h = lake(tmp_path, ApplySpec("public.items", stored_as_scd_type=2))
+def test_scd2_an_image_closes_the_versions_it_lacks_and_keeps_the_unchanged_ones(tmp_path: Path, any_target: Callable[..., LakeHarness]) -> None:
+    h = any_target(tmp_path, ApplySpec("public.items", stored_as_scd_type=2))
     f = h.feed
     first = [f.event("r", id=i, name=f"n{i}", body="b", qty=i, lsn=100) for i in (1, 2, 3)]
     assert h.run(first, batch_id=0, replace_at=(100, 101, 0))
@@ -208,8 +231,8 @@ def test_scd2_an_image_closes_the_versions_it_lacks_and_keeps_the_unchanged_ones
     assert len(h.rows()) == 5
 
 
-def test_scd2_version_chains(tmp_path: Path, lake: type[LakeHarness]) -> None:
-    h = lake(tmp_path, ApplySpec("public.items", stored_as_scd_type=2, track_history_except_column_list=["qty"]))
+def test_scd2_version_chains(tmp_path: Path, any_target: Callable[..., LakeHarness]) -> None:
+    h = any_target(tmp_path, ApplySpec("public.items", stored_as_scd_type=2, track_history_except_column_list=["qty"]))
     f = h.feed
     h.run([f.event("c", id=1, name="a", body="x", qty=1, lsn=100), f.event("c", id=2, name="b", body="y", qty=2, lsn=100)])
     # tracked change (name) closes the version and opens another; untracked (qty) rewrites in place
@@ -257,8 +280,8 @@ def test_scd2_truncate_closes_every_open_version(tmp_path: Path, lake: type[Lake
     assert data(h.rows(), "id", "__END_AT")[-1] == (5, seq(700))
 
 
-def test_scd2_single_sequence_column_keeps_its_type(tmp_path: Path, lake: type[LakeHarness]) -> None:
-    h = lake(tmp_path, ApplySpec("public.items", stored_as_scd_type=2, sequence_by="__commit_lsn"),
+def test_scd2_single_sequence_column_keeps_its_type(tmp_path: Path, any_target: Callable[..., LakeHarness]) -> None:
+    h = any_target(tmp_path, ApplySpec("public.items", stored_as_scd_type=2, sequence_by="__commit_lsn"),
              sequence=[TargetColumn("__commit_lsn", pa.int64())])
     f = h.feed
     h.run([f.event("c", id=1, name="a", body="x", qty=1, lsn=100), f.event("c", id=2, name="b", body="y", qty=2, lsn=110)])
@@ -271,8 +294,8 @@ def test_scd2_single_sequence_column_keeps_its_type(tmp_path: Path, lake: type[L
     assert h.target.tombstones(h.resolved, [(2,)]) == {(2,): (400,)}
 
 
-def test_scd2_late_event_after_delete_is_dropped(tmp_path: Path, lake: type[LakeHarness]) -> None:
-    h = lake(tmp_path, ApplySpec("public.items", stored_as_scd_type=2))
+def test_scd2_late_event_after_delete_is_dropped(tmp_path: Path, any_target: Callable[..., LakeHarness]) -> None:
+    h = any_target(tmp_path, ApplySpec("public.items", stored_as_scd_type=2))
     f = h.feed
     h.run([f.event("c", id=1, name="a", body="x", qty=1, lsn=100)])
     h.run([f.event("d", id=1, lsn=200)])
@@ -280,9 +303,9 @@ def test_scd2_late_event_after_delete_is_dropped(tmp_path: Path, lake: type[Lake
     assert data(h.rows(), "id", "name", "__START_AT", "__END_AT") == [(1, "a", seq(100), seq(200))]
 
 
-def test_scd2_composite_key(tmp_path: Path, lake: type[LakeHarness]) -> None:
+def test_scd2_composite_key(tmp_path: Path, any_target: Callable[..., LakeHarness]) -> None:
     columns = [TargetColumn("tenant", pa.string()), TargetColumn("id", pa.int64()), TargetColumn("v", pa.string())]
-    h = lake(tmp_path, ApplySpec("public.multi", stored_as_scd_type=2, keys=["tenant", "id"]), columns=columns)
+    h = any_target(tmp_path, ApplySpec("public.multi", stored_as_scd_type=2, keys=["tenant", "id"]), columns=columns)
     f = h.feed
     h.run([f.event("c", tenant="a", id=1, v="x"), f.event("c", tenant="b", id=1, v="y"), f.event("c", tenant="a", id=2, v="z")])
     h.run([f.event("u", tenant="a", id=1, v="x2")])
@@ -352,9 +375,9 @@ def _replay_changes_nothing(h: LakeHarness, events: list[dict[str, Any]], batch_
 
 
 @pytest.mark.parametrize("seed,ignore_nulls", [(1, False), (2, True), (3, False)])
-def test_scd1_matches_a_model_over_random_batches(tmp_path: Path, lake: type[LakeHarness], seed: int, ignore_nulls: bool) -> None:
+def test_scd1_matches_a_model_over_random_batches(tmp_path: Path, any_target: Callable[..., LakeHarness], seed: int, ignore_nulls: bool) -> None:
     rng = random.Random(seed)
-    h = lake(tmp_path, ApplySpec("public.items", ignore_null_updates=ignore_nulls))
+    h = any_target(tmp_path, ApplySpec("public.items", ignore_null_updates=ignore_nulls))
     model = Model(ignore_nulls)
     lsn = 1000
     for batch_id in range(25):
@@ -386,9 +409,9 @@ def test_scd1_matches_a_model_over_random_batches(tmp_path: Path, lake: type[Lak
 
 
 @pytest.mark.parametrize("seed", [4, 5])
-def test_scd2_open_versions_follow_the_model_and_chain(tmp_path: Path, lake: type[LakeHarness], seed: int) -> None:
+def test_scd2_open_versions_follow_the_model_and_chain(tmp_path: Path, any_target: Callable[..., LakeHarness], seed: int) -> None:
     rng = random.Random(seed)
-    h = lake(tmp_path, ApplySpec("public.items", stored_as_scd_type=2, track_history_except_column_list=["qty"]))
+    h = any_target(tmp_path, ApplySpec("public.items", stored_as_scd_type=2, track_history_except_column_list=["qty"]))
     model = Model(ignore_nulls=False)
     lsn = 1000
     for batch_id in range(20):
