@@ -16,8 +16,8 @@ from sparkcdc.apply import ApplySpec, TargetError
 from sparkcdc.apply.targets import TargetColumn, target_for
 from sparkcdc.apply.targets.delta import DeltaTarget
 
-from .lake import SEQ_COLUMNS, SEQ_TYPE, data
-from .lake import DeltaHarness as Harness
+from .targets import SEQ_COLUMNS, SEQ_TYPE, data
+from .targets import DeltaHarness as Harness
 
 # -- SCD1 -----------------------------------------------------------------------------------------
 

@@ -15,8 +15,8 @@ from sparkcdc.apply import ApplySpec, TargetError
 from sparkcdc.apply.targets import TargetColumn, target_for
 from sparkcdc.apply.targets.iceberg import IcebergTarget
 
-from .lake import COLUMNS, SEQ_COLUMNS, data, location, seq
-from .lake import IcebergHarness as Harness
+from .targets import COLUMNS, SEQ_COLUMNS, data, location, seq
+from .targets import IcebergHarness as Harness
 
 # -- locations and set-up --------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
-"""The lake targets (Delta Lake, Iceberg) driven the way the Spark layer drives them: fold a batch
-of typed change events with the target's tombstones and open versions, then apply it. One harness
-per format, the same interface, so that one behaviour test runs against both."""
+"""The apply targets driven the way the Spark layer drives them: fold a batch of typed change
+events with the target's tombstones and open versions, then apply it. One harness per target kind
+(Delta Lake, Iceberg, PostgreSQL), the same interface, so that one behaviour test runs against each."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Behaviour every lake target (Delta Lake, Apache Iceberg) must have, one test run against each
-(the format-specific checks are in test_delta_target.py and test_iceberg_target.py)."""
+"""The apply targets' compliance suite: behaviour every target must have, each test run against
+every target it applies to (``any_target``: PostgreSQL, Delta Lake, Apache Iceberg; ``lake``: the
+lake formats, for what only they have: commits, tombstones as a table of their own written first).
+Format-specific checks stay in test_delta_target.py, test_iceberg_target.py, test_postgres_target.py."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 from sparkcdc.apply import ApplySpec, TargetError
 from sparkcdc.apply.targets import TargetColumn
 
-from .lake import COLUMNS, HARNESSES, LakeHarness, PostgresHarness, data, open_counts, seq, start_of
+from .targets import COLUMNS, HARNESSES, LakeHarness, PostgresHarness, data, open_counts, seq, start_of
 
 
 @pytest.fixture(params=sorted(HARNESSES))
