@@ -35,7 +35,7 @@ from pyspark.sql.streaming import DataStreamWriter
 from ..apply.errors import ApplySpecError
 from ..apply.fold import DELETE_FLAG, OLD_KEY, TRUNCATE_FLAG, UNCHANGED, fold_changes
 from ..apply.spec import DEFAULT_SEQUENCE, ApplySpec, ResolvedSpec
-from ..apply.targets.base import ApplyTarget, TargetColumn, already_applied, target_for
+from ..apply.targets import ApplyTarget, TargetColumn, already_applied, target_for
 from .views import CHANGE_OPS, describe_table, table_changes
 
 __all__ = ["ApplyStats", "ChangeApplier", "apply_changes"]

@@ -1,4 +1,7 @@
-"""What every apply target does, and the encoding of keys and sequences they store.
+"""What every apply target does (the protocol) and the rule that makes applying exactly once.
+
+This module knows no target: :mod:`.registry` finds one by its location, :mod:`.shared` holds what
+the targets share.
 
 Exactly once rests on one rule: a target records, atomically with a table's changes, the id of the
 micro-batch they came from (per pipeline: a pipeline is one Spark checkpoint). A batch whose id is
@@ -13,17 +16,16 @@ changes nothing and that of a newer one leaves exactly the newer one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pyarrow as pa
 
-from ..errors import TargetError
-from ..fold import START_AT, Key, TableChanges
+from ..fold import Key, TableChanges
 from ..spec import ResolvedSpec
 
-__all__ = ["ApplyTarget", "TargetColumn", "already_applied", "newest_open_versions", "target_for"]
+__all__ = ["ApplyTarget", "TargetColumn", "already_applied"]
 
 
 @dataclass(frozen=True)
@@ -69,38 +71,3 @@ def already_applied(recorded: int | None, batch_id: int, *, image: bool = False)
     if recorded is None or recorded < batch_id:
         return False
     return recorded > batch_id or not image
-
-
-def newest_open_versions(
-    rows: Iterable[dict[str, Any]], keys: Sequence[str], columns: Sequence[str], wanted: set[Key],
-    start_of: Callable[[Any], tuple[Any, ...]],
-) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
-    """``open_versions``' answer from stored open rows (a key filter may let others through): per
-    wanted key, the values of ``columns`` and the start of its newest open version."""
-    found: dict[Key, tuple[list[Any], tuple[Any, ...]]] = {}
-    for row in rows:
-        key = tuple(row[k] for k in keys)
-        if key not in wanted:
-            continue
-        start = start_of(row[START_AT])
-        if key not in found or found[key][1] < start:
-            found[key] = ([row[c] for c in columns], start)
-    return found
-
-
-def target_for(location: str, **options: Any) -> ApplyTarget:
-    """``postgresql://…`` (or ``postgres://``) → PostgreSQL; ``iceberg:<catalog>`` or
-    ``iceberg+file:<warehouse>`` → Apache Iceberg; a path or ``file://``/``s3://`` URI → Delta Lake."""
-    if location.startswith(("postgresql://", "postgres://")):
-        from .postgres import PostgresTarget
-
-        return PostgresTarget(location, **options)
-    if location.startswith(("iceberg:", "iceberg+file:")):
-        from .iceberg import IcebergTarget
-
-        return IcebergTarget(location, **options)
-    if not location:
-        raise TargetError("an apply target location is required (postgresql://… or a Delta Lake path)")
-    from .delta import DeltaTarget
-
-    return DeltaTarget(location, **options)

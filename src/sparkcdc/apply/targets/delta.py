@@ -40,8 +40,7 @@ deltalake (1.6) behaviours this module works around:
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -53,18 +52,19 @@ from deltalake import CommitProperties, DeltaTable, Transaction
 from ..errors import TargetError
 from ..fold import END_AT, START_AT, Key, TableChanges
 from ..spec import ResolvedSpec
-from .base import TargetColumn, already_applied, newest_open_versions
+from . import shared
+from .base import TargetColumn
+from .shared import DELETED_AT, SEQUENCE, LakeTarget, TableLayout
 
 __all__ = ["DeltaTarget"]
 
-SEQUENCE = "__SEQUENCE"
-DELETED_AT = "__DELETED_AT"
 DELETE = "__sparkcdc_delete"  # source-only columns of the SCD1 merge
 UNCHANGED = "__sparkcdc_unchanged"
-PIPELINE_KEY = "sparkcdc.pipeline_id"
-BATCH_KEY = "sparkcdc.batch_id"
 TOMBSTONES_DIR = "_sparkcdc/tombstones"
-DELETED_AT_TYPE = pa.timestamp("us", tz="UTC")
+
+#: Delta has no unsigned integers (widened), no large or view variants, one timestamp precision
+#: (microseconds) and one zone (UTC), no times, durations or intervals.
+DELTA_TYPES = shared.StorageTypes("Delta Lake", small_integers=True, fixed_size_binary=False, times=False, others=True)
 
 #: History pages read by the fallback of applied_batch: newest commits first, each page re-read
 #: from the newest (deltalake has no history cursor), so the cost stays below twice the commits
@@ -79,54 +79,33 @@ def _app_id(pipeline_id: str) -> str:
 
 
 @dataclass
-class _Table:
-    """What the target knows of one target table."""
+class _Table(TableLayout):
+    """What the target knows of one target table: its layout, where it lives, its open handles."""
 
-    spec: ResolvedSpec
-    path: str
-    tombstone_path: str
-    columns: list[str]  # the data columns, in the table's order
-    keys: list[str]
-    key_types: list[pa.DataType]
-    sequence_names: list[str]
-    sequence_type: pa.DataType
+    path: str = ""
+    tombstone_path: str = ""
     handles: dict[str, DeltaTable] = field(default_factory=dict)
 
-    @property
-    def others(self) -> list[str]:
-        return [c for c in self.columns if c not in self.keys]
 
-    def sequence_value(self, sequence: Sequence[Any]) -> Any:
-        if len(self.sequence_names) == 1:
-            return sequence[0]
-        return dict(zip(self.sequence_names, sequence, strict=True))
-
-    def sequence_tuple(self, value: Any) -> tuple[Any, ...]:
-        if len(self.sequence_names) == 1:
-            return (value,)
-        return tuple(value[name] for name in self.sequence_names)
-
-
-class DeltaTarget:
+class DeltaTarget(LakeTarget[_Table]):
     """Delta Lake tables under ``root`` (a local path or a ``file://``, ``s3://``, ``az://``, ``gs://`` URI)."""
 
     def __init__(self, root: str, *, storage_options: dict[str, str] | None = None) -> None:
+        super().__init__()
         if not root:
             raise TargetError("a Delta Lake root is required")
         self.root = root.rstrip("/") or root
         self.storage_options = dict(storage_options) if storage_options else None
         self.description = f"Delta Lake at {self.root}"
-        self._tables: dict[str, _Table] = {}
-
-    def close(self) -> None:
-        self._tables.clear()
 
     # -- locations and handles --------------------------------------------------------------------
 
     def _paths(self, spec: ResolvedSpec) -> tuple[str, str]:
-        schema, _, name = spec.target.rpartition(".")
-        schema = schema or "public"
+        schema, name = shared.split_target(spec.target)
         return f"{self.root}/{schema}/{name}", f"{self.root}/{TOMBSTONES_DIR}/{schema}/{name}"
+
+    def _where(self, spec: ResolvedSpec, *, tombstones: bool = False) -> str:
+        return f"at {self._paths(spec)[1 if tombstones else 0]}"
 
     def _exists(self, path: str) -> bool:
         return DeltaTable.is_deltatable(path, storage_options=self.storage_options)
@@ -144,42 +123,20 @@ class DeltaTarget:
             table.handles[path] = handle
         return handle
 
-    def _table(self, spec: ResolvedSpec) -> _Table:
-        try:
-            return self._tables[spec.target]
-        except KeyError:
-            raise TargetError(f"target table {spec.target} was not prepared") from None
+    def _main(self, spec: ResolvedSpec) -> DeltaTable | None:
+        table = self._tables.get(spec.target)
+        return self._handle(table, table.path if table is not None else self._paths(spec)[0])
 
     # -- set-up -------------------------------------------------------------------------------------
 
     def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
         path, tombstone_path = self._paths(spec)
-        by_name = {c.name: c for c in columns}
-        missing_keys = [k for k in spec.keys if k not in by_name]
-        if missing_keys:
-            raise TargetError(f"target table {spec.target}: key column(s) {', '.join(missing_keys)} are not among its columns")
-        if not sequence:
-            raise TargetError(f"target table {spec.target}: no sequence_by column")
-        sequence_type = _sequence_type(sequence)
-        table = _Table(
-            spec=spec, path=path, tombstone_path=tombstone_path, columns=[c.name for c in columns], keys=list(spec.keys),
-            key_types=[_delta_type(by_name[k].arrow_type, k) for k in spec.keys],
-            sequence_names=[c.name for c in sequence], sequence_type=sequence_type,
-        )
-        fields = [
-            pa.field(c.name, _delta_type(c.arrow_type, c.name), nullable=c.nullable and c.name not in spec.keys)
-            for c in columns
-        ]
-        if spec.scd_type == 2:
-            fields += [pa.field(START_AT, sequence_type, nullable=False), pa.field(END_AT, sequence_type)]
-        try:
-            self._ensure(spec.target, path, pa.schema(fields), f" (stored_as_scd_type={spec.scd_type})")
+        table = _Table.planned(spec, columns, sequence, DELTA_TYPES, required_sequence=False, path=path,
+                               tombstone_path=tombstone_path)
+        with shared.failing_as(f"preparing target table {spec.target} at {path}"):
+            self._ensure(spec.target, path, table.schema, f" (stored_as_scd_type={spec.scd_type})")
             if self._exists(tombstone_path):
-                self._ensure(f"{spec.target} tombstones", tombstone_path, _tombstone_schema(table), "")
-        except TargetError:
-            raise
-        except Exception as exc:
-            raise TargetError(f"preparing target table {spec.target} at {path} failed: {_reason(exc)}") from exc
+                self._ensure(f"{spec.target} tombstones", tombstone_path, table.tombstone_schema(), "")
         self._tables[spec.target] = table
 
     def _ensure(self, what: str, path: str, schema: pa.Schema, hint: str) -> None:
@@ -206,134 +163,71 @@ class DeltaTarget:
         a local disk, one GET each on object storage), the whole retained log when the pipeline never
         wrote the table.
         """
-        table = self._tables.get(spec.target)
-        path = table.path if table is not None else self._paths(spec)[0]
-        try:
-            handle = self._handle(table, path)
-            if handle is None:
-                return None
-            return self._applied(handle, pipeline_id)
-        except Exception as exc:
-            raise TargetError(f"reading the applied batch of {spec.target} at {path} failed: {_reason(exc)}") from exc
+        return super().applied_batch(spec, pipeline_id)
 
-    @staticmethod
-    def _applied(handle: DeltaTable, pipeline_id: str) -> int | None:
-        version = handle.transaction_version(_app_id(pipeline_id))
+    def _applied(self, main: DeltaTable, pipeline_id: str) -> int | None:
+        version = main.transaction_version(_app_id(pipeline_id))
         if version is not None:
             return int(version)
-        for commit in _history_newest_first(handle):
-            if commit.get(PIPELINE_KEY) == pipeline_id and commit.get(BATCH_KEY) is not None:
-                return int(commit[BATCH_KEY])
+        for commit in _history_newest_first(main):
+            pipeline, batch = shared.tags_of(commit)
+            if pipeline == pipeline_id and batch is not None:
+                return int(batch)
         return None
 
-    def tombstones(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, tuple[Any, ...]]:
-        """Retained tombstones of ``keys``, as of the newest tombstone commit whose batch reached the
-        main table (normally the newest commit: one commit info and the main table's ``txn`` read)."""
-        table = self._table(spec)
-        wanted = set(keys)
-        if not wanted:
-            return {}
-        try:
-            handle = self._handle(table, table.tombstone_path)
-            if handle is None or not handle.file_uris():
-                return {}
-            handle = self._settled(table, handle)
-            if handle is None:
-                return {}
-            cutoff = datetime.now(UTC) - spec.spec.tombstone_retention
-            retained = pa.scalar(cutoff, type=DELETED_AT_TYPE)
-            found: dict[Key, tuple[Any, ...]] = {}
-            rows = _rows_of_keys(handle, table.keys, wanted, lambda t: pc.greater(t[DELETED_AT], retained), [*table.keys, SEQUENCE, DELETED_AT])
-            for row in rows:
-                key = tuple(row[k] for k in table.keys)
-                if key in wanted:
-                    found[key] = table.sequence_tuple(row[SEQUENCE])
-            return found
-        except Exception as exc:
-            raise TargetError(f"reading the tombstones of {spec.target} at {table.tombstone_path} failed: {_reason(exc)}") from exc
+    def _tombstone_rows(self, table: _Table, wanted: set[Key], cutoff: datetime) -> Iterable[Mapping[str, Any]]:
+        """As of the newest tombstone commit whose batch reached the main table (normally the newest
+        commit: one commit info and the main table's ``txn`` read)."""
+        handle = self._handle(table, table.tombstone_path)
+        if handle is None or not handle.file_uris():
+            return []
+        handle = self._settled(table, handle)
+        if handle is None:
+            return []
+        retained = pa.scalar(cutoff, type=shared.DELETED_AT_TYPE)
+        return _rows_of_keys(handle, table.keys, wanted, lambda t: pc.greater(t[DELETED_AT], retained),
+                             [*table.keys, SEQUENCE, DELETED_AT])
 
     def _settled(self, table: _Table, handle: DeltaTable) -> DeltaTable | None:
-        """``handle`` as of its newest commit that is not a tombstone write of a batch still missing
-        from the main table (such a write is redone when the batch is replayed)."""
+        """``handle`` as of its newest settled commit (:func:`.shared.settled`)."""
         main = self._handle(table, table.path)
-        applied: dict[str, int | None] = {}
-        for commit in _history_newest_first(handle):
-            pipeline, batch = commit.get(PIPELINE_KEY), commit.get(BATCH_KEY)
-            if pipeline is not None and batch is not None:
-                if pipeline not in applied:
-                    applied[pipeline] = None if main is None else self._applied(main, pipeline)
-                done = applied[pipeline]
-                if done is None or done < int(batch):
-                    continue
-            version = int(commit["version"])
-            if version == handle.version():
-                return handle
-            return DeltaTable(table.tombstone_path, version=version, storage_options=self.storage_options)
-        return None
+        commit = shared.settled(
+            _history_newest_first(handle), shared.tags_of,
+            lambda pipeline: None if main is None else self._applied(main, pipeline),
+        )
+        if commit is None:
+            return None
+        version = int(commit["version"])
+        if version == handle.version():
+            return handle
+        return DeltaTable(table.tombstone_path, version=version, storage_options=self.storage_options)
 
-    def open_versions(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
-        """SCD2: the rows of ``keys`` whose ``__END_AT`` is null. Files are pruned by the first key
-        column (``isin``, on Parquet statistics); the exact keys are matched here."""
-        table = self._table(spec)
-        wanted = set(keys)
-        if not wanted:
-            return {}
-        try:
-            handle = self._handle(table, table.path)
-            if handle is None or not handle.file_uris():
-                return {}
-            rows = _rows_of_keys(handle, table.keys, wanted, lambda t: pc.is_null(t[END_AT]), [*table.columns, START_AT, END_AT])
-            return newest_open_versions(rows, table.keys, table.columns, wanted, table.sequence_tuple)
-        except Exception as exc:
-            raise TargetError(f"reading the open versions of {spec.target} at {table.path} failed: {_reason(exc)}") from exc
+    def _open_rows(self, table: _Table, wanted: set[Key]) -> Iterable[Mapping[str, Any]]:
+        """Files are pruned by the first key column (on the log's statistics); exact keys: the caller."""
+        handle = self._handle(table, table.path)
+        if handle is None or not handle.file_uris():
+            return []
+        return _rows_of_keys(handle, table.keys, wanted, lambda t: pc.is_null(t[END_AT]), [*table.columns, START_AT, END_AT])
 
-    def stored_rows(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, list[Any]]:
-        table = self._table(spec)
-        wanted = set(keys)
-        if not wanted:
-            return {}
-        try:
-            handle = self._handle(table, table.path)
-            if handle is None or not handle.file_uris():
-                return {}
-            rows = _rows_of_keys(handle, table.keys, wanted, lambda t: pc.is_valid(t[table.keys[0]]), list(table.columns))
-            found = {tuple(row[k] for k in table.keys): [row[c] for c in table.columns] for row in rows}
-            return {key: values for key, values in found.items() if key in wanted}
-        except Exception as exc:
-            raise TargetError(f"reading stored rows of {spec.target} at {table.path} failed: {_reason(exc)}") from exc
+    def _key_rows(self, table: _Table, wanted: set[Key]) -> Iterable[Mapping[str, Any]]:
+        handle = self._handle(table, table.path)
+        if handle is None or not handle.file_uris():
+            return []
+        return _rows_of_keys(handle, table.keys, wanted, lambda t: pc.is_valid(t[table.keys[0]]), list(table.columns))
 
     # -- the write ------------------------------------------------------------------------------------
 
-    def apply(self, changes: TableChanges, *, pipeline_id: str, batch_id: int) -> bool:
-        table = self._table(changes.spec)
-        target = changes.spec.target
-        where = table.path
-        try:
-            main = self._handle(table, table.path)
-            if main is None:
-                raise TargetError(f"target table {target} at {table.path} is gone (it was prepared)")
-            recorded = self._applied(main, pipeline_id)
-            if already_applied(recorded, batch_id, image=changes.is_image):
-                return False
-            metadata = {PIPELINE_KEY: pipeline_id, BATCH_KEY: batch_id}
-            if changes.tombstones:
-                where = table.tombstone_path
-                self._record_tombstones(table, changes.tombstones, metadata)
-                where = table.path
-            properties = CommitProperties(custom_metadata=metadata, app_transactions=[Transaction(_app_id(pipeline_id), batch_id)])
-            before = main.version()
-            if changes.spec.scd_type == 1:
-                self._merge_scd1(table, main, changes, properties)
-            else:
-                self._merge_scd2(table, main, changes, properties)
-            if main.version() == before:
-                # deltalake commits nothing for a merge that changes no row: record the batch alone.
-                main.create_write_transaction([], mode="append", schema=main.schema(), commit_properties=properties)
-        except TargetError:
-            raise
-        except Exception as exc:
-            raise TargetError(f"applying batch {batch_id} to {target} at {where} failed: {_reason(exc)}") from exc
-        return True
+    def _write(self, table: _Table, main: DeltaTable, changes: TableChanges, pipeline_id: str, batch_id: int) -> None:
+        metadata = shared.commit_tags(pipeline_id, batch_id)
+        properties = CommitProperties(custom_metadata=metadata, app_transactions=[Transaction(_app_id(pipeline_id), batch_id)])
+        before = main.version()
+        if changes.spec.scd_type == 1:
+            self._merge_scd1(table, main, changes, properties)
+        else:
+            self._merge_scd2(table, main, changes, properties)
+        if main.version() == before:
+            # deltalake commits nothing for a merge that changes no row: record the batch alone.
+            main.create_write_transaction([], mode="append", schema=main.schema(), commit_properties=properties)
 
     def _merge_scd1(self, table: _Table, main: DeltaTable, changes: TableChanges, properties: CommitProperties) -> None:
         if len(changes.segments) != 1:
@@ -407,14 +301,15 @@ class DeltaTarget:
             )
         merger.execute()
 
-    def _record_tombstones(self, table: _Table, tombstones: dict[Key, tuple[Any, ...]], metadata: dict[str, Any]) -> None:
+    def _record_tombstones(self, table: _Table, tombstones: dict[Key, tuple[Any, ...]], pipeline_id: str, batch_id: int) -> None:
         """Insert the batch's deletes (or raise a recorded sequence), then drop expired ones: two
         commits tagged with the batch, both idempotent when the batch is replayed."""
         handle = self._handle(table, table.tombstone_path)
         if handle is None:
-            DeltaTable.create(table.tombstone_path, schema=_tombstone_schema(table), mode="ignore", storage_options=self.storage_options)
+            DeltaTable.create(table.tombstone_path, schema=table.tombstone_schema(), mode="ignore", storage_options=self.storage_options)
             handle = self._handle(table, table.tombstone_path)
             assert handle is not None
+        metadata = shared.commit_tags(pipeline_id, batch_id)
         schema = _arrow_schema(handle)
         now = datetime.now(UTC)
         items = list(tombstones.items())
@@ -431,9 +326,9 @@ class DeltaTarget:
         ).when_not_matched_insert(
             {_ident(name): f"s.{_ident(name)}" for name in [*table.keys, SEQUENCE, DELETED_AT]}
         ).execute()
-        cutoff = now - table.spec.spec.tombstone_retention
+        cutoff = table.tombstone_cutoff(now)
         handle.delete(
-            f"{_ident(DELETED_AT)} < {_literal(cutoff, DELETED_AT_TYPE)}", commit_properties=CommitProperties(custom_metadata=metadata),
+            f"{_ident(DELETED_AT)} < {_literal(cutoff, shared.DELETED_AT_TYPE)}", commit_properties=CommitProperties(custom_metadata=metadata),
         )
 
 
@@ -480,58 +375,6 @@ def _rows_of_keys(
 
 def _arrow_schema(handle: DeltaTable) -> pa.Schema:
     return pa.schema(handle.schema().to_arrow())
-
-
-def _tombstone_schema(table: _Table) -> pa.Schema:
-    return pa.schema(
-        [pa.field(name, type_, nullable=False) for name, type_ in zip(table.keys, table.key_types, strict=True)]
-        + [pa.field(SEQUENCE, table.sequence_type, nullable=False), pa.field(DELETED_AT, DELETED_AT_TYPE, nullable=False)]
-    )
-
-
-def _sequence_type(sequence: Sequence[TargetColumn]) -> pa.DataType:
-    """One sequence column keeps its type; several become a struct of them, with their names."""
-    if len(sequence) == 1:
-        return _delta_type(sequence[0].arrow_type, sequence[0].name)
-    return pa.struct([pa.field(c.name, _delta_type(c.arrow_type, c.name)) for c in sequence])
-
-
-_UNSIGNED: dict[pa.DataType, pa.DataType] = {
-    pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(), pa.uint64(): pa.decimal128(20, 0),
-}
-
-
-def _delta_type(arrow_type: pa.DataType, name: str) -> pa.DataType:
-    """The Arrow type a Delta table stores for ``arrow_type``: Delta has no unsigned integers (widened),
-    no large or view variants, one timestamp precision (microseconds) and one zone (UTC)."""
-    t = arrow_type
-    if pa.types.is_dictionary(t):
-        return _delta_type(t.value_type, name)
-    if t in _UNSIGNED:
-        return _UNSIGNED[t]
-    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return pa.string()
-    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t) or pa.types.is_fixed_size_binary(t):
-        return pa.binary()
-    if pa.types.is_float16(t):
-        return pa.float32()
-    if pa.types.is_date64(t):
-        return pa.date32()
-    if pa.types.is_timestamp(t):
-        return pa.timestamp("us", tz="UTC" if t.tz else None)
-    if pa.types.is_decimal(t):
-        if t.precision > 38:
-            raise TargetError(f"column {name}: Delta Lake stores decimals of at most 38 digits, not {t}")
-        return pa.decimal128(t.precision, t.scale)
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
-        return pa.list_(_delta_type(t.value_type, name))
-    if pa.types.is_struct(t):
-        return pa.struct([pa.field(f.name, _delta_type(f.type, f"{name}.{f.name}"), f.nullable) for f in t])
-    if pa.types.is_map(t):
-        return pa.map_(_delta_type(t.key_type, name), _delta_type(t.item_type, name))
-    if pa.types.is_time(t) or pa.types.is_duration(t) or pa.types.is_interval(t):
-        raise TargetError(f"column {name}: Delta Lake has no type for Arrow {t} (exclude it with except_column_list)")
-    return t
 
 
 def _ident(name: str) -> str:
@@ -595,18 +438,3 @@ def _literal(value: Any, arrow_type: pa.DataType) -> str:
 
 def _sequence_literal(table: _Table, sequence: Sequence[Any], arrow_type: pa.DataType) -> str:
     return _literal(table.sequence_value(sequence), arrow_type)
-
-
-_BACKTRACE_LINE: Callable[[str], re.Match[str] | None] = re.compile(r"^\s*\d+: ").match
-
-
-def _reason(exc: BaseException) -> str:
-    """The message of a deltalake error without the Rust backtrace it may carry (RUST_BACKTRACE)."""
-    lines: list[str] = []
-    for line in str(exc).splitlines():
-        if _BACKTRACE_LINE(line):
-            break
-        if line.strip():
-            lines.append(line.strip())
-    text = " ".join(lines) or type(exc).__name__
-    return text if len(text) <= 1000 else text[:1000] + "…"

@@ -54,7 +54,7 @@ from __future__ import annotations
 import hashlib
 import os
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -66,17 +66,17 @@ import pyarrow.compute as pc
 from ..errors import TargetError
 from ..fold import END_AT, START_AT, Key, TableChanges
 from ..spec import ResolvedSpec
-from .base import TargetColumn, already_applied, newest_open_versions
+from . import shared
+from .base import TargetColumn
+from .shared import DELETED_AT, SEQUENCE, LakeTarget, TableLayout, rows_by_key
 
 __all__ = ["IcebergTarget"]
 
-SEQUENCE = "__SEQUENCE"
-DELETED_AT = "__DELETED_AT"
-TOMBSTONE_SUFFIX = "__sparkcdc_tombstones"
 CATALOG_FILE = "sparkcdc-catalog.db"
-PIPELINE_KEY = "sparkcdc.pipeline_id"  # snapshot summary properties
-BATCH_KEY = "sparkcdc.batch_id"
-DELETED_AT_TYPE = pa.timestamp("us", tz="UTC")
+
+#: Iceberg (format v2) has no unsigned or 8/16-bit integers (widened), no large or view variants,
+#: microsecond timestamps and times only, and one zone for instants (UTC); any other type is refused.
+ICEBERG_TYPES = shared.StorageTypes("Iceberg", small_integers=False, fixed_size_binary=True, times=True, others=False)
 
 
 def _pipeline_hash(pipeline_id: str) -> str:
@@ -93,31 +93,15 @@ def pipeline_property(pipeline_id: str) -> str:
 
 
 @dataclass
-class _Table:
-    """What the target knows of one target table."""
+class _Table(TableLayout):
+    """What the target knows of one target table: its layout and its identifiers."""
 
-    spec: ResolvedSpec
-    identifier: tuple[str, str]
-    tombstone_identifier: tuple[str, str]
-    columns: list[str]  # the pipeline's data columns, in the table's order
-    keys: list[str]
-    key_types: list[pa.DataType]
-    sequence_names: list[str]
-    sequence_type: pa.DataType
+    identifier: tuple[str, str] = ("", "")
+    tombstone_identifier: tuple[str, str] = ("", "")
 
     @property
     def name(self) -> str:
         return ".".join(self.identifier)
-
-    def sequence_value(self, sequence: Sequence[Any]) -> Any:
-        if len(self.sequence_names) == 1:
-            return sequence[0]
-        return dict(zip(self.sequence_names, sequence, strict=True))
-
-    def sequence_tuple(self, value: Any) -> tuple[Any, ...]:
-        if len(self.sequence_names) == 1:
-            return (value,)
-        return tuple(value[name] for name in self.sequence_names)
 
     def start_refs(self) -> list[str]:
         """``__START_AT`` as Iceberg references to primitive fields (a struct's fields by dotted name)."""
@@ -126,10 +110,11 @@ class _Table:
         return [f"{START_AT}.{name}" for name in self.sequence_names]
 
 
-class IcebergTarget:
+class IcebergTarget(LakeTarget[_Table]):
     """Iceberg tables of one catalog: ``iceberg:<catalog name>`` or ``iceberg+file:<warehouse path>``."""
 
     def __init__(self, location: str, *, catalog: Any | None = None) -> None:
+        super().__init__()
         self.location = location
         self._catalog_name: str | None = None
         self._warehouse: str | None = None
@@ -147,10 +132,9 @@ class IcebergTarget:
         else:
             self.description = f"Iceberg catalog {location}"
         self._catalog = catalog
-        self._tables: dict[str, _Table] = {}
 
     def close(self) -> None:
-        self._tables.clear()
+        super().close()
         engine = getattr(self._catalog, "engine", None)
         if engine is not None and self._warehouse is not None:
             engine.dispose()
@@ -178,7 +162,7 @@ class IcebergTarget:
                 configured = Config().get_catalog_config(self._catalog_name) or {}
                 self._catalog = load_catalog(self._catalog_name, **{k: v for k, v in configured.items() if isinstance(v, str)})
         except Exception as exc:
-            raise TargetError(f"opening the Iceberg catalog of {self.location} failed: {_reason(exc)}") from exc
+            raise TargetError(f"opening the Iceberg catalog of {self.location} failed: {shared.reason(exc)}") from exc
         return self._catalog
 
     def _load(self, identifier: tuple[str, str]) -> Any | None:
@@ -190,52 +174,32 @@ class IcebergTarget:
         except NoSuchTableError:
             return None
 
-    def _table(self, spec: ResolvedSpec) -> _Table:
-        try:
-            return self._tables[spec.target]
-        except KeyError:
-            raise TargetError(f"target table {spec.target} was not prepared") from None
-
     @staticmethod
     def _identifiers(spec: ResolvedSpec) -> tuple[tuple[str, str], tuple[str, str]]:
-        schema, _, name = spec.target.rpartition(".")
-        schema = schema or "public"
-        return (schema, name), (schema, name + TOMBSTONE_SUFFIX)
+        schema, name = shared.split_target(spec.target)
+        return (schema, name), (schema, name + shared.TOMBSTONE_SUFFIX)
+
+    def _where(self, spec: ResolvedSpec, *, tombstones: bool = False) -> str:
+        return f"({'.'.join(self._identifiers(spec)[1 if tombstones else 0])}) at {self.location}"
+
+    def _main(self, spec: ResolvedSpec) -> Any | None:
+        return self._load(self._identifiers(spec)[0])
 
     # -- set-up -----------------------------------------------------------------------------------------
 
     def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
         identifier, tombstone_identifier = self._identifiers(spec)
-        by_name = {c.name: c for c in columns}
-        missing_keys = [k for k in spec.keys if k not in by_name]
-        if missing_keys:
-            raise TargetError(f"target table {spec.target}: key column(s) {', '.join(missing_keys)} are not among its columns")
-        if not sequence:
-            raise TargetError(f"target table {spec.target}: no sequence_by column")
-        sequence_type = _sequence_type(sequence)
-        table = _Table(
-            spec=spec, identifier=identifier, tombstone_identifier=tombstone_identifier, columns=[c.name for c in columns],
-            keys=list(spec.keys), key_types=[_iceberg_arrow_type(by_name[k].arrow_type, k) for k in spec.keys],
-            sequence_names=[c.name for c in sequence], sequence_type=sequence_type,
-        )
-        fields = [
-            pa.field(c.name, _iceberg_arrow_type(c.arrow_type, c.name), nullable=c.nullable and c.name not in spec.keys)
-            for c in columns
-        ]
+        table = _Table.planned(spec, columns, sequence, ICEBERG_TYPES, required_sequence=True, identifier=identifier,
+                               tombstone_identifier=tombstone_identifier)
         identifier_fields = list(spec.keys)
         if spec.scd_type == 2:
-            fields += [pa.field(START_AT, sequence_type, nullable=False), pa.field(END_AT, sequence_type)]
             identifier_fields += table.start_refs()
         catalog = self.catalog()
-        try:
+        with shared.failing_as(f"preparing target table {spec.target} at {self.location}"):
             catalog.create_namespace_if_not_exists(identifier[0])
-            self._ensure(table.name, identifier, pa.schema(fields), identifier_fields, f" (stored_as_scd_type={spec.scd_type})")
+            self._ensure(table.name, identifier, table.schema, identifier_fields, f" (stored_as_scd_type={spec.scd_type})")
             if catalog.table_exists(tombstone_identifier):
-                self._ensure(f"{table.name} tombstones", tombstone_identifier, _tombstone_schema(table), table.keys, "")
-        except TargetError:
-            raise
-        except Exception as exc:
-            raise TargetError(f"preparing target table {spec.target} at {self.location} failed: {_reason(exc)}") from exc
+                self._ensure(f"{table.name} tombstones", tombstone_identifier, table.tombstone_schema(), table.keys, "")
         self._tables[spec.target] = table
 
     def _ensure(self, what: str, identifier: tuple[str, str], schema: pa.Schema, identifier_fields: list[str], hint: str) -> Any:
@@ -266,129 +230,68 @@ class IcebergTarget:
 
     def applied_batch(self, spec: ResolvedSpec, pipeline_id: str) -> int | None:
         """The table property of the pipeline: one catalog load of the table's metadata."""
-        identifier = self._identifiers(spec)[0]
-        try:
-            handle = self._load(identifier)
-            return None if handle is None else _applied(handle, pipeline_id)
-        except Exception as exc:
-            raise TargetError(f"reading the applied batch of {spec.target} at {self.location} failed: {_reason(exc)}") from exc
+        return super().applied_batch(spec, pipeline_id)
 
-    def tombstones(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, tuple[Any, ...]]:
-        """Retained tombstones of ``keys``, as of the newest tombstone snapshot whose batch reached
-        the main table (normally the current one: one look at the main table's properties)."""
-        table = self._table(spec)
-        wanted = set(keys)
-        if not wanted:
-            return {}
+    def _applied(self, main: Any, pipeline_id: str) -> int | None:
+        value = main.properties.get(batch_property(pipeline_id))
+        return None if value is None else int(value)
+
+    def _tombstone_rows(self, table: _Table, wanted: set[Key], cutoff: datetime) -> Iterable[Mapping[str, Any]]:
+        """As of the newest tombstone snapshot whose batch reached the main table (normally the
+        current one: one look at the main table's properties)."""
         from pyiceberg.expressions import And, GreaterThan
 
-        try:
-            handle = self._load(table.tombstone_identifier)
-            if handle is None or handle.current_snapshot() is None:
-                return {}
-            snapshot_id = self._settled(table, handle)
-            if snapshot_id is None:
-                return {}
-            cutoff = datetime.now(UTC) - spec.spec.tombstone_retention
-            rows = handle.scan(
-                row_filter=And(_coarse(table.keys, wanted), GreaterThan(DELETED_AT, cutoff)),
-                selected_fields=(*table.keys, SEQUENCE), snapshot_id=snapshot_id,
-            ).to_arrow().to_pylist()
-            found: dict[Key, tuple[Any, ...]] = {}
-            for row in rows:
-                key = tuple(row[k] for k in table.keys)
-                if key in wanted:
-                    found[key] = table.sequence_tuple(row[SEQUENCE])
-            return found
-        except Exception as exc:
-            name = ".".join(table.tombstone_identifier)
-            raise TargetError(f"reading the tombstones of {spec.target} ({name}) at {self.location} failed: {_reason(exc)}") from exc
+        handle = self._load(table.tombstone_identifier)
+        if handle is None or handle.current_snapshot() is None:
+            return []
+        snapshot_id = self._settled(table, handle)
+        if snapshot_id is None:
+            return []
+        rows: list[dict[str, Any]] = handle.scan(
+            row_filter=And(_coarse(table.keys, wanted), GreaterThan(DELETED_AT, cutoff)),
+            selected_fields=(*table.keys, SEQUENCE), snapshot_id=snapshot_id,
+        ).to_arrow().to_pylist()
+        return rows
 
     def _settled(self, table: _Table, handle: Any) -> int | None:
-        """The id of the tombstone table's newest snapshot that is not a write of a batch still
-        missing from the main table (such a write is redone when the batch is replayed)."""
+        """The id of the tombstone table's newest settled snapshot (:func:`.shared.settled`)."""
         from pyiceberg.table.snapshots import ancestors_of
 
         main = self._load(table.identifier)
-        applied: dict[str, int | None] = {}
-        for snapshot in ancestors_of(handle.current_snapshot(), handle.metadata):
-            summary = snapshot.summary
-            pipeline = summary.get(PIPELINE_KEY) if summary is not None else None
-            batch = summary.get(BATCH_KEY) if summary is not None else None
-            if pipeline is not None and batch is not None:
-                if pipeline not in applied:
-                    applied[pipeline] = None if main is None else _applied(main, pipeline)
-                done = applied[pipeline]
-                if done is None or done < int(batch):
-                    continue
-            return int(snapshot.snapshot_id)
-        return None
+        snapshot = shared.settled(ancestors_of(handle.current_snapshot(), handle.metadata), lambda s: shared.tags_of(s.summary),
+                           lambda pipeline: None if main is None else self._applied(main, pipeline))
+        return None if snapshot is None else int(snapshot.snapshot_id)
 
-    def open_versions(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
-        """SCD2: the rows of ``keys`` whose ``__END_AT`` is null (one scan, pruned by the key filter)."""
-        table = self._table(spec)
-        wanted = set(keys)
-        if not wanted:
-            return {}
+    def _open_rows(self, table: _Table, wanted: set[Key]) -> Iterable[Mapping[str, Any]]:
+        """One scan, pruned by the key filter."""
         from pyiceberg.expressions import And, IsNull
 
-        try:
-            handle = self._load(table.identifier)
-            if handle is None or handle.current_snapshot() is None:
-                return {}
-            rows = handle.scan(
-                row_filter=And(_coarse(table.keys, wanted), IsNull(END_AT)), selected_fields=(*table.columns, START_AT),
-            ).to_arrow().to_pylist()
-            return newest_open_versions(rows, table.keys, table.columns, wanted, table.sequence_tuple)
-        except Exception as exc:
-            raise TargetError(f"reading the open versions of {spec.target} at {self.location} failed: {_reason(exc)}") from exc
+        handle = self._load(table.identifier)
+        if handle is None or handle.current_snapshot() is None:
+            return []
+        rows: list[dict[str, Any]] = handle.scan(
+            row_filter=And(_coarse(table.keys, wanted), IsNull(END_AT)), selected_fields=(*table.columns, START_AT),
+        ).to_arrow().to_pylist()
+        return rows
 
-    def stored_rows(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, list[Any]]:
-        table = self._table(spec)
-        wanted = list(dict.fromkeys(keys))
-        if not wanted:
-            return {}
-        try:
-            handle = self._load(table.identifier)
-            if handle is None:
-                return {}
-            rows = _stored_rows(handle, table.keys, wanted, whole=False)
-            return {key: [row[c] for c in table.columns] for key, row in rows.items()}
-        except Exception as exc:
-            raise TargetError(f"reading stored rows of {spec.target} at {self.location} failed: {_reason(exc)}") from exc
+    def _key_rows(self, table: _Table, wanted: set[Key]) -> Iterable[Mapping[str, Any]]:
+        handle = self._load(table.identifier)
+        return [] if handle is None else _scan_keys(handle, table.keys, wanted, whole=False)
 
     # -- the write --------------------------------------------------------------------------------------
 
-    def apply(self, changes: TableChanges, *, pipeline_id: str, batch_id: int) -> bool:
-        table = self._table(changes.spec)
-        where = table.name
-        try:
-            main = self._load(table.identifier)
-            if main is None:
-                raise TargetError(f"target table {table.name} at {self.location} is gone (it was prepared)")
-            if already_applied(_applied(main, pipeline_id), batch_id, image=changes.is_image):
-                return False
-            tags = {PIPELINE_KEY: pipeline_id, BATCH_KEY: str(batch_id)}
-            if changes.tombstones:
-                where = ".".join(table.tombstone_identifier)
-                self._record_tombstones(table, changes.tombstones, tags)
-                where = table.name
-            with warnings.catch_warnings():
-                # "Delete operation did not match any records": a key the table does not hold.
-                warnings.filterwarnings("ignore", message="Delete operation did not match")
-                transaction = main.transaction()
-                if changes.spec.scd_type == 1:
-                    self._write_scd1(table, main, transaction, changes, tags)
-                else:
-                    self._write_scd2(table, main, transaction, changes, tags)
-                transaction.set_properties({batch_property(pipeline_id): str(batch_id), pipeline_property(pipeline_id): pipeline_id})
-                transaction.commit_transaction()
-        except TargetError:
-            raise
-        except Exception as exc:
-            raise TargetError(f"applying batch {batch_id} to {changes.spec.target} ({where}) at {self.location} failed: "
-                              f"{_reason(exc)}") from exc
-        return True
+    def _write(self, table: _Table, main: Any, changes: TableChanges, pipeline_id: str, batch_id: int) -> None:
+        tags = shared.commit_tags(pipeline_id, str(batch_id))
+        with warnings.catch_warnings():
+            # "Delete operation did not match any records": a key the table does not hold.
+            warnings.filterwarnings("ignore", message="Delete operation did not match")
+            transaction = main.transaction()
+            if changes.spec.scd_type == 1:
+                self._write_scd1(table, main, transaction, changes, tags)
+            else:
+                self._write_scd2(table, main, transaction, changes, tags)
+            transaction.set_properties({batch_property(pipeline_id): str(batch_id), pipeline_property(pipeline_id): pipeline_id})
+            transaction.commit_transaction()
 
     def _write_scd1(self, table: _Table, main: Any, transaction: Any, changes: TableChanges, tags: dict[str, str]) -> None:
         from pyiceberg.expressions import AlwaysTrue
@@ -481,23 +384,22 @@ class IcebergTarget:
         else:
             transaction.delete(AlwaysTrue(), snapshot_properties=tags)
 
-    def _record_tombstones(self, table: _Table, tombstones: dict[Key, tuple[Any, ...]], tags: dict[str, str]) -> None:
+    def _record_tombstones(self, table: _Table, tombstones: dict[Key, tuple[Any, ...]], pipeline_id: str, batch_id: int) -> None:
         """Write the batch's deletes that are new (or newer than the recorded ones) and drop the
         expired ones: one transaction tagged with the batch, nothing when the batch is replayed."""
         from pyiceberg.expressions import LessThan
 
+        tags = shared.commit_tags(pipeline_id, str(batch_id))
         handle = self._load(table.tombstone_identifier)
         if handle is None:
-            handle = self._ensure(f"{table.name} tombstones", table.tombstone_identifier, _tombstone_schema(table), table.keys, "")
+            handle = self._ensure(f"{table.name} tombstones", table.tombstone_identifier, table.tombstone_schema(), table.keys, "")
         recorded: dict[Key, tuple[Any, ...]] = {}
         if handle.current_snapshot() is not None:
-            for row in handle.scan(row_filter=_coarse(table.keys, tombstones), selected_fields=(*table.keys, SEQUENCE)).to_arrow().to_pylist():
-                key = tuple(row[k] for k in table.keys)
-                if key in tombstones:
-                    recorded[key] = table.sequence_tuple(row[SEQUENCE])
+            rows = handle.scan(row_filter=_coarse(table.keys, tombstones), selected_fields=(*table.keys, SEQUENCE)).to_arrow()
+            recorded = rows_by_key(rows.to_pylist(), table.keys, set(tombstones), lambda row: table.sequence_tuple(row[SEQUENCE]))
         newer = {key: seq for key, seq in tombstones.items() if key not in recorded or tuple(seq) > recorded[key]}
         now = datetime.now(UTC)
-        cutoff = now - table.spec.spec.tombstone_retention
+        cutoff = table.tombstone_cutoff(now)
         expired = handle.current_snapshot() is not None and handle.scan(
             row_filter=LessThan(DELETED_AT, cutoff), selected_fields=(DELETED_AT,), limit=1,
         ).to_arrow().num_rows > 0
@@ -514,10 +416,9 @@ class IcebergTarget:
             if newer:
                 # Re-appended survivors of the coarse delete must not bring back the expired ones.
                 _delete_exactly(transaction, handle, table.keys, newer, tags,
-                                keep=lambda rows: pc.greater_equal(rows[DELETED_AT], pa.scalar(cutoff, DELETED_AT_TYPE)))
+                                keep=lambda rows: pc.greater_equal(rows[DELETED_AT], pa.scalar(cutoff, shared.DELETED_AT_TYPE)))
                 transaction.append(_arrow_rows(schema, rows), snapshot_properties=tags)
             transaction.commit_transaction()
-
 
 # -- helpers ------------------------------------------------------------------------------------------
 
@@ -534,11 +435,6 @@ def _warehouse_path(location: str) -> str:
     if not path:
         raise TargetError(f"an iceberg+file location needs a warehouse directory: {location!r}")
     return os.path.abspath(os.path.expanduser(path))
-
-
-def _applied(handle: Any, pipeline_id: str) -> int | None:
-    value = handle.properties.get(batch_property(pipeline_id))
-    return None if value is None else int(value)
 
 
 def _coarse(names: Sequence[str], rows: Iterable[tuple[Any, ...]]) -> Any:
@@ -594,18 +490,17 @@ def _values(rows: pa.Table, name: str) -> list[Any]:
     return pc.struct_field(rows[parent], child).to_pylist()
 
 
-def _stored_rows(handle: Any, keys: list[str], wanted: list[Key], *, whole: bool) -> dict[Key, dict[str, Any]]:
-    """The stored rows of ``wanted`` by key (``whole``: read the whole table rather than filter)."""
+def _scan_keys(handle: Any, keys: Sequence[str], wanted: Iterable[Key], *, whole: bool) -> list[dict[str, Any]]:
+    """The table's rows, at least those of ``wanted`` (``whole``: the whole table rather than filtered)."""
     if handle.current_snapshot() is None:
-        return {}
-    scan = handle.scan() if whole else handle.scan(row_filter=_coarse(keys, wanted))
-    wanted_set = set(wanted)
-    found = {}
-    for row in scan.to_arrow().to_pylist():
-        key = tuple(row[k] for k in keys)
-        if key in wanted_set:
-            found[key] = row
-    return found
+        return []
+    rows: list[dict[str, Any]] = (handle.scan() if whole else handle.scan(row_filter=_coarse(keys, wanted))).to_arrow().to_pylist()
+    return rows
+
+
+def _stored_rows(handle: Any, keys: list[str], wanted: list[Key], *, whole: bool) -> dict[Key, Mapping[str, Any]]:
+    """The stored rows of ``wanted`` by key (``whole``: read the whole table rather than filter)."""
+    return rows_by_key(_scan_keys(handle, keys, wanted, whole=whole), keys, set(wanted), lambda row: row)
 
 
 def _stored_versions(handle: Any, table: _Table, wanted: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], dict[str, Any]]:
@@ -642,67 +537,3 @@ def _arrow_rows(schema: pa.Schema, rows: list[dict[str, Any]]) -> pa.Table:
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
             arrays.append(pa.array(values).cast(f.type))
     return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def _tombstone_schema(table: _Table) -> pa.Schema:
-    return pa.schema(
-        [pa.field(name, type_, nullable=False) for name, type_ in zip(table.keys, table.key_types, strict=True)]
-        + [pa.field(SEQUENCE, table.sequence_type, nullable=False), pa.field(DELETED_AT, DELETED_AT_TYPE, nullable=False)]
-    )
-
-
-def _sequence_type(sequence: Sequence[TargetColumn]) -> pa.DataType:
-    """One sequence column keeps its type; several become a struct of them (required fields)."""
-    if len(sequence) == 1:
-        return _iceberg_arrow_type(sequence[0].arrow_type, sequence[0].name)
-    return pa.struct([pa.field(c.name, _iceberg_arrow_type(c.arrow_type, c.name), nullable=False) for c in sequence])
-
-
-_UNSIGNED: dict[pa.DataType, pa.DataType] = {
-    pa.uint8(): pa.int32(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(), pa.uint64(): pa.decimal128(20, 0),
-}
-
-
-def _iceberg_arrow_type(arrow_type: pa.DataType, name: str) -> pa.DataType:
-    """The Arrow type of the Iceberg type that stores ``arrow_type``: Iceberg (format v2) has no
-    unsigned or 8/16-bit integers (widened), no large or view variants, microsecond timestamps
-    and times only, and one zone for instants (UTC)."""
-    t = arrow_type
-    if pa.types.is_dictionary(t):
-        return _iceberg_arrow_type(t.value_type, name)
-    if t in _UNSIGNED:
-        return _UNSIGNED[t]
-    if pa.types.is_int8(t) or pa.types.is_int16(t):
-        return pa.int32()
-    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return pa.string()
-    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
-        return pa.binary()
-    if pa.types.is_float16(t):
-        return pa.float32()
-    if pa.types.is_date64(t):
-        return pa.date32()
-    if pa.types.is_timestamp(t):
-        return pa.timestamp("us", tz="UTC" if t.tz else None)
-    if pa.types.is_time(t):
-        return pa.time64("us")
-    if pa.types.is_decimal(t):
-        if t.precision > 38:
-            raise TargetError(f"column {name}: Iceberg stores decimals of at most 38 digits, not {t}")
-        return pa.decimal128(t.precision, t.scale)
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
-        return pa.list_(_iceberg_arrow_type(t.value_type, name))
-    if pa.types.is_struct(t):
-        return pa.struct([pa.field(f.name, _iceberg_arrow_type(f.type, f"{name}.{f.name}"), f.nullable) for f in t])
-    if pa.types.is_map(t):
-        return pa.map_(_iceberg_arrow_type(t.key_type, name), _iceberg_arrow_type(t.item_type, name))
-    if (pa.types.is_boolean(t) or pa.types.is_int32(t) or pa.types.is_int64(t) or pa.types.is_float32(t)
-            or pa.types.is_float64(t) or pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t)
-            or pa.types.is_date32(t)):
-        return t
-    raise TargetError(f"column {name}: Iceberg has no type for Arrow {t} (exclude it with except_column_list)")
-
-
-def _reason(exc: BaseException) -> str:
-    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
-    return text if len(text) <= 1000 else text[:1000] + "…"

@@ -23,12 +23,11 @@ from ..errors import TargetError
 from ..fold import END_AT, START_AT, Key, Segment, TableChanges
 from ..spec import ResolvedSpec
 from .base import TargetColumn, already_applied
+from .shared import DELETED_AT, SEQUENCE, TOMBSTONE_SUFFIX, PreparedTables, split_target
 
 __all__ = ["PostgresTarget"]
 
 POSITIONS = sql.SQL("sparkcdc.apply_positions")
-SEQUENCE = "__SEQUENCE"
-DELETED_AT = "__DELETED_AT"
 DELETE = "__delete"
 UNCHANGED = "__unchanged"
 
@@ -43,11 +42,9 @@ class _Table:
     """What the target knows of one target table."""
 
     def __init__(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
-        schema, _, name = spec.target.rpartition(".")
-        self.schema = schema or "public"
-        self.name = name
-        self.ident = sql.Identifier(self.schema, name)
-        self.tombstones = sql.Identifier(self.schema, f"{name}__sparkcdc_tombstones")
+        self.schema, self.name = split_target(spec.target)
+        self.ident = sql.Identifier(self.schema, self.name)
+        self.tombstones = sql.Identifier(self.schema, self.name + TOMBSTONE_SUFFIX)
         self.spec = spec
         self.columns = list(columns)
         self.sequence = list(sequence)
@@ -55,15 +52,17 @@ class _Table:
         self.sequence_type = _sequence_type(spec, sequence)
 
 
-class PostgresTarget:
+class PostgresTarget(PreparedTables[_Table]):
+    """Tables of one PostgreSQL database (a ``postgresql://`` URL)."""
+
     def __init__(self, url: str, *, connect_timeout: int = 10) -> None:
+        super().__init__()
         self.url = url
         self.description = _redacted(url)
         try:
             self.conn = psycopg.connect(url, autocommit=False, connect_timeout=connect_timeout, application_name="sparkcdc-apply")
         except psycopg.OperationalError as exc:
             raise TargetError(f"cannot connect to the apply target {self.description}: {exc}".strip()) from exc
-        self._tables: dict[str, _Table] = {}
         self._temp = itertools.count()
 
     def close(self) -> None:
@@ -124,12 +123,6 @@ class PostgresTarget:
             (schema, name),
         )
         return {row[0] for row in cur.fetchall()}
-
-    def _table(self, spec: ResolvedSpec) -> _Table:
-        try:
-            return self._tables[spec.target]
-        except KeyError:
-            raise TargetError(f"target table {spec.target} was not prepared") from None
 
     # -- reads ----------------------------------------------------------------------------------
 

@@ -1,0 +1,434 @@
+"""What the apply targets share: where a target table lives, how sequences and tombstones are
+stored, and, for the lake formats (Delta Lake, Iceberg), the one protocol their reads and writes
+follow.
+
+Written once here because the copies had started to differ:
+
+* a target table's layout (:class:`TableLayout`): its key and data columns, its sequence (one
+  column as it is; several as a struct of them, compared field by field), its tombstone schema
+  (key columns, ``__SEQUENCE``, ``__DELETED_AT``);
+* how Arrow types become a lake format's types (:class:`StorageTypes`);
+* the settled-tombstone rule (:func:`settled`): tombstones cannot commit with the table's changes
+  (they are another table), so a tombstone write whose batch has not reached the main table is not
+  trusted; readers take the tombstone table as of its newest write whose batch did commit;
+* :class:`LakeTarget`: a lake target's reads and its write, each turning a library's error into a
+  :class:`TargetError` that names the table and where it is, and the write doing the exactly-once
+  protocol (skip an applied batch, tombstones first, then the table with the batch's position).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Generic, Self, TypeVar
+
+import pyarrow as pa
+
+from ..errors import TargetError
+from ..fold import END_AT, START_AT, Key, TableChanges
+from ..spec import ResolvedSpec
+from .base import TargetColumn, already_applied
+
+__all__ = [
+    "BATCH_KEY",
+    "DELETED_AT",
+    "DELETED_AT_TYPE",
+    "PIPELINE_KEY",
+    "SEQUENCE",
+    "TOMBSTONE_SUFFIX",
+    "LakeTarget",
+    "PreparedTables",
+    "StorageTypes",
+    "TableLayout",
+    "newest_open_versions",
+    "reason",
+    "rows_by_key",
+    "commit_tags",
+    "settled",
+    "split_target",
+    "tags_of",
+]
+
+#: Tombstone table columns (besides the key columns): the delete's sequence and when it was recorded.
+SEQUENCE = "__SEQUENCE"
+DELETED_AT = "__DELETED_AT"
+DELETED_AT_TYPE = pa.timestamp("us", tz="UTC")
+#: A target table's tombstones, where they are a table beside it (PostgreSQL, Iceberg): its name and this.
+TOMBSTONE_SUFFIX = "__sparkcdc_tombstones"
+#: The batch's position as a lake commit carries it (Delta commit info, Iceberg snapshot summary).
+PIPELINE_KEY = "sparkcdc.pipeline_id"
+BATCH_KEY = "sparkcdc.batch_id"
+
+V = TypeVar("V")
+C = TypeVar("C")
+P = TypeVar("P")
+
+
+def split_target(target: str) -> tuple[str, str]:
+    """``schema.table`` as (schema, table); a bare table name is in ``public``, as in PostgreSQL."""
+    schema, _, name = target.rpartition(".")
+    return schema or "public", name
+
+
+# -- types --------------------------------------------------------------------------------------------
+
+
+#: An unsigned integer type's values fit in the next wider signed type.
+_WIDER: dict[pa.DataType, pa.DataType] = {
+    pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(), pa.uint64(): pa.decimal128(20, 0),
+}
+
+
+@dataclass(frozen=True)
+class StorageTypes:
+    """How a lake format stores Arrow types. Both formats lack unsigned integers (widened to the
+    next signed type the format has), large and view variants, precisions beyond microseconds,
+    zones other than UTC and decimals beyond 38 digits; they differ in the rest, which the flags say."""
+
+    store: str  # the format's name, for errors
+    small_integers: bool  # int8 and int16 are stored as they are (else as int32)
+    fixed_size_binary: bool  # fixed-size binary is stored as it is (else as binary)
+    times: bool  # times are stored (as microseconds); else refused
+    #: Types none of the rules name: kept when True (but durations and intervals are refused),
+    #: refused when False (only the known primitives are kept).
+    others: bool
+
+    def of(self, arrow_type: pa.DataType, name: str) -> pa.DataType:
+        """The Arrow type the format stores for column ``name`` of ``arrow_type``."""
+        t = arrow_type
+        if pa.types.is_dictionary(t):
+            return self.of(t.value_type, name)
+        if t in _WIDER:
+            return self.of(_WIDER[t], name)
+        if (pa.types.is_int8(t) or pa.types.is_int16(t)) and not self.small_integers:
+            return pa.int32()
+        if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            return pa.string()
+        if pa.types.is_large_binary(t) or pa.types.is_binary_view(t) or (
+                pa.types.is_fixed_size_binary(t) and not self.fixed_size_binary):
+            return pa.binary()
+        if pa.types.is_float16(t):
+            return pa.float32()
+        if pa.types.is_date64(t):
+            return pa.date32()
+        if pa.types.is_timestamp(t):
+            return pa.timestamp("us", tz="UTC" if t.tz else None)
+        if pa.types.is_time(t) and self.times:
+            return pa.time64("us")
+        if pa.types.is_decimal(t):
+            if t.precision > 38:
+                raise TargetError(f"column {name}: {self.store} stores decimals of at most 38 digits, not {t}")
+            return pa.decimal128(t.precision, t.scale)
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
+            return pa.list_(self.of(t.value_type, name))
+        if pa.types.is_struct(t):
+            return pa.struct([pa.field(f.name, self.of(f.type, f"{name}.{f.name}"), f.nullable) for f in t])
+        if pa.types.is_map(t):
+            return pa.map_(self.of(t.key_type, name), self.of(t.item_type, name))
+        if self._kept(t):
+            return t
+        raise TargetError(f"column {name}: {self.store} has no type for Arrow {t} (exclude it with except_column_list)")
+
+    def _kept(self, t: pa.DataType) -> bool:
+        if self.others:
+            return not (pa.types.is_time(t) or pa.types.is_duration(t) or pa.types.is_interval(t))
+        return (pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_float32(t) or pa.types.is_float64(t)
+                or pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t)
+                or pa.types.is_date32(t))
+
+
+# -- a target table's layout --------------------------------------------------------------------------
+
+
+@dataclass
+class TableLayout:
+    """What a lake target knows of one target table; the formats add where it lives."""
+
+    spec: ResolvedSpec
+    schema: pa.Schema  # the data columns (SCD2: and __START_AT, __END_AT) the table must have
+    columns: list[str]  # the pipeline's data columns, in the table's order
+    keys: list[str]
+    key_types: list[pa.DataType]
+    sequence_names: list[str]
+    sequence_type: pa.DataType
+
+    @classmethod
+    def planned(
+        cls, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn], types: StorageTypes,
+        *, required_sequence: bool, **place: Any,
+    ) -> Self:
+        """The layout of ``spec``'s table in a format storing ``types``; ``required_sequence``: a
+        struct sequence's fields are required (Iceberg identifier fields must be); ``place``: the
+        format's own fields."""
+        by_name = {c.name: c for c in columns}
+        missing_keys = [k for k in spec.keys if k not in by_name]
+        if missing_keys:
+            raise TargetError(f"target table {spec.target}: key column(s) {', '.join(missing_keys)} are not among its columns")
+        if not sequence:
+            raise TargetError(f"target table {spec.target}: no sequence_by column")
+        if len(sequence) == 1:
+            sequence_type = types.of(sequence[0].arrow_type, sequence[0].name)
+        else:  # a struct of them, with their names
+            sequence_type = pa.struct([
+                pa.field(c.name, types.of(c.arrow_type, c.name), nullable=not required_sequence) for c in sequence
+            ])
+        fields = [
+            pa.field(c.name, types.of(c.arrow_type, c.name), nullable=c.nullable and c.name not in spec.keys) for c in columns
+        ]
+        if spec.scd_type == 2:
+            fields += [pa.field(START_AT, sequence_type, nullable=False), pa.field(END_AT, sequence_type)]
+        return cls(
+            spec=spec, schema=pa.schema(fields), columns=[c.name for c in columns], keys=list(spec.keys),
+            key_types=[types.of(by_name[k].arrow_type, k) for k in spec.keys], sequence_names=[c.name for c in sequence],
+            sequence_type=sequence_type, **place,
+        )
+
+    @property
+    def others(self) -> list[str]:
+        """The data columns that are not keys."""
+        return [c for c in self.columns if c not in self.keys]
+
+    def sequence_value(self, sequence: Sequence[Any]) -> Any:
+        """A sequence as stored: one column's value, or a dict of the struct's fields."""
+        if len(self.sequence_names) == 1:
+            return sequence[0]
+        return dict(zip(self.sequence_names, sequence, strict=True))
+
+    def sequence_tuple(self, value: Any) -> tuple[Any, ...]:
+        """A stored sequence as the fold compares it: a tuple."""
+        if len(self.sequence_names) == 1:
+            return (value,)
+        return tuple(value[name] for name in self.sequence_names)
+
+    def tombstone_schema(self) -> pa.Schema:
+        """Key columns, ``__SEQUENCE`` and ``__DELETED_AT``, all required."""
+        return pa.schema(
+            [pa.field(name, type_, nullable=False) for name, type_ in zip(self.keys, self.key_types, strict=True)]
+            + [pa.field(SEQUENCE, self.sequence_type, nullable=False), pa.field(DELETED_AT, DELETED_AT_TYPE, nullable=False)]
+        )
+
+    def tombstone_cutoff(self, now: datetime | None = None) -> datetime:
+        """Tombstones recorded before this are expired (``tombstone_retention``)."""
+        return (now or datetime.now(UTC)) - self.spec.spec.tombstone_retention
+
+
+# -- stored rows ---------------------------------------------------------------------------------------
+
+
+def rows_by_key(
+    rows: Iterable[Mapping[str, Any]], keys: Sequence[str], wanted: set[Key], value: Callable[[Mapping[str, Any]], V],
+) -> dict[Key, V]:
+    """``value`` of each row whose key is among ``wanted`` (the stores' key filters are coarse:
+    they may let other rows through); the last row of a key wins."""
+    found: dict[Key, V] = {}
+    for row in rows:
+        key = tuple(row[k] for k in keys)
+        if key in wanted:
+            found[key] = value(row)
+    return found
+
+
+def newest_open_versions(
+    rows: Iterable[Mapping[str, Any]], keys: Sequence[str], columns: Sequence[str], wanted: set[Key],
+    start_of: Callable[[Any], tuple[Any, ...]],
+) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
+    """``open_versions``' answer from stored open rows (a key filter may let others through): per
+    wanted key, the values of ``columns`` and the start of its newest open version."""
+    found: dict[Key, tuple[list[Any], tuple[Any, ...]]] = {}
+    for row in rows:
+        key = tuple(row[k] for k in keys)
+        if key not in wanted:
+            continue
+        start = start_of(row[START_AT])
+        if key not in found or found[key][1] < start:
+            found[key] = ([row[c] for c in columns], start)
+    return found
+
+
+def commit_tags(pipeline_id: str, batch_id: V) -> dict[str, str | V]:
+    """A commit's batch position, as the lake commit carries it (commit info, snapshot summary)."""
+    return {PIPELINE_KEY: pipeline_id, BATCH_KEY: batch_id}
+
+
+def tags_of(properties: Mapping[str, Any] | None) -> tuple[Any, Any]:
+    """A commit's (pipeline id, batch id) from its :func:`commit_tags`, None where it has none."""
+    if properties is None:
+        return None, None
+    return properties.get(PIPELINE_KEY), properties.get(BATCH_KEY)
+
+
+def settled(
+    commits: Iterable[C], tags: Callable[[C], tuple[Any, Any]], applied: Callable[[str], int | None],
+) -> C | None:
+    """The newest of a tombstone table's ``commits`` (newest first) that is not a write of a batch
+    still missing from the main table: such a write is redone when the batch is replayed, and
+    trusting it would make the replay drop its own deletes as "older than a recorded delete".
+    ``tags``: a commit's (pipeline id, batch id), None where untagged; ``applied``: the main
+    table's newest batch of a pipeline (asked once per pipeline)."""
+    done: dict[str, int | None] = {}
+    for commit in commits:
+        pipeline, batch = tags(commit)
+        if pipeline is not None and batch is not None:
+            if pipeline not in done:
+                done[pipeline] = applied(pipeline)
+            newest = done[pipeline]
+            if newest is None or newest < int(batch):
+                continue
+        return commit
+    return None
+
+
+# -- errors ---------------------------------------------------------------------------------------------
+
+_BACKTRACE_LINE: Callable[[str], re.Match[str] | None] = re.compile(r"^\s*\d+: ").match
+
+
+def reason(exc: BaseException) -> str:
+    """An error's message on one line, without the Rust backtrace deltalake adds when
+    ``RUST_BACKTRACE`` is set, and at most 1000 characters."""
+    lines: list[str] = []
+    for line in str(exc).splitlines():
+        if _BACKTRACE_LINE(line):
+            break
+        if line.strip():
+            lines.append(line.strip())
+    text = " ".join(lines) or type(exc).__name__
+    return text if len(text) <= 1000 else text[:1000] + "…"
+
+
+@contextmanager
+def failing_as(what: str) -> Iterator[None]:
+    """A library's error in the block as a :class:`TargetError` "``what`` failed: reason"."""
+    try:
+        yield
+    except TargetError:
+        raise
+    except Exception as exc:
+        raise TargetError(f"{what} failed: {reason(exc)}") from exc
+
+
+# -- the lake targets' protocol -----------------------------------------------------------------------
+
+class PreparedTables(Generic[P]):
+    """What a target knows of the tables it prepared (``P``), by target table name."""
+
+    def __init__(self) -> None:
+        self._tables: dict[str, P] = {}
+
+    def _table(self, spec: ResolvedSpec) -> P:
+        try:
+            return self._tables[spec.target]
+        except KeyError:
+            raise TargetError(f"target table {spec.target} was not prepared") from None
+
+
+T = TypeVar("T", bound=TableLayout)
+
+
+class LakeTarget(PreparedTables[T]):
+    """A lake format's target (Delta Lake, Iceberg): the reads and the write every lake target
+    does the same way; the format says how it reads, writes and where a table is (the hooks)."""
+
+    description: str
+
+    def close(self) -> None:
+        self._tables.clear()
+
+    # -- hooks ------------------------------------------------------------------------------------------
+
+    def _where(self, spec: ResolvedSpec, *, tombstones: bool = False) -> str:
+        """Where the table (or its tombstones) lives, for errors: ``at <path>``."""
+        raise NotImplementedError
+
+    def _main(self, spec: ResolvedSpec) -> Any | None:
+        """The main table as of its newest commit, or None when there is none."""
+        raise NotImplementedError
+
+    def _applied(self, main: Any, pipeline_id: str) -> int | None:
+        """The newest batch of ``pipeline_id`` the main table ``main`` holds."""
+        raise NotImplementedError
+
+    def _tombstone_rows(self, table: T, wanted: set[Key], cutoff: datetime) -> Iterable[Mapping[str, Any]]:
+        """Settled tombstones recorded after ``cutoff`` (at least those of ``wanted``)."""
+        raise NotImplementedError
+
+    def _open_rows(self, table: T, wanted: set[Key]) -> Iterable[Mapping[str, Any]]:
+        """Rows with a null ``__END_AT`` (at least those of ``wanted``): data columns and ``__START_AT``."""
+        raise NotImplementedError
+
+    def _key_rows(self, table: T, wanted: set[Key]) -> Iterable[Mapping[str, Any]]:
+        """Rows of the table (at least those of ``wanted``) with their data columns."""
+        raise NotImplementedError
+
+    def _record_tombstones(self, table: T, tombstones: dict[Key, tuple[Any, ...]], pipeline_id: str, batch_id: int) -> None:
+        """Record a batch's deletes (committed before the table's changes, tagged with the batch)."""
+        raise NotImplementedError
+
+    def _write(self, table: T, main: Any, changes: TableChanges, pipeline_id: str, batch_id: int) -> None:
+        """Write the changes and the batch's position in one commit of the main table."""
+        raise NotImplementedError
+
+    # -- reads ------------------------------------------------------------------------------------------
+
+    def applied_batch(self, spec: ResolvedSpec, pipeline_id: str) -> int | None:
+        with failing_as(f"reading the applied batch of {spec.target} {self._where(spec)}"):
+            main = self._main(spec)
+            return None if main is None else self._applied(main, pipeline_id)
+
+    def tombstones(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, tuple[Any, ...]]:
+        """Retained tombstones of ``keys``, as of the tombstone table's newest settled write."""
+        def read(table: T, wanted: set[Key]) -> dict[Key, tuple[Any, ...]]:
+            rows = self._tombstone_rows(table, wanted, table.tombstone_cutoff())
+            return rows_by_key(rows, table.keys, wanted, lambda row: table.sequence_tuple(row[SEQUENCE]))
+
+        return self._of_keys(spec, keys, "the tombstones", read, tombstones=True)
+
+    def open_versions(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
+        """SCD2: the newest row of each of ``keys`` whose ``__END_AT`` is null."""
+        def read(table: T, wanted: set[Key]) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
+            return newest_open_versions(self._open_rows(table, wanted), table.keys, table.columns, wanted, table.sequence_tuple)
+
+        return self._of_keys(spec, keys, "the open versions", read)
+
+    def stored_rows(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, list[Any]]:
+        """SCD1: the stored row of each of ``keys``."""
+        def read(table: T, wanted: set[Key]) -> dict[Key, list[Any]]:
+            return rows_by_key(self._key_rows(table, wanted), table.keys, wanted, lambda row: [row[c] for c in table.columns])
+
+        return self._of_keys(spec, keys, "stored rows", read)
+
+    def _of_keys(
+        self, spec: ResolvedSpec, keys: Iterable[Key], what: str, read: Callable[[T, set[Key]], dict[Key, V]],
+        *, tombstones: bool = False,
+    ) -> dict[Key, V]:
+        """``read`` of the prepared table and the wanted keys (nothing when none is), its errors
+        as a :class:`TargetError` naming ``what`` it read and where."""
+        table = self._table(spec)
+        wanted = set(keys)
+        if not wanted:
+            return {}
+        with failing_as(f"reading {what} of {spec.target} {self._where(spec, tombstones=tombstones)}"):
+            return read(table, wanted)
+
+    # -- the write --------------------------------------------------------------------------------------
+
+    def apply(self, changes: TableChanges, *, pipeline_id: str, batch_id: int) -> bool:
+        """Skip a batch already applied; else its tombstones first, then the table's changes and
+        the batch's position in one commit."""
+        spec = changes.spec
+        table = self._table(spec)
+        where = self._where(spec)
+        with failing_as(f"applying batch {batch_id} to {spec.target} {where}"):
+            main = self._main(spec)
+            if main is None:
+                raise TargetError(f"target table {spec.target} {where} is gone (it was prepared)")
+            if already_applied(self._applied(main, pipeline_id), batch_id, image=changes.is_image):
+                return False
+            if changes.tombstones:
+                with failing_as(f"applying batch {batch_id} to {spec.target} {self._where(spec, tombstones=True)}"):
+                    self._record_tombstones(table, changes.tombstones, pipeline_id, batch_id)
+            self._write(table, main, changes, pipeline_id, batch_id)
+        return True
