@@ -122,6 +122,8 @@ FIELDS: Final = (
     LineField("ordinal", NUMBER),
 )
 _NAMES: Final = tuple(field.name for field in FIELDS)
+_OPENERS: Final = tuple((b"," if index else b"{") + field.label for index, field in enumerate(FIELDS))  # each field's ,"name":
+_CLOSE: Final = b"}"
 
 
 def segments(*free: str, **fixed: Any) -> tuple[bytes, ...]:
@@ -139,14 +141,14 @@ def segments(*free: str, **fixed: Any) -> tuple[bytes, ...]:
             f"record in that order and gives the others once (here it fills {', '.join(free) or 'none'} and gives "
             f"{', '.join(fixed) or 'none'})"
         )
-    pieces = [b"{"]
-    for index, field in enumerate(FIELDS):
-        pieces[-1] += (b"," if index else b"") + field.label
+    pieces = [b""]
+    for opener, field in zip(_OPENERS, FIELDS, strict=True):
+        pieces[-1] += opener
         if field.name in fixed:
             pieces[-1] += field.render(fixed[field.name])
         else:
             pieces.append(b"")
-    pieces[-1] += b"}"
+    pieces[-1] += _CLOSE
     return tuple(pieces)
 
 
@@ -155,8 +157,9 @@ def line(
     commit_lsn: int | None, ordinal: int,
 ) -> bytes:
     """One record's line: ``key`` and ``value`` its serialized texts (UTF-8), ``headers`` its
-    serialized headers."""
-    return segments(key=key, value=value, headers=headers, lsn=lsn, commit_lsn=commit_lsn, ordinal=ordinal)[0]
+    serialized headers (what :func:`segments` with every field given makes)."""
+    values = (key, value, headers, lsn, commit_lsn, ordinal)
+    return b"".join([*(opener + field.render(v) for opener, field, v in zip(_OPENERS, FIELDS, values, strict=True)), _CLOSE])
 
 
 def spark_sql() -> str:

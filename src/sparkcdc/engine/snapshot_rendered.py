@@ -384,8 +384,7 @@ def read_encoded_chunk(
     lines: bool = False,
 ) -> Iterator[EncodedBatch]:
     """A snapshot chunk as encoded batches (with ``lines``, each record's topic-files line instead of
-    its key and value where the server renders the payloads; :func:`sparkcdc.spark.lines.line_batch`
-    builds the others): rendered by the server where the table allows it
+    its key and value): rendered by the server where the table allows it
     (``sparkcdc.snapshot.render.sql``), through the Python converters otherwise."""
     with chunk_session(config, chunk, run_id=run_id, clock_ns=clock_ns) as (tx, events, resolver):
         opened = open_chunk(tx, config, resolver, chunk)
