@@ -80,8 +80,12 @@ def _streamed_records() -> list[ChangeRecord]:
         out.append(ChangeRecord("srv.public.t", {"id": i}, key_schema, {"before": None, "after": after, "op": "c", "ts_ms": 1},
                                 value_schema, context, "c", "public", "t", 100 + i, 200, i))
     out.append(ChangeRecord("srv.public.t", {"id": 0}, key_schema, None, None, odd, None, "public", "t", 110, 200, 3))  # tombstone
+    for i in range(4):  # per-record header lists in a row (a key change's): each freed list's id may come back for the next
+        old_key = (Header("__debezium.oldkey", {"id": 10 + i}, key_schema), *context)
+        out.append(ChangeRecord("srv.public.t", {"id": 20 + i}, key_schema, None, None, old_key, None, "public", "t", 120 + i, 200,
+                                5 + i))
     out.append(ChangeRecord("srv.public.u", None, None, {"after": {"id": 1}}, None, (), "c", "public", "u",
-                            9_223_372_036_854_775_000, 9_223_372_036_854_775_807, 4))  # no key, no value schema
+                            9_223_372_036_854_775_000, 9_223_372_036_854_775_807, 9))  # no key, no value schema
     return out
 
 
@@ -94,7 +98,7 @@ def test_streamed_records_lines_are_the_sinks_to_json_lines(spark: Any, tmp_path
     TopicFilesBatchWriter(by_spark)(spark.createDataFrame(columns, DDL_SCHEMA).repartition(1), 0)
 
     by_reader = tmp_path / "lines"
-    lines = [row for batch in encode_lines(records, serializer, 2) for row in _rows(line_batch(batch))]
+    lines = [row for batch in encode_lines(records, serializer) for row in _rows(line_batch(batch))]
     TopicFilesBatchWriter(by_reader)(spark.createDataFrame(lines, LINES_DDL_SCHEMA).repartition(1), 0)
 
     assert files(by_reader) == files(by_spark)

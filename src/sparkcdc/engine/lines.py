@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from ..debezium.records import ChangeRecord
 from ..debezium.serialization import JsonSerializer
 from ..debezium.topic_line import headers_json, segments
-from .encoded import BATCH_BYTES, Constant, EncodedBatch, joined
+from .encoded import BATCH_BYTES, Constant, EncodedBatch, Headers, joined
 
 __all__ = ["encode_lines"]
 
@@ -42,13 +42,19 @@ def encode_lines(
         ordinal: list[int] = []
         lengths: list[int] = []
         pieces: list[bytes] = []
-        rendered: dict[int, bytes] = {}  # header lists are shared objects (the serializer caches them)
+        # Header lists of constant headers are shared objects (the serializer caches them): each is
+        # rendered once. The cache holds the list itself, so that a per-record list (a key change's
+        # headers) freed after its record cannot hand its id, and so its text, to a later one.
+        rendered: dict[int, tuple[Headers, bytes]] = {}
         size = 0
         for record in remaining:
             headers = headers_of(record)
-            header_text = rendered.get(id(headers))
-            if header_text is None:
-                header_text = rendered[id(headers)] = _BEFORE_HEADERS + headers_json(headers) + _BEFORE_LSN
+            cached = rendered.get(id(headers))
+            if cached is not None and cached[0] is headers:
+                header_text = cached[1]
+            else:
+                header_text = _BEFORE_HEADERS + headers_json(headers) + _BEFORE_LSN
+                rendered[id(headers)] = (headers, header_text)
             record_lsn, record_commit_lsn, record_ordinal = record.lsn, record.commit_lsn, record.ordinal
             line = b"".join((
                 open_key, quoted(record.key, record.key_schema, with_schema=key_schemas),
