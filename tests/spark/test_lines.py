@@ -1,5 +1,7 @@
-"""The ``lines`` output layout: lines the reader builds are the lines Spark's ``to_json`` builds from
-the ``columns`` layout, byte for byte, and the topic files sink writes them as they are."""
+"""The ``lines`` output layout: lines the reader builds (from key and value texts, and from streamed
+records by ``encode_lines``) are the lines Spark's ``to_json`` builds from the ``columns`` layout,
+byte for byte, and the topic files sink writes them as they are. (The rendered snapshot's lines are
+held to ``line_batch``'s in tests/engine/test_snapshot_rendered.py.)"""
 
 from __future__ import annotations
 
@@ -9,8 +11,13 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from sparkcdc.engine.encoded import Constant, EncodedBatch
-from sparkcdc.engine.lines import escape, json_string
+from sparkcdc.debezium.connect import int32, int64, string, struct
+from sparkcdc.debezium.records import ChangeRecord, Header
+from sparkcdc.debezium.serialization import JsonSerializer
+from sparkcdc.debezium.topic_line import escape, text
+from sparkcdc.engine.encoded import Constant, EncodedBatch, encode_records
+from sparkcdc.engine.lines import encode_lines
+from sparkcdc.spark.arrow import DDL_SCHEMA, to_arrow
 from sparkcdc.spark.lines import LINES_DDL_SCHEMA, line_batch
 from sparkcdc.spark.sinks.topic_files import TopicFilesBatchWriter
 
@@ -42,7 +49,7 @@ def _encoded(rows: list[tuple[Any, ...]]) -> EncodedBatch:
 
 def test_escape_quotes_exactly_what_json_needs() -> None:
     assert escape(b'a"b\\c') == b'a\\"b\\\\c' and escape(b"plain") == b"plain" and escape(b"\\") == b"\\\\"
-    assert json_string(None) == b"null" and json_string(b'{"a":"\\n"}') == b'"{\\"a\\":\\"\\\\n\\"}"'
+    assert text(None) == b"null" and text(b'{"a":"\\n"}') == b'"{\\"a\\":\\"\\\\n\\"}"'
 
 
 def test_reader_lines_are_the_sinks_to_json_lines(spark: Any, tmp_path: Path) -> None:
@@ -55,6 +62,47 @@ def test_reader_lines_are_the_sinks_to_json_lines(spark: Any, tmp_path: Path) ->
 
     assert files(by_reader) == files(by_spark)
     assert sum(len(lines) for lines in files(by_reader).values()) == len(ROWS)
+
+
+def _streamed_records() -> list[ChangeRecord]:
+    """Records of every shape a stream carries: with and without key, schemas, headers; a tombstone;
+    text that needs escaping; LSNs up to the largest long."""
+    key_schema = struct([("id", int32())], name="srv.public.t.Key")
+    row = struct([("id", int32()), ("txt", string(optional=True))], name='srv.public."t".Value', optional=True)
+    value_schema = struct([("before", row), ("after", row), ("op", string()), ("ts_ms", int64(optional=True))],
+                          name="srv.public.t.Envelope")
+    context = (Header("__debezium.context.connectorName", "postgresql", string(), constant=True),
+               Header("__debezium.context.taskId", "0", string(), constant=True))
+    odd = (Header("ütf", 'wé"rt \\ \n\u0001', string()), Header("empty", None, None))
+    out = []
+    for i, txt in enumerate(["plain", 'q"uote \\ back \n nl \t tab \u0001 \u2028 é ✓ 😀 </x>', None]):
+        after = {"id": i, "txt": txt}
+        out.append(ChangeRecord("srv.public.t", {"id": i}, key_schema, {"before": None, "after": after, "op": "c", "ts_ms": 1},
+                                value_schema, context, "c", "public", "t", 100 + i, 200, i))
+    out.append(ChangeRecord("srv.public.t", {"id": 0}, key_schema, None, None, odd, None, "public", "t", 110, 200, 3))  # tombstone
+    for i in range(4):  # per-record header lists in a row (a key change's): each freed list's id may come back for the next
+        old_key = (Header("__debezium.oldkey", {"id": 10 + i}, key_schema), *context)
+        out.append(ChangeRecord("srv.public.t", {"id": 20 + i}, key_schema, None, None, old_key, None, "public", "t", 120 + i, 200,
+                                5 + i))
+    out.append(ChangeRecord("srv.public.u", None, None, {"after": {"id": 1}}, None, (), "c", "public", "u",
+                            9_223_372_036_854_775_000, 9_223_372_036_854_775_807, 9))  # no key, no value schema
+    return out
+
+
+@pytest.mark.parametrize("schemas", [True, False])
+def test_streamed_records_lines_are_the_sinks_to_json_lines(spark: Any, tmp_path: Path, schemas: bool) -> None:
+    records = _streamed_records()
+    serializer = JsonSerializer(key_schemas=schemas, value_schemas=schemas)
+    by_spark = tmp_path / "columns"
+    columns = [row for batch in encode_records(records, serializer, 2) for row in _rows(to_arrow(batch))]
+    TopicFilesBatchWriter(by_spark)(spark.createDataFrame(columns, DDL_SCHEMA).repartition(1), 0)
+
+    by_reader = tmp_path / "lines"
+    lines = [row for batch in encode_lines(records, serializer) for row in _rows(line_batch(batch))]
+    TopicFilesBatchWriter(by_reader)(spark.createDataFrame(lines, LINES_DDL_SCHEMA).repartition(1), 0)
+
+    assert files(by_reader) == files(by_spark)
+    assert sum(len(lines) for lines in files(by_reader).values()) == len(records)
 
 
 def test_a_batch_with_lines_only_needs_line_batch() -> None:

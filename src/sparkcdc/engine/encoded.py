@@ -106,7 +106,7 @@ class EncodedBatch:
     tx_id: list[int | None] | Constant
     source_ts_us: list[int | None] | Constant
     snapshot: list[str | None] | Constant
-    line: Joined | list[bytes | None] | None = None  # each record's topic-files line (sparkcdc.engine.lines), when asked for
+    line: Joined | list[bytes | None] | None = None  # each record's topic-files line (sparkcdc.debezium.topic_line), when asked for
 
     def records(self) -> Iterator[EncodedRecord]:
         """The batch row by row (a batch built with key and value: not the lines-only kind)."""

@@ -1,44 +1,26 @@
-"""The topic-files line of a record: ``{"key", "value", "headers", "lsn", "commit_lsn", "ordinal"}``.
+"""The streamed records' topic-files lines (:mod:`sparkcdc.debezium.topic_line`), a batch at a time.
 
-Key and value are the record's Debezium JSON texts as JSON strings (null for none), each header's
-value its bytes as a UTF-8 string (or null). Quoting a text as a JSON string is orjson's
-string escaping; the parts of a text that do not change from record to record (a schema, a
-snapshot template) are escaped once, not per record.
+Per record only its key and value texts are quoted (the serializer escapes a schema once and per
+record only the payload), its numbers written and the line's constant pieces joined around them;
+a header list, the same shared object record after record, is rendered once per batch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-import orjson
-
 from ..debezium.records import ChangeRecord
-from ..debezium.serialization import JsonSerializer, escape_json_text
+from ..debezium.serialization import JsonSerializer
+from ..debezium.topic_line import headers_json, segments
 from .encoded import BATCH_BYTES, Constant, EncodedBatch, Headers, joined
 
-__all__ = ["encode_lines", "escape", "headers_json", "json_string", "line_middle"]
+__all__ = ["encode_lines"]
 
-
-escape = escape_json_text
-
-
-def json_string(text: bytes | None) -> bytes:
-    """``text`` (UTF-8) as a JSON string; None as ``null``."""
-    return b"null" if text is None else orjson.dumps(text.decode("utf-8"))
-
-
-def headers_json(headers: Headers) -> bytes:
-    return orjson.dumps([{"name": name, "value": None if raw is None else raw.decode("utf-8")} for name, raw in headers])
-
-
-def line_middle(headers: Headers, lsn: int | None, commit_lsn: int | None) -> bytes:
-    """What follows the value up to the ordinal's digits: ``,"headers":[...],"lsn":N,"commit_lsn":N,"ordinal":``."""
-    return (b',"headers":' + headers_json(headers) + b',"lsn":' + _number(lsn) + b',"commit_lsn":' + _number(commit_lsn)
-            + b',"ordinal":')
-
-
-def _number(value: int | None) -> bytes:
-    return b"null" if value is None else b"%d" % value
+# Every field is filled per record; the ordinal and the line's end make one %-template.
+_OPEN, _BEFORE_VALUE, _BEFORE_HEADERS, _BEFORE_LSN, _BEFORE_COMMIT_LSN, _BEFORE_ORDINAL, _CLOSE = segments(
+    "key", "value", "headers", "lsn", "commit_lsn", "ordinal"
+)
+_ORDINAL_TEMPLATE = _BEFORE_ORDINAL.replace(b"%", b"%%") + b"%d" + _CLOSE.replace(b"%", b"%%")
 
 
 def encode_lines(
@@ -50,6 +32,7 @@ def encode_lines(
     columns are not built."""
     quoted, headers_of = serializer.quoted, serializer.headers
     key_schemas, value_schemas = serializer.key_schemas, serializer.value_schemas
+    open_key, before_value, before_commit_lsn, ordinal_template = _OPEN, _BEFORE_VALUE, _BEFORE_COMMIT_LSN, _ORDINAL_TEMPLATE
     unused = Constant(None)
     remaining = iter(records)
     while True:
@@ -70,15 +53,15 @@ def encode_lines(
             if cached is not None and cached[0] is headers:
                 header_text = cached[1]
             else:
-                header_text = b',"headers":' + headers_json(headers) + b',"lsn":'
+                header_text = _BEFORE_HEADERS + headers_json(headers) + _BEFORE_LSN
                 rendered[id(headers)] = (headers, header_text)
             record_lsn, record_commit_lsn, record_ordinal = record.lsn, record.commit_lsn, record.ordinal
             line = b"".join((
-                b'{"key":', quoted(record.key, record.key_schema, with_schema=key_schemas),
-                b',"value":', quoted(record.value, record.value_schema, with_schema=value_schemas),
+                open_key, quoted(record.key, record.key_schema, with_schema=key_schemas),
+                before_value, quoted(record.value, record.value_schema, with_schema=value_schemas),
                 header_text, b"null" if record_lsn is None else b"%d" % record_lsn,
-                b',"commit_lsn":', b"null" if record_commit_lsn is None else b"%d" % record_commit_lsn,
-                b',"ordinal":%d}' % record_ordinal,
+                before_commit_lsn, b"null" if record_commit_lsn is None else b"%d" % record_commit_lsn,
+                ordinal_template % record_ordinal,
             ))
             pieces.append(line)
             lengths.append(len(line))

@@ -30,10 +30,12 @@ from ..debezium.config import ConnectorConfig
 from ..debezium.events import EventFactory
 from ..debezium.serialization import JsonSerializer
 from ..debezium.table import TableSchema
+from ..debezium.topic_line import escape, text_template
+from ..debezium.topic_line import segments as line_segments
 from ..postgres.replication import quote_ident
 from ..postgres.snapshot import SnapshotTransaction
 from .encoded import BATCH_BYTES, Constant, EncodedBatch, Joined, encode_records, joined
-from .lines import encode_lines, escape, line_middle
+from .lines import encode_lines
 from .snapshot import SnapshotContext, snapshot_change, snapshot_marker
 from .snapshot_plan import SnapshotChunk
 from .snapshot_reader import (
@@ -80,7 +82,7 @@ class RecordTemplates:
         self._context = context
         self._table = table
         self._values: dict[str, _ValueTemplate] = {}
-        self._middle: bytes | None = None
+        self._segments: tuple[bytes, ...] | None = None  # the line's, around key, value and ordinal
         record = self._record("true")
         self.headers = serializer.headers(record)
         key = serializer.encode(_KEY, table.key_schema, with_schema=serializer.key_schemas) if table.has_key else None
@@ -166,42 +168,46 @@ class RecordTemplates:
     def _lines(
         self, keys: list[bytes | None], afters: list[bytes], markers: list[str], ordinals: range, stamp: tuple[int, int, int]
     ) -> Joined:
-        """The records' topic-files lines: the templates' parts escaped once per batch, and per row
-        only the key and row payloads (short texts) and the ordinal."""
-        middle = self._middle
-        if middle is None:
-            middle = self._middle = line_middle(self.headers, self._context.lsn, self._context.lsn)
+        """The records' topic-files lines (:mod:`sparkcdc.debezium.topic_line`): the templates' parts
+        escaped once per batch, and per row only the key and row payloads (short texts) and the ordinal."""
+        segments = self._segments
+        if segments is None:
+            lsn = self._context.lsn
+            if self._table.has_key:
+                segments = line_segments("key", "value", "ordinal", headers=self.headers, lsn=lsn, commit_lsn=lsn)
+            else:  # the key is null: all before the value is constant, and nothing comes before the key's part
+                segments = (b"", *line_segments("value", "ordinal", key=None, headers=self.headers, lsn=lsn, commit_lsn=lsn))
+            self._segments = segments
+        open_key, before_value, before_ordinal, close = segments
+        key_before, key_after = text_template(self.key_prefix, self.key_suffix) if self._table.has_key else (b"", b"")
+        start = open_key + key_before
 
         def parts(marker: str) -> tuple[bytes, bytes]:
+            """The constant bytes between the key's payload and the row's, and after the row's up to the ordinal."""
             template = self.value(marker)
-            head = escape(self.key_suffix) + b'","value":"' if self._table.has_key else b""
-            return head + escape(template.prefix), escape(template.tail % stamp) + b'"' + middle
+            value_before, value_after = text_template(template.prefix, template.tail % stamp)
+            return key_after + before_value + value_before, value_after + before_ordinal
 
         before_after, after_after = parts("true")
+        fixed = len(start) + len(before_after) + len(after_after) + len(close)
         pieces: list[bytes] = []
         lengths: list[int] = []
         if self._table.has_key:
-            start = b'{"key":"' + escape(self.key_prefix)
-            fixed = len(start) + len(before_after) + len(after_after) + 1
             for key, after, ordinal in zip(keys, afters, ordinals, strict=False):
                 quoted_key, quoted_after, number = escape(key), escape(after), b"%d" % ordinal  # type: ignore[arg-type]
-                pieces += (start, quoted_key, before_after, quoted_after, after_after, number, b"}")
+                pieces += (start, quoted_key, before_after, quoted_after, after_after, number, close)
                 lengths.append(fixed + len(quoted_key) + len(quoted_after) + len(number))
             width, first_part = 7, 2
-        else:
-            start = b'{"key":null,"value":"'
-            fixed = len(start) + len(before_after) + len(after_after) + 1
+        else:  # start is empty: the line begins with before_after
             for after, ordinal in zip(afters, ordinals, strict=False):
                 quoted_after, number = escape(after), b"%d" % ordinal
-                pieces += (start + before_after, quoted_after, after_after, number, b"}")
+                pieces += (before_after, quoted_after, after_after, number, close)
                 lengths.append(fixed + len(quoted_after) + len(number))
             width, first_part = 5, 0
         for index in {0, len(markers) - 1}:
             if markers[index] != "true":
                 special_before, special_after = parts(markers[index])
                 at = index * width + first_part
-                if not self._table.has_key:
-                    special_before = start + special_before
                 old = len(pieces[at]) + len(pieces[at + 2])
                 pieces[at], pieces[at + 2] = special_before, special_after
                 lengths[index] += len(special_before) + len(special_after) - old
@@ -378,8 +384,7 @@ def read_encoded_chunk(
     lines: bool = False,
 ) -> Iterator[EncodedBatch]:
     """A snapshot chunk as encoded batches (with ``lines``, each record's topic-files line instead of
-    its key and value where the server renders the payloads; :func:`sparkcdc.spark.lines.line_batch`
-    builds the others): rendered by the server where the table allows it
+    its key and value): rendered by the server where the table allows it
     (``sparkcdc.snapshot.render.sql``), through the Python converters otherwise."""
     with chunk_session(config, chunk, run_id=run_id, clock_ns=clock_ns) as (tx, events, resolver):
         opened = open_chunk(tx, config, resolver, chunk)

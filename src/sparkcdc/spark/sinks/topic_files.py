@@ -5,11 +5,11 @@ functions and written by Spark's text writer, so records never go back from the 
 worker: a Python sink doubled the cost of a snapshot batch, all of it in the workers. The driver's
 Python only moves the finished files into place (``sparkcdc.spark.sinks.staging``).
 
-A line is ``{"key", "value", "headers": [{"name", "value"}], "lsn", "commit_lsn", "ordinal"}``:
-key and value are the Debezium JSON texts as JSON strings (value null for a tombstone), a header's
-value is its bytes decoded as UTF-8 (or null). Batch N's lines are in
-``<topic>/part-<N:010d>-<n:05d>.jsonl``; each file's lines keep the order of the Spark partition
-they come from, which for the ``postgres-cdc`` source is commit order; sorting a topic's lines by
+A line is ``{"key", "value", "headers": [{"name", "value"}], "lsn", "commit_lsn", "ordinal"}``
+(:mod:`sparkcdc.debezium.topic_line` defines it): key and value are the Debezium JSON texts as JSON
+strings (value null for a tombstone), a header's value is its bytes decoded as UTF-8 (or null).
+Batch N's lines are in ``<topic>/part-<N:010d>-<n:05d>.jsonl``; each file's lines keep the order of
+the Spark partition they come from, which for the ``postgres-cdc`` source is commit order; sorting a topic's lines by
 (commit_lsn, lsn, ordinal) gives its commit order in every case. With the source's ``lines``
 layout (what ``sparkcdc run`` uses) the reader has built each line; otherwise Spark SQL builds it. A re-executed batch replaces its
 earlier output, and an attempt that dies before publishing leaves nothing visible.
@@ -27,6 +27,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter
 
+from ...debezium import topic_line
 from .staging import TopicFilesError, new_staging_dir, publish_batch
 
 __all__ = ["TopicFilesBatchWriter", "TopicFilesError", "line_column", "local_output_path", "topic_files_writer", "topic_lines"]
@@ -34,7 +35,6 @@ __all__ = ["TopicFilesBatchWriter", "TopicFilesError", "line_column", "local_out
 log = logging.getLogger(__name__)
 
 MAX_OPEN_TOPIC_FILES = 1000  # per task; each open file costs a write buffer
-_HEADER_LINE_TYPE = "array<struct<name: string, value: string>>"
 
 
 def topic_files_writer(frame: DataFrame, path: str | Path, *, fsync: bool = True) -> DataStreamWriter:
@@ -135,17 +135,6 @@ def _write_unsorted(lines: DataFrame, staging: Path) -> None:
 
 
 def line_column() -> Column:
-    """The JSON line of a record, in Spark SQL only.
-
-    ``ignoreNullFields=false``: ``to_json`` leaves null fields out by default, and a tombstone's
-    ``"value": null`` (or a null header value) must stay in the line.
-    """
-    headers = F.transform(
-        F.col("headers"),
-        lambda header: F.struct(header["key"].alias("name"), F.decode(header["value"], "UTF-8").alias("value")),
-    )
-    headers = F.coalesce(headers, F.array().cast(_HEADER_LINE_TYPE))
-    record = F.struct(
-        F.col("key"), F.col("value"), headers.alias("headers"), F.col("lsn"), F.col("commit_lsn"), F.col("ordinal")
-    )
-    return F.to_json(record, {"ignoreNullFields": "false"})
+    """The JSON line of a record (:mod:`sparkcdc.debezium.topic_line`), in Spark SQL only: the
+    expression that module generates from the line's definition."""
+    return F.expr(topic_line.spark_sql())
