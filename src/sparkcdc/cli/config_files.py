@@ -26,7 +26,7 @@ import yaml
 
 from ..debezium.config import ConfigError, ConnectorConfig
 from .properties import PropertiesSyntaxError, parse_properties
-from .rules import check_cli_rules, unknown_properties
+from .rules import unknown_properties
 
 __all__ = ["ConfigFileError", "LoadedConfig", "RawConfig", "expand_env", "load_config", "read_config_file"]
 
@@ -80,12 +80,15 @@ def load_config(path: Path | str, environ: Mapping[str, str] | None = None) -> L
     raw = read_config_file(path)
     properties = expand_env(raw, os.environ if environ is None else environ)
     try:
-        check_cli_rules(properties)
         config = ConnectorConfig(properties)
     except ConfigError as exc:
         message = str(exc).removeprefix(f"{exc.property}: ")
         raise raw.error(exc.property, message) from None
     warnings = list(raw.warnings)
+    for message in config.warnings:
+        name = re.match(r"[^:= ]+", message).group(0)  # every warning starts with its property's name
+        where = f" (line {raw.lines[name]})" if name in raw.lines else ""
+        warnings.append(message.replace(name, f"{name}{where}", 1) if where else message)
     for name in unknown_properties(properties):
         where = f" (line {raw.lines[name]})" if name in raw.lines else ""
         warnings.append(f"{name}{where}: not a property sparkcdc knows; it is ignored (a typo?)")
