@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import psycopg
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ..debezium.config import ConfigError, ConnectorConfig
 from ..postgres.snapshot import connect_with_text_settings
+from ..text_format import libpq_options
 
 __all__ = ["conninfo_from_config", "initial_statements", "sql_connection"]
 
@@ -58,8 +59,15 @@ def initial_statements(config: ConnectorConfig) -> list[str]:
 
 
 def sql_connection(config: ConnectorConfig, *, autocommit: bool = True, application_name: str = "sparkcdc") -> psycopg.Connection:
-    """A SQL connection with sparkcdc's text settings, after ``database.initial.statements``."""
-    conn = connect_with_text_settings(conninfo_from_config(config), autocommit=autocommit, application_name=application_name)
+    """A SQL connection with sparkcdc's text settings, after ``database.initial.statements``.
+
+    Its statements time out after ``database.query.timeout.ms`` (PostgreSQL's statement_timeout;
+    the initial statements may set another).
+    """
+    conninfo = conninfo_from_config(config)
+    timeout = {"statement_timeout": str(config.get_int("database.query.timeout.ms"))}
+    conninfo = make_conninfo(conninfo, options=libpq_options(timeout, conninfo_to_dict(conninfo).get("options")))
+    conn = connect_with_text_settings(conninfo, autocommit=autocommit, application_name=application_name)
     try:
         for statement in initial_statements(config):
             conn.execute(statement.encode())

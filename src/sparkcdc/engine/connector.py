@@ -164,7 +164,7 @@ class LocalConnector:
         return self.processor.process(item)
 
     def confirm(self, lsn: int) -> None:
-        if self._reader is not None:
+        if self._reader is not None and self.config.get("lsn.flush.mode") != "manual":
             self._reader.confirm(lsn)
 
     def _open_reader(self) -> LogicalReplicationReader:
@@ -206,7 +206,7 @@ class _LazyRows:
         self.tx, self.config, self.schema, self.table, self.columns = tx, config, schema, table, columns
 
     def __iter__(self) -> Iterator[tuple[str | None, ...]]:
-        override = self.config.get(f"snapshot.select.statement.overrides.{self.schema}.{self.table}")
+        override = self.config.snapshot_select_override(self.schema, self.table)
         if override:
             return self.tx.rows(override, len(self.columns))
         return self.tx.table_rows(self.schema, self.table, self.columns)

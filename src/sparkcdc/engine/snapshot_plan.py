@@ -153,7 +153,7 @@ def ctid_range(first_block: int, end_block: int | None) -> str | None:
 
 def override_query(config: ConnectorConfig, schema: str, table: str) -> str | None:
     """The table's ``snapshot.select.statement.overrides.<schema>.<table>`` statement, if any."""
-    return config.get(f"snapshot.select.statement.overrides.{schema}.{table}") or None
+    return config.snapshot_select_override(schema, table)
 
 
 def rows_exist_query(config: ConnectorConfig, schema: str, table: str) -> str:
