@@ -74,7 +74,7 @@ class Property:
         return self.check(raw) if self.check is not None else None
 
     def is_quiet(self, raw: str) -> bool:
-        return raw.strip().lower() in self.quiet
+        return raw.strip().lower() in {value.lower() for value in self.quiet}
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ class Family:
     quiet: tuple[str, ...] = ()
 
     def is_quiet(self, raw: str) -> bool:
-        return raw.strip().lower() in self.quiet
+        return raw.strip().lower() in {value.lower() for value in self.quiet}
 
 
 def split_list(raw: str | None) -> list[str]:
@@ -194,7 +194,6 @@ _QUEUE = ("has no effect here: Debezium's in-memory queue between the log reader
           "in Spark micro-batches, sized by sparkcdc.max.batch.wal.bytes and the trigger interval")
 _JAVA_CUSTOM = "has no effect here: it names a Java implementation for a custom mode, and sparkcdc refuses custom modes"
 _CUSTOM_REFUSED = "custom implementations are Java classes; sparkcdc cannot load them"
-_RESILIENCE = "sparkcdc run retries a server that went away (engineer 'resilience', issue 10)"
 
 _P = Property
 _ALL = [
@@ -234,7 +233,8 @@ _ALL = [
        doc="sparkcdc starts pgoutput with its own options (proto_version, publication_names, messages) and passes "
            "no other plugin parameters; ignoring them (e.g. origin=none) would change which changes are captured"),
     _P("slot.max.retries", "6", "int", check=_non_negative),
-    _P("slot.retry.delay.ms", "10000", "int", check=_non_negative, doc=_RESILIENCE),
+    _P("slot.retry.delay.ms", "10000", "int", check=_non_negative,
+       doc="the wait between attempts to reconnect to the slot when the server went away"),
     _P("publication.name", "dbz_publication"),
     _P("publication.autocreate.mode", "all_tables", "enum", ("all_tables", "disabled", "filtered", "no_tables")),
     _P("publish.via.partition.root", "false", "bool"),
@@ -312,8 +312,8 @@ _ALL = [
     _P("snapshot.include.collection.list", kind="regex_list"),
     _P("snapshot.lock.timeout.ms", "10000", "int", check=_non_negative),
     _P("snapshot.select.statement.overrides",
-       doc="as Debezium: a snapshot.select.statement.overrides.<schema>.<table> statement applies only to a table "
-           "listed here; one for an unlisted table, or a listed table without one, is warned about"),
+       doc="as Debezium: the statement of snapshot.select.statement.overrides.SCHEMA.TABLE applies only to a "
+           "table listed here; one for an unlisted table, or a listed table without one, is warned about"),
     _P("snapshot.fetch.size", "10240", "int", check=_positive, status=WARNED,
        doc="has no effect here: the snapshot reads by COPY, which streams a chunk's rows without a round trip per "
            "batch; the rows one Spark task reads are set by sparkcdc.snapshot.chunk.rows"),
@@ -337,7 +337,8 @@ _ALL = [
     _P("heartbeat.action.query"),
     _P("event.processing.failure.handling.mode", "fail", "enum", ("fail", "warn", "skip")),
     _P("event.converting.failure.handling.mode", "warn", "enum", ("fail", "warn", "skip"), status=WARNED,
-       doc="has no effect here: a value sparkcdc cannot convert fails the event, which event.processing.failure.handling.mode handles"),
+       doc="has no effect here: a value sparkcdc cannot convert raises an error; while streaming, "
+           "event.processing.failure.handling.mode decides what happens to its event"),
     _P("max.batch.size", "2048", "int", check=_positive, status=WARNED, doc=_QUEUE),
     _P("max.queue.size", "8192", "int", check=_positive, status=WARNED, doc=_QUEUE),
     _P("max.queue.size.in.bytes", "0", "int", check=_non_negative, status=WARNED, doc=_QUEUE),
@@ -348,8 +349,10 @@ _ALL = [
        status=WARNED, quiet=("columns_diff",),
        doc="has no effect here: sparkcdc takes a table's schema from each pgoutput Relation message, so it is always "
            "in step (what columns_diff promises); there is no catalog refresh to tune"),
-    _P("errors.max.retries", "-1", "int", doc=_RESILIENCE),
-    _P("retriable.restart.connector.wait.ms", "10000", "int", check=_non_negative, doc=_RESILIENCE),
+    _P("errors.max.retries", "-1", "int",
+       doc="how often sparkcdc run restarts after a retriable error such as a server restart (-1: no limit, 0: never)"),
+    _P("retriable.restart.connector.wait.ms", "10000", "int", check=_non_negative,
+       doc="the wait before sparkcdc run restarts after a retriable error"),
     _P("extended.headers.enabled", "true", "bool"),
     _P("include.schema.comments", "false", "bool", status=WARNED, quiet=("false",),
        doc="has no effect here: column comments are not added to the schemas"),
@@ -404,7 +407,7 @@ FAMILIES: list[Family] = [
            "has no effect here: pgjdbc driver settings; sparkcdc connects with libpq (database.* properties)"),
     Family(re.compile(r"(key|value)\.converter"), "key.converter, value.converter", WARNED,
            "has no effect here: sparkcdc writes Kafka Connect JsonConverter JSON (the *.converter.schemas.enable "
-           "properties choose the envelope)", quiet=(_JSON_CONVERTER.lower(),)),
+           "properties choose the envelope)", quiet=(_JSON_CONVERTER,)),
     Family(re.compile(r"(key|value|header)\.converter(\..+)?"), "header.converter, *.converter.*", WARNED,
            "has no effect here: sparkcdc writes Kafka Connect JsonConverter JSON with its defaults"),
     Family(re.compile(r"converters?\..+"), "converter.*, converters.*", WARNED,
