@@ -86,9 +86,10 @@ def load_config(path: Path | str, environ: Mapping[str, str] | None = None) -> L
         raise raw.error(exc.property, message) from None
     warnings = list(raw.warnings)
     for message in config.warnings:
-        name = re.match(r"[^:= ]+", message).group(0)  # every warning starts with its property's name
+        token = re.match(r"[^: ]*", message).group(0)  # every warning starts with its property (or property=value)
+        name = token.split("=", 1)[0]
         where = f" (line {raw.lines[name]})" if name in raw.lines else ""
-        warnings.append(message.replace(name, f"{name}{where}", 1) if where else message)
+        warnings.append(f"{token}{where}{message[len(token):]}")
     for name in unknown_properties(properties):
         where = f" (line {raw.lines[name]})" if name in raw.lines else ""
         warnings.append(f"{name}{where}: not a property sparkcdc knows; it is ignored (a typo?)")
