@@ -246,3 +246,17 @@ def test_validate_refuses_naming_the_property(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["validate", str(path)], env={"COLUMNS": "300"})
     assert result.exit_code == 2
     assert "c.properties:5: slot.failover: failover slots need PostgreSQL 17" in " ".join(result.output.split())
+
+
+def test_spark_options_report_the_warnings(monkeypatch) -> None:
+    """The library path: a configuration built from the postgres-cdc source's options warns once."""
+    from sparkcdc.spark.options import config_from_options, options_for
+
+    monkeypatch.setattr(config_module, "_reported", set())
+    options = options_for(BASE | {"poll.interval.ms": "100"})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        config_from_options(options)
+        config_from_options(options)
+    assert [str(w.message) for w in caught if issubclass(w.category, ConfigWarning)] == [
+        f"poll.interval.ms: {PROPERTIES['poll.interval.ms'].doc}"]
