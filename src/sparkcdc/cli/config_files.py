@@ -85,11 +85,12 @@ def load_config(path: Path | str, environ: Mapping[str, str] | None = None) -> L
         message = str(exc).removeprefix(f"{exc.property}: ")
         raise raw.error(exc.property, message) from None
     warnings = list(raw.warnings)
+    noted = []
     for message in config.warnings:
         token = re.match(r"[^: ]*", message).group(0)  # every warning starts with its property (or property=value)
-        name = token.split("=", 1)[0]
-        where = f" (line {raw.lines[name]})" if name in raw.lines else ""
-        warnings.append(f"{token}{where}{message[len(token):]}")
+        line = raw.lines.get(token.split("=", 1)[0])
+        noted.append((line or 0, f"{token} (line {line}){message[len(token):]}" if line else message))
+    warnings += [message for _, message in sorted(noted, key=lambda entry: entry[0])]
     for name in unknown_properties(properties):
         where = f" (line {raw.lines[name]})" if name in raw.lines else ""
         warnings.append(f"{name}{where}: not a property sparkcdc knows; it is ignored (a typo?)")

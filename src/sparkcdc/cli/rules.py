@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..debezium.config import PROPERTIES, ConnectorConfig
-from ..debezium.property_table import family_of
+from ..debezium.property_table import ALIAS, family_of
 
 __all__ = ["DEBEZIUM_DEFAULTS", "differences_from_debezium", "unknown_properties"]
 
@@ -41,8 +41,8 @@ def differences_from_debezium(config: ConnectorConfig, *, skip: frozenset[str] =
     """
     rows = []
     for name, prop in PROPERTIES.items():
-        if name in skip:
-            continue
+        if name in skip or prop.status == ALIAS:
+            continue  # an alias shows as the current property it was translated to
         value = config.raw.get(name)
         if value is None or value == "":
             continue
