@@ -182,7 +182,7 @@ _PENDING = {"slot.retry.delay.ms", "errors.max.retries", "retriable.restart.conn
 def test_an_honoured_property_is_read_by_the_code(name: str) -> None:
     source = _source_without_the_table()
     attribute = attribute_name(name)
-    read = f'"{name}"' in source or f"'{name}'" in source or re.search(rf"\.settings\.{attribute}\b|\bs\.{attribute}\b", source)
+    read = f'"{name}"' in source or f"'{name}'" in source or re.search(rf"\b(settings|s)\.{attribute}\b", source)
     prop = PROPERTIES[name]
     # A property with a single behaviour (plugin.name=pgoutput, snapshot.query.mode=select_all): its check is what it does.
     checked_by_the_table = (prop.check is not None and prop.kind != "int") or bool(prop.refused_values)
