@@ -301,8 +301,9 @@ _ALL = [
            "for a new snapshot when the slot or its WAL is gone"),
     _P("snapshot.mode.custom.name", status=WARNED, doc=_JAVA_CUSTOM),
     _P("snapshot.isolation.mode", "serializable", "enum", ("serializable", "repeatable_read", "read_committed", "read_uncommitted"),
-       doc="as Debezium: a snapshot from a newly created slot reads its exported snapshot at REPEATABLE READ, which "
-           "sparkcdc's Spark path always does"),
+       status=WARNED, quiet=("serializable", "repeatable_read"),
+       doc="has no effect here: every sparkcdc snapshot is taken from a newly created slot and reads the snapshot it "
+           "exported at REPEATABLE READ, which is what Debezium does with a newly created slot whatever this says"),
     _P("snapshot.locking.mode", "none", "enum", ("shared", "none", "custom"),
        refused_values=(("custom", _CUSTOM_REFUSED),), doc="custom is refused"),
     _P("snapshot.locking.mode.custom.name", status=WARNED, doc=_JAVA_CUSTOM),
