@@ -129,6 +129,7 @@ def test_chunks_give_the_sequential_snapshot_record_for_record(
 ) -> None:
     t = snapshot_tables
     config = _config(pg_cluster, unique_name, **{
+        "snapshot.select.statement.overrides": f"public.{t['ovr'][1]},public.{t['ovr_none'][1]}",
         f"snapshot.select.statement.overrides.public.{t['ovr'][1]}": f"SELECT id, v FROM {t['ovr'][1]} WHERE id % 3 = 0 ORDER BY id DESC",
         f"snapshot.select.statement.overrides.public.{t['ovr_none'][1]}": f"SELECT id, v FROM {t['ovr_none'][1]} WHERE false",
     })

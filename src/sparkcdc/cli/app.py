@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import signal
+import warnings
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import ModuleType
@@ -22,7 +23,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..apply.errors import ApplyError, ApplySpecError
-from ..debezium.config import ConfigError
+from ..debezium.config import ConfigError, ConfigWarning
 from ..engine.setup import SetupError
 from ..postgres.errors import ReplicationError
 from .checkpoint import CheckpointError, read_checkpoint
@@ -74,6 +75,9 @@ def _load(path: Path) -> LoadedConfig:
     except ConfigFileError as exc:
         _fail(EXIT_CONFIG, str(exc))
     print_problems(_stderr(), [], loaded.warnings)
+    # They are printed above (with their lines); the library would otherwise warn again when the
+    # Spark source builds the same configuration.
+    warnings.filterwarnings("ignore", category=ConfigWarning)
     return loaded
 
 

@@ -26,7 +26,7 @@ import yaml
 
 from ..debezium.config import ConfigError, ConnectorConfig
 from .properties import PropertiesSyntaxError, parse_properties
-from .rules import check_cli_rules, unknown_properties
+from .rules import unknown_properties
 
 __all__ = ["ConfigFileError", "LoadedConfig", "RawConfig", "expand_env", "load_config", "read_config_file"]
 
@@ -80,12 +80,17 @@ def load_config(path: Path | str, environ: Mapping[str, str] | None = None) -> L
     raw = read_config_file(path)
     properties = expand_env(raw, os.environ if environ is None else environ)
     try:
-        check_cli_rules(properties)
         config = ConnectorConfig(properties)
     except ConfigError as exc:
         message = str(exc).removeprefix(f"{exc.property}: ")
         raise raw.error(exc.property, message) from None
     warnings = list(raw.warnings)
+    noted = []
+    for message in config.warnings:
+        token = re.match(r"[^: ]*", message).group(0)  # every warning starts with its property (or property=value)
+        line = raw.lines.get(token.split("=", 1)[0])
+        noted.append((line or 0, f"{token} (line {line}){message[len(token):]}" if line else message))
+    warnings += [message for _, message in sorted(noted, key=lambda entry: entry[0])]
     for name in unknown_properties(properties):
         where = f" (line {raw.lines[name]})" if name in raw.lines else ""
         warnings.append(f"{name}{where}: not a property sparkcdc knows; it is ignored (a typo?)")

@@ -49,7 +49,7 @@ class Readiness:
 
 def assess(conn: psycopg.Connection, config: ConnectorConfig) -> Readiness:
     """Gather the facts and judge them; raises :class:`ConfigError` where the set-up itself would."""
-    slot_name = config.get("slot.name") or "debezium"
+    slot_name = config.settings.slot_name
     slot = get_slot(conn, slot_name)
     mode = config.get("snapshot.mode")
     reads_data = mode in ("always", "initial_only") or (mode in ("initial", "when_needed") and slot is None) or (
@@ -60,7 +60,7 @@ def assess(conn: psycopg.Connection, config: ConnectorConfig) -> Readiness:
         server=server_facts(conn),
         role=role_facts(conn),
         tables=table_facts(conn, captured_tables(conn, config)),
-        publication=publication_facts(conn, config.get("publication.name") or "dbz_publication"),
+        publication=publication_facts(conn, config.settings.publication_name),
         slot_name=slot_name,
         slot=slot,
         snapshot_reads_data=reads_data,

@@ -1,61 +1,26 @@
-"""Checks the command line adds to :class:`ConnectorConfig`'s, and the "differs from Debezium" view.
+"""The command line's view of a configuration: names sparkcdc does not know, and "differs from Debezium".
 
-:class:`ConnectorConfig` validates values; these rules catch configurations that are valid for
-Debezium but name something only a JVM can provide (a Java class, another decoding plugin), which
-sparkcdc would otherwise ignore and silently produce different events. Each raises
-:class:`ConfigError` naming the property, like every other configuration error.
+What sparkcdc refuses, translates or warns about is decided by the property table
+(:mod:`sparkcdc.debezium.property_table`) on every path, the library's as well as the command
+line's; this module only adds what a configuration file's reader wants to see on top.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..debezium.config import PROPERTIES, ConfigError, ConnectorConfig
+from ..debezium.config import PROPERTIES, ConnectorConfig
+from ..debezium.property_table import ALIAS, family_of
 
-__all__ = ["DEBEZIUM_DEFAULTS", "check_cli_rules", "differences_from_debezium", "unknown_properties"]
+__all__ = ["DEBEZIUM_DEFAULTS", "differences_from_debezium", "unknown_properties"]
 
-_CONNECTOR_CLASS = "io.debezium.connector.postgresql.PostgresConnector"
-_TOPIC_NAMING = "io.debezium.schema.SchemaTopicNamingStrategy"
-
-# Debezium's own defaults where sparkcdc's differ (config.py keeps sparkcdc's).
+# Debezium's own defaults where sparkcdc's differ (the property table keeps sparkcdc's).
 DEBEZIUM_DEFAULTS: dict[str, str | None] = {name: prop.default for name, prop in PROPERTIES.items()} | {"plugin.name": "decoderbufs"}
 
 
-def check_cli_rules(properties: Mapping[str, str]) -> None:
-    """Raise :class:`ConfigError` for settings sparkcdc cannot honour (before any other validation)."""
-    plugin = properties.get("plugin.name", "").strip()
-    if plugin and plugin.lower() != "pgoutput":
-        raise ConfigError("plugin.name", f"{plugin!r} is not supported: sparkcdc decodes pgoutput only (set plugin.name=pgoutput or remove it)")
-    connector_class = properties.get("connector.class", "").strip()
-    if connector_class and connector_class not in (_CONNECTOR_CLASS, "PostgresConnector"):
-        raise ConfigError("connector.class", f"{connector_class!r} is not the Debezium PostgreSQL connector ({_CONNECTOR_CLASS})")
-    for name in ("snapshot.locking.mode", "snapshot.query.mode"):
-        if properties.get(name, "").strip().lower() == "custom":
-            raise ConfigError(name, "custom implementations are Java classes; sparkcdc cannot load them")
-    if properties.get("converters", "").strip():
-        raise ConfigError("converters", "custom converters are Java classes; sparkcdc cannot load them")
-    strategy = properties.get("topic.naming.strategy", "").strip()
-    if strategy and strategy != _TOPIC_NAMING:
-        raise ConfigError("topic.naming.strategy", f"{strategy!r} is a Java class sparkcdc cannot load; only {_TOPIC_NAMING} is supported")
-
-
 def unknown_properties(properties: Mapping[str, str]) -> list[str]:
-    """Names neither sparkcdc nor Debezium's parameterised families know (probably typos).
-
-    ``ConnectorConfig(strict=True)`` is the authority on what is known; it reports the first unknown
-    name only, so the names are tried one at a time.
-    """
-    known = {name: properties[name] for name in properties if name in PROPERTIES}
-    unknown = []
-    for name in properties:
-        if name in PROPERTIES:
-            continue
-        try:
-            ConnectorConfig(known | {name: properties[name]}, strict=True)
-        except ConfigError as exc:
-            if exc.property == name:
-                unknown.append(name)
-    return unknown
+    """Names neither sparkcdc nor Debezium's parameterised families know (probably typos)."""
+    return [name for name in properties if name not in PROPERTIES and family_of(name) is None]
 
 
 def _normalized(name: str, value: str | None) -> str | None:
@@ -76,8 +41,8 @@ def differences_from_debezium(config: ConnectorConfig, *, skip: frozenset[str] =
     """
     rows = []
     for name, prop in PROPERTIES.items():
-        if name in skip:
-            continue
+        if name in skip or prop.status == ALIAS:
+            continue  # an alias shows as the current property it was translated to
         value = config.raw.get(name)
         if value is None or value == "":
             continue

@@ -24,7 +24,7 @@ def _lsn(value: int | None) -> str | None:
 
 
 def server_report(conn: psycopg.Connection, config: ConnectorConfig) -> dict[str, Any]:
-    slot_name = config.get("slot.name") or "debezium"
+    slot_name = config.settings.slot_name
     lag = slot_lag(conn, slot_name)
     if lag is None:
         slot: dict[str, Any] = {"name": slot_name, "exists": False}
@@ -44,7 +44,7 @@ def server_report(conn: psycopg.Connection, config: ConnectorConfig) -> dict[str
             "retained_bytes": lag.retained_bytes,
             "wal_status": state.wal_status,
         }
-    pub = publication_facts(conn, config.get("publication.name") or "dbz_publication")
+    pub = publication_facts(conn, config.settings.publication_name)
     publication: dict[str, Any] = {"name": pub.name, "exists": pub.exists}
     if pub.exists:
         publication |= {"all_tables": pub.all_tables, "operations": list(pub.operations),
@@ -65,7 +65,7 @@ def checkpoint_report(directory: Path, state: CheckpointState, config: Connector
     report = {"directory": str(directory), "last_committed": _batch(state.last_committed), "pending": _batch(state.pending)}
     warnings = []
     committed = state.last_committed
-    slot_name = config.get("slot.name") or "debezium"
+    slot_name = config.settings.slot_name
     if committed is None:
         warnings.append(f"checkpoint {directory} has no committed batch yet")
         return report, warnings

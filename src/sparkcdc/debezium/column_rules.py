@@ -79,7 +79,7 @@ class ColumnRules:
         self._propagate_columns = config.get_patterns("column.propagate.source.type")
         self._propagate_types = config.get_patterns("datatype.propagate.source.type")
         self._key_columns: list[tuple[re.Pattern[str], list[str]]] = []
-        for entry in (config.get("message.key.columns") or "").split(";"):
+        for entry in (config.settings.message_key_columns or "").split(";"):
             if entry.strip():
                 table_pattern, _, columns = entry.partition(":")
                 names = [c.strip() for c in columns.split(",") if c.strip()]

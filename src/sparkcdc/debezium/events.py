@@ -61,7 +61,7 @@ class EventFactory:
         self.server_name = config.topic_prefix
         self.tombstones = config.tombstones_on_delete
         self.context_headers: tuple[Header, ...] = ()
-        self.binary_mode = config.get("binary.handling.mode") or "bytes"
+        self.binary_mode = config.text("binary.handling.mode")
         include = config.get_patterns("message.prefix.include.list")
         exclude = config.get_patterns("message.prefix.exclude.list")
         self._message_filter: Callable[[str], bool] = (

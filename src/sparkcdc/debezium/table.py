@@ -224,13 +224,13 @@ class TableSchemaFactory:
         self.options = MappingOptions.from_config(config)
         self.topics = TopicNamer(
             config.topic_prefix,
-            delimiter=config.get("topic.delimiter") or ".",
-            heartbeat_prefix=config.get("topic.heartbeat.prefix") or "__debezium-heartbeat",
-            heartbeat_name=config.get("topic.heartbeat.name") or "",
-            transaction=config.get("topic.transaction") or "transaction",
+            delimiter=config.text("topic.delimiter"),
+            heartbeat_prefix=config.text("topic.heartbeat.prefix"),
+            heartbeat_name=config.text("topic.heartbeat.name"),
+            transaction=config.text("topic.transaction"),
         )
-        self.schema_names = NameAdjuster(config.get("schema.name.adjustment.mode") or "none", allow_dots=True)
-        self.field_names = NameAdjuster(config.get("field.name.adjustment.mode") or "none", allow_dots=False)
+        self.schema_names = NameAdjuster(config.text("schema.name.adjustment.mode"), allow_dots=True)
+        self.field_names = NameAdjuster(config.text("field.name.adjustment.mode"), allow_dots=False)
         self.rules = ColumnRules(config)
 
     def build(self, table: TableDescription, *, snapshot: bool = False) -> TableSchema:

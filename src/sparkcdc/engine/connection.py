@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import psycopg
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ..debezium.config import ConfigError, ConnectorConfig
 from ..postgres.slots import run_statement
 from ..postgres.snapshot import connect_with_text_settings
+from ..text_format import libpq_options
 
 __all__ = ["conninfo_from_config", "initial_statements", "sql_connection"]
 
@@ -20,14 +21,15 @@ _SSL_FILES = {
 
 
 def conninfo_from_config(config: ConnectorConfig) -> str:
+    settings = config.settings
     params: dict[str, str] = {
-        "host": config.get("database.hostname") or "",
-        "port": config.get("database.port") or "5432",
-        "user": config.get("database.user") or "",
-        "dbname": config.get("database.dbname") or "",
-        "sslmode": config.get("database.sslmode") or "prefer",
-        "application_name": config.get("name") or "sparkcdc",
-        "keepalives": "1" if config.get_bool("database.tcpKeepAlive") else "0",
+        "host": settings.database_hostname,
+        "port": str(settings.database_port),
+        "user": settings.database_user,
+        "dbname": settings.database_dbname,
+        "sslmode": settings.database_sslmode,
+        "application_name": settings.name,
+        "keepalives": "1" if settings.database_tcpkeepalive else "0",
     }
     password = config.get("database.password")
     if password:
@@ -41,7 +43,7 @@ def conninfo_from_config(config: ConnectorConfig) -> str:
 
 def initial_statements(config: ConnectorConfig) -> list[str]:
     """``database.initial.statements``: ``;``-separated, ``;;`` for a literal semicolon (as Debezium)."""
-    raw = config.get("database.initial.statements") or ""
+    raw = config.settings.database_initial_statements or ""  # no default: unset is no statement
     statements, current, index = [], [], 0
     while index < len(raw):
         if raw[index] == ";":
@@ -59,8 +61,15 @@ def initial_statements(config: ConnectorConfig) -> list[str]:
 
 
 def sql_connection(config: ConnectorConfig, *, autocommit: bool = True, application_name: str = "sparkcdc") -> psycopg.Connection:
-    """A SQL connection with sparkcdc's text settings, after ``database.initial.statements``."""
-    conn = connect_with_text_settings(conninfo_from_config(config), autocommit=autocommit, application_name=application_name)
+    """A SQL connection with sparkcdc's text settings, after ``database.initial.statements``.
+
+    Its statements time out after ``database.query.timeout.ms`` (PostgreSQL's statement_timeout;
+    the initial statements may set another).
+    """
+    conninfo = conninfo_from_config(config)
+    timeout = {"statement_timeout": str(config.settings.database_query_timeout_ms)}
+    conninfo = make_conninfo(conninfo, options=libpq_options(timeout, conninfo_to_dict(conninfo).get("options")))
+    conn = connect_with_text_settings(conninfo, autocommit=autocommit, application_name=application_name)
     try:
         for statement in initial_statements(config):
             run_statement(conn, statement)

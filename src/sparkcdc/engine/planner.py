@@ -83,6 +83,7 @@ class ConnectorPlanner:
         self._snapshot_tx: SnapshotTransaction | None = None
         self._plan: list[SnapshotChunk] = []
         self._checked_resume = False
+        self._streaming_delayed = False  # streaming.delay.ms is waited once, before the first streaming batch
         # Streaming never starts before this LSN: the consistent point of a snapshot re-taken after
         # the checkpoint had recorded an older one (see "The initial snapshot" in docs/spark-source.md).
         self._floor_lsn = 0
@@ -138,6 +139,7 @@ class ConnectorPlanner:
 
     def _begin_snapshot(self) -> SourceOffset:
         """A fresh slot with an exported snapshot; the offset of the snapshot batch's start."""
+        time.sleep(self.config.get_int("snapshot.delay.ms") / 1000)  # snapshot.delay.ms, as Debezium: before the snapshot
         if get_slot(self.admin, self.slot_name) is not None:
             # A snapshot must start where its slot starts: a slot at some older position would
             # replay changes the snapshot already contains, so it is re-created.
@@ -184,6 +186,9 @@ class ConnectorPlanner:
             return start.streaming_from(start.lsn).to_dict()  # the snapshot batch; streaming then starts at its LSN
         if not self.streams:
             return start_raw
+        if not self._streaming_delayed:
+            self._streaming_delayed = True
+            time.sleep(self.config.get_int("streaming.delay.ms") / 1000)
         self._advance_slot(start.lsn)  # ``start`` ends a committed batch (see docs/spark-source.md)
         base = max(start.lsn, self._floor_lsn)
         end_lsn = self._insert_lsn()
@@ -273,6 +278,8 @@ class ConnectorPlanner:
             self.state_store.prune(end.lsn)
 
     def _advance_slot(self, lsn: int) -> None:
+        if self.config.get("lsn.flush.mode") == "manual":
+            return  # lsn.flush.mode=manual: the slot is moved by someone else, never by sparkcdc
         slot = get_slot(self.admin, self.slot_name)
         if slot is None or (slot.confirmed_flush_lsn or 0) >= lsn:
             return

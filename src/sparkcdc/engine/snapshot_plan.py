@@ -148,7 +148,7 @@ class SnapshotChunk:
 
 def override_query(config: ConnectorConfig, schema: str, table: str) -> str | None:
     """The table's ``snapshot.select.statement.overrides.<schema>.<table>`` statement, if any."""
-    return config.get(f"snapshot.select.statement.overrides.{schema}.{table}") or None
+    return config.snapshot_select_override(schema, table)
 
 
 def table_has_rows(conn: psycopg.Connection, config: ConnectorConfig, schema: str, table: str) -> bool:

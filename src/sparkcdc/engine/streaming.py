@@ -68,6 +68,7 @@ class StreamingProcessor:
         self.skipped = config.skipped_operations
         self.tombstones = config.tombstones_on_delete
         self.transaction_metadata = config.provide_transaction_metadata
+        self.skip_unchanged = config.get_bool("skip.messages.without.change")
         #: End LSN of the last COMMIT (or non-transactional message) processed: ``source.sequence[0]``.
         self.last_commit_lsn: int | None = None
         self.last_commit_ts_us: int | None = None
@@ -160,6 +161,8 @@ class StreamingProcessor:
             old, new = message.old_tuple, message.new_tuple
             if old is not None and UNCHANGED_TOAST in new:
                 new = _resolve_unchanged_toast(old, new)
+            if self.skip_unchanged and old is not None and table.row(old) == table.row(new):
+                return out  # skip.messages.without.change: no captured column changed (Debezium compares the values)
             if old is not None and table.has_key and table.key_changed(old, new):
                 self._key_change(out, table, tx, lsn, old, new)
             elif "u" not in self.skipped:

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..debezium.config import PROPERTIES, ConnectorConfig
+from ..debezium.config import PROPERTIES, ConnectorConfig, report_warnings
 
 __all__ = ["CONFIG_OPTION", "config_from_options", "options_for"]
 
@@ -34,4 +34,6 @@ def config_from_options(options: Mapping[str, str]) -> ConnectorConfig:
     for key, value in options.items():
         if key.lower() == CONFIG_OPTION:
             properties.update(json.loads(value))  # case-preserving; wins over plain options
-    return ConnectorConfig(properties)
+    config = ConnectorConfig(properties)
+    report_warnings(config)  # deprecated names, settings without effect here: once per process
+    return config

@@ -20,6 +20,7 @@ from typing import Any
 from ...text_format import TEXT_OUTPUT_SETTINGS
 from ..config import ConnectorConfig
 from ..connect import ConnectSchema
+from ..property_table import PROPERTIES
 
 __all__ = [
     "SESSION_SETTINGS",
@@ -74,30 +75,38 @@ class ColumnType:
         return self.element is not None
 
 
+def _default(name: str) -> str:
+    """The property table's default (the one place defaults are written)."""
+    default = PROPERTIES[name].default
+    assert default is not None, name
+    return default
+
+
 @dataclass(frozen=True)
 class MappingOptions:
-    """The connector options that change how values are represented."""
+    """The connector options that change how values are represented (defaults: the property table's)."""
 
-    time_precision_mode: str = "adaptive"
-    decimal_handling_mode: str = "precise"
-    binary_handling_mode: str = "bytes"
-    hstore_handling_mode: str = "json"
-    interval_handling_mode: str = "numeric"
-    money_fraction_digits: int = 2
-    include_unknown_datatypes: bool = False
-    unavailable_value_placeholder: str = "__debezium_unavailable_value"
+    time_precision_mode: str = _default("time.precision.mode")
+    decimal_handling_mode: str = _default("decimal.handling.mode")
+    binary_handling_mode: str = _default("binary.handling.mode")
+    hstore_handling_mode: str = _default("hstore.handling.mode")
+    interval_handling_mode: str = _default("interval.handling.mode")
+    money_fraction_digits: int = int(_default("money.fraction.digits"))
+    include_unknown_datatypes: bool = _default("include.unknown.datatypes") == "true"
+    unavailable_value_placeholder: str = _default("unavailable.value.placeholder")
 
     @classmethod
     def from_config(cls, config: ConnectorConfig) -> MappingOptions:
+        s = config.settings
         return cls(
-            time_precision_mode=config.get("time.precision.mode") or "adaptive",
-            decimal_handling_mode=config.get("decimal.handling.mode") or "precise",
-            binary_handling_mode=config.get("binary.handling.mode") or "bytes",
-            hstore_handling_mode=config.get("hstore.handling.mode") or "json",
-            interval_handling_mode=config.get("interval.handling.mode") or "numeric",
-            money_fraction_digits=config.get_int("money.fraction.digits"),
-            include_unknown_datatypes=config.get_bool("include.unknown.datatypes"),
-            unavailable_value_placeholder=config.get("unavailable.value.placeholder") or "__debezium_unavailable_value",
+            time_precision_mode=s.time_precision_mode,
+            decimal_handling_mode=s.decimal_handling_mode,
+            binary_handling_mode=s.binary_handling_mode,
+            hstore_handling_mode=s.hstore_handling_mode,
+            interval_handling_mode=s.interval_handling_mode,
+            money_fraction_digits=s.money_fraction_digits,
+            include_unknown_datatypes=s.include_unknown_datatypes,
+            unavailable_value_placeholder=s.unavailable_value_placeholder,
         )
 
     @property

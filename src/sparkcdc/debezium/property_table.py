@@ -1,0 +1,428 @@
+"""The connector's property table: every property a configuration may name, and what sparkcdc does with it.
+
+This is the one place a property's type, default, check and status are written. Every other view
+of the configuration is derived from it: :class:`~sparkcdc.debezium.config.ConnectorConfig`
+(validation, aliases, warnings), :class:`~sparkcdc.debezium.settings.Settings` (typed access) and
+the table in ``docs/properties.md`` (a test keeps it equal to this one).
+
+A property's status says what a Debezium user gets here (no property is silently ignored):
+
+* ``honoured``: it does what Debezium documents (``doc`` says where sparkcdc differs);
+* ``alias``: an older name (or value) of a current property; it is translated, with a deprecation
+  warning naming the current property;
+* ``warned``: accepted with a warning that it has no effect here and what replaces it;
+* ``refused``: an error naming it and saying why (sparkcdc would otherwise silently differ).
+
+``quiet`` values of a warned or refused property ask for what sparkcdc does anyway, so they pass
+without a word (``tasks.max=1``, ``slot.failover=false``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+__all__ = [
+    "ALIAS", "FAMILIES", "HONOURED", "PROPERTIES", "REFUSED", "STATUSES", "WARNED", "Family", "Property",
+    "compile_patterns", "split_list",
+]
+
+HONOURED, ALIAS, WARNED, REFUSED = "honoured", "alias", "warned", "refused"
+STATUSES = (HONOURED, ALIAS, WARNED, REFUSED)
+
+#: An alias's translation: (its value, the configuration as given) -> the current properties to set.
+Translation = Callable[[str, Mapping[str, str]], dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Property:
+    name: str
+    default: str | None = None
+    kind: str = "string"  # string | int | bool | enum | list | regex_list | password
+    choices: tuple[str, ...] = ()
+    required: bool = False
+    doc: str = ""  # what it does here, where that is not simply "as in Debezium"; for warned/refused: why
+    check: Callable[[str], str | None] | None = None  # returns an error message or None
+    status: str = HONOURED
+    quiet: tuple[str, ...] = ()  # values of a warned/refused property that ask for what happens anyway
+    alias_of: tuple[str, ...] = ()  # alias: the current properties it sets
+    translate: Translation | None = None  # alias: how its value becomes theirs
+    merges: bool = False  # alias: its translation combines with the current property instead of conflicting
+    old_values: tuple[tuple[str, str], ...] = ()  # deprecated values of an honoured enum -> current values
+    refused_values: tuple[tuple[str, str], ...] = ()  # values refused (lower case) -> why
+
+    def problem(self, raw: str) -> str | None:
+        """What is wrong with ``raw`` as this property's value, or None."""
+        if self.kind == "int":
+            try:
+                int(raw)
+            except ValueError:
+                return f"{raw!r} is not an integer"
+        elif self.kind == "bool":
+            if raw.strip().lower() not in ("true", "false"):
+                return f"{raw!r} is not a boolean (true or false)"
+        elif self.kind == "enum":
+            if raw.strip().lower() not in self.choices:  # the check, if any, may say why better
+                return (self.check(raw) if self.check is not None else None) or f"{raw!r} is not one of {', '.join(self.choices)}"
+        elif self.kind == "regex_list":
+            for pattern in split_list(raw):
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    return f"{pattern!r} is not a valid regular expression: {exc}"
+        return self.check(raw) if self.check is not None else None
+
+    def is_quiet(self, raw: str) -> bool:
+        return raw.strip().lower() in {value.lower() for value in self.quiet}
+
+
+@dataclass(frozen=True)
+class Family:
+    """Properties whose name carries a parameter (``column.mask.with.<n>.chars``, ``signal.*``)."""
+
+    pattern: re.Pattern[str]
+    shown: str  # the name as the docs show it
+    status: str = HONOURED
+    doc: str = ""
+    quiet: tuple[str, ...] = ()
+
+    def is_quiet(self, raw: str) -> bool:
+        return raw.strip().lower() in {value.lower() for value in self.quiet}
+
+
+def split_list(raw: str | None) -> list[str]:
+    """Comma-separated list, as Debezium splits it (a doubled comma escapes a comma)."""
+    if raw is None or not raw.strip():
+        return []
+    parts = re.split(r"(?<!,),(?!,)", raw)
+    return [part.replace(",,", ",").strip() for part in parts if part.strip()]
+
+
+def compile_patterns(raw: str | None) -> list[re.Pattern[str]]:
+    """A regex list property, compiled as Debezium does: case-insensitive, matched in full."""
+    return [re.compile(pattern, re.IGNORECASE) for pattern in split_list(raw)]
+
+
+# -- checks ------------------------------------------------------------------------------------------
+
+
+def _positive(raw: str) -> str | None:
+    return None if int(raw) > 0 else f"must be positive, not {raw}"
+
+
+def _non_negative(raw: str) -> str | None:
+    return None if int(raw) >= 0 else f"must not be negative, not {raw}"
+
+
+def _slot_name(raw: str) -> str | None:
+    if re.fullmatch(r"[a-z0-9_]{1,63}", raw):
+        return None
+    return f"{raw!r} is not a valid slot name (lower-case letters, digits and underscores, at most 63)"
+
+
+def _topic_prefix(raw: str) -> str | None:
+    return None if re.fullmatch(r"[A-Za-z0-9._-]+", raw) else f"{raw!r} may contain only A-Z, a-z, 0-9, '.', '_' and '-'"
+
+
+def _column_list_pairs(raw: str) -> str | None:
+    for entry in raw.split(";"):
+        if entry.strip() and ":" not in entry:
+            return f"{entry!r} must be <table regex>:<column>,<column>"
+    return None
+
+
+def _skipped_operations(raw: str) -> str | None:
+    if all(op in ("c", "u", "d", "t", "none") for op in split_list(raw)):
+        return None
+    return f"{raw!r} must list c, u, d, t or be none"
+
+
+_CONNECTOR_CLASS = "io.debezium.connector.postgresql.PostgresConnector"
+_TOPIC_NAMING = "io.debezium.schema.SchemaTopicNamingStrategy"
+_JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+
+
+def _plugin(raw: str) -> str | None:
+    if raw.strip().lower() == "pgoutput":
+        return None
+    return f"{raw.strip()!r} is not supported: sparkcdc decodes pgoutput only (set plugin.name=pgoutput or remove it)"
+
+
+def _connector_class(raw: str) -> str | None:
+    if raw.strip() in (_CONNECTOR_CLASS, "PostgresConnector"):
+        return None
+    return f"{raw.strip()!r} is not the Debezium PostgreSQL connector ({_CONNECTOR_CLASS})"
+
+
+def _topic_naming(raw: str) -> str | None:
+    if raw.strip() == _TOPIC_NAMING:
+        return None
+    return f"{raw.strip()!r} is a Java class sparkcdc cannot load; only {_TOPIC_NAMING} is supported"
+
+
+# -- alias translations ------------------------------------------------------------------------------
+
+
+def _same_value(target: str) -> Translation:
+    def translate(value: str, given: Mapping[str, str]) -> dict[str, str]:
+        return {target: value}
+    return translate
+
+
+def _truncate_handling(value: str, given: Mapping[str, str]) -> dict[str, str]:
+    """Debezium 1.x: ``truncate.handling.mode`` (skip/include) beside ``skipped.operations`` (c,u,d)."""
+    ops = [op for op in split_list(given.get("skipped.operations")) if op not in ("t", "none")]
+    if value.strip().lower() == "skip":
+        ops.append("t")
+    return {"skipped.operations": ",".join(ops) or "none"}
+
+
+def _sanitize_field_names(value: str, given: Mapping[str, str]) -> dict[str, str]:
+    mode = "avro" if value.strip().lower() == "true" else "none"
+    return {"schema.name.adjustment.mode": mode, "field.name.adjustment.mode": mode}
+
+
+def _flush_lsn_source(value: str, given: Mapping[str, str]) -> dict[str, str]:
+    return {"lsn.flush.mode": "connector" if value.strip().lower() == "true" else "manual"}
+
+
+# -- the table ---------------------------------------------------------------------------------------
+
+_SIGNALS = "has no effect yet: signals and incremental snapshots are not implemented in sparkcdc (issue 11)"
+_QUEUE = ("has no effect here: Debezium's in-memory queue between the log reader and Kafka Connect; sparkcdc reads "
+          "in Spark micro-batches, sized by sparkcdc.max.batch.wal.bytes and the trigger interval")
+_JAVA_CUSTOM = "has no effect here: it names a Java implementation for a custom mode, and sparkcdc refuses custom modes"
+_CUSTOM_REFUSED = "custom implementations are Java classes; sparkcdc cannot load them"
+
+_P = Property
+_ALL = [
+    # connection
+    _P("name", "sparkcdc", doc="the connector's name: application_name of its connections, Spark query name"),
+    _P("connector.class", _CONNECTOR_CLASS, check=_connector_class, doc="must be the PostgreSQL connector"),
+    _P("tasks.max", "1", "int", status=WARNED, quiet=("1",),
+       doc="has no effect here: the PostgreSQL connector runs one task; sparkcdc's parallelism is Spark's "
+           "(snapshot.max.threads, sparkcdc.snapshot.chunk.rows)"),
+    _P("plugin.name", "pgoutput", "enum", ("pgoutput",), check=_plugin, doc="pgoutput only (Debezium's default is decoderbufs); other plugins are refused"),
+    _P("database.hostname", required=True),
+    _P("database.port", "5432", "int", check=_positive),
+    _P("database.user", required=True),
+    _P("database.password", None, "password"),
+    _P("database.dbname", required=True),
+    _P("database.sslmode", "prefer", "enum", ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")),
+    _P("database.sslcert"),
+    _P("database.sslkey"),
+    _P("database.sslpassword", None, "password"),
+    _P("database.sslrootcert"),
+    _P("database.sslfactory", status=WARNED,
+       doc="has no effect here: a pgjdbc Java class; sparkcdc connects with libpq, configured by database.sslmode, "
+           "database.sslrootcert, database.sslcert and database.sslkey"),
+    _P("database.tcpKeepAlive", "true", "bool"),
+    _P("database.initial.statements"),
+    _P("database.query.timeout.ms", "600000", "int", check=_non_negative,
+       doc="statement_timeout of sparkcdc's SQL connections (set-up, planning, catalog, heartbeats; 0: none); "
+           "not of the snapshot's COPY reads nor of the replication stream"),
+    _P("topic.prefix", required=True, check=_topic_prefix),
+    # slot and publication
+    _P("slot.name", "debezium", check=_slot_name),
+    _P("slot.drop.on.stop", "false", "bool"),
+    _P("slot.failover", "false", "bool", status=REFUSED, quiet=("false",),
+       doc="failover slots need PostgreSQL 17 and sparkcdc does not create them; a slot that is not synchronised "
+           "to the standby would silently lose changes at failover"),
+    _P("slot.stream.params", status=REFUSED,
+       doc="sparkcdc starts pgoutput with its own options (proto_version, publication_names, messages) and passes "
+           "no other plugin parameters; ignoring them (e.g. origin=none) would change which changes are captured"),
+    _P("slot.max.retries", "6", "int", check=_non_negative),
+    _P("slot.retry.delay.ms", "10000", "int", check=_non_negative,
+       doc="the wait between attempts to reconnect to the slot when the server went away"),
+    _P("publication.name", "dbz_publication"),
+    _P("publication.autocreate.mode", "all_tables", "enum", ("all_tables", "disabled", "filtered", "no_tables")),
+    _P("publish.via.partition.root", "false", "bool"),
+    _P("replica.identity.autoset.values"),
+    _P("offset.mismatch.strategy", "no_validation", "enum", ("no_validation", "trust_offset", "trust_slot", "trust_greater_lsn")),
+    _P("status.update.interval.ms", "10000", "int", check=_positive),
+    _P("lsn.flush.mode", "connector", "enum", ("manual", "connector", "connector_and_driver"),
+       doc="connector: the slot advances when Spark has committed a batch, to the batch's end, which already covers "
+           "WAL that carried nothing captured (what connector_and_driver adds in Debezium), so both behave alike; "
+           "manual: sparkcdc never advances the slot"),
+    # filters
+    _P("schema.include.list", kind="regex_list"),
+    _P("schema.exclude.list", kind="regex_list"),
+    _P("table.include.list", kind="regex_list"),
+    _P("table.exclude.list", kind="regex_list"),
+    _P("column.include.list", kind="regex_list"),
+    _P("column.exclude.list", kind="regex_list"),
+    _P("message.prefix.include.list", kind="regex_list"),
+    _P("message.prefix.exclude.list", kind="regex_list"),
+    _P("table.ignore.builtin", "true", "bool"),
+    _P("skipped.operations", "t", check=_skipped_operations),
+    _P("skip.messages.without.change", "false", "bool",
+       doc="an UPDATE whose captured columns did not change emits nothing (needs REPLICA IDENTITY FULL to compare)"),
+    _P("message.key.columns", check=_column_list_pairs),
+    # value mapping
+    _P("time.precision.mode", "adaptive", "enum",
+       ("adaptive", "adaptive_time_microseconds", "connect", "isostring", "microseconds", "nanoseconds")),
+    _P("decimal.handling.mode", "precise", "enum", ("precise", "double", "string")),
+    _P("hstore.handling.mode", "json", "enum", ("json", "map")),
+    _P("interval.handling.mode", "numeric", "enum", ("numeric", "string")),
+    _P("binary.handling.mode", "bytes", "enum", ("bytes", "base64", "base64-url-safe", "hex")),
+    _P("money.fraction.digits", "2", "int", check=_non_negative),
+    _P("include.unknown.datatypes", "false", "bool"),
+    _P("unavailable.value.placeholder", "__debezium_unavailable_value"),
+    _P("tombstones.on.delete", "true", "bool"),
+    _P("column.propagate.source.type", kind="regex_list"),
+    _P("datatype.propagate.source.type", kind="regex_list"),
+    _P("schema.name.adjustment.mode", "none", "enum", ("none", "avro", "avro_unicode")),
+    _P("field.name.adjustment.mode", "none", "enum", ("none", "avro", "avro_unicode")),
+    _P("converters", status=REFUSED, doc="custom converters are Java classes; sparkcdc cannot load them"),
+    # topics
+    _P("topic.naming.strategy", _TOPIC_NAMING, check=_topic_naming, doc="the default strategy only; other classes are refused"),
+    _P("topic.delimiter", "."),
+    _P("topic.cache.size", "10000", "int", check=_positive, status=WARNED,
+       doc="has no effect here: sparkcdc names topics without Debezium's bounded name cache"),
+    _P("topic.heartbeat.prefix", "__debezium-heartbeat"),
+    _P("topic.heartbeat.name", ""),
+    _P("topic.transaction", "transaction"),
+    # snapshots
+    _P("snapshot.mode", "initial", "enum",
+       ("always", "initial", "initial_only", "no_data", "when_needed", "configuration_based", "custom"),
+       old_values=(("never", "no_data"), ("exported", "initial")),
+       refused_values=(("custom", "custom snapshotters are Java classes; sparkcdc cannot load them"),),
+       doc="custom is refused; the older values never (no_data) and exported (initial) are aliases"),
+    _P("snapshot.mode.configuration.based.snapshot.data", "false", "bool"),
+    _P("snapshot.mode.configuration.based.snapshot.schema", "false", "bool", status=WARNED, quiet=("false",),
+       doc="has no effect here: the PostgreSQL connector keeps no schema history; table schemas come from the "
+           "catalog and pgoutput's Relation messages"),
+    _P("snapshot.mode.configuration.based.start.stream", "false", "bool"),
+    _P("snapshot.mode.configuration.based.snapshot.on.schema.error", "false", "bool", status=WARNED, quiet=("false",),
+       doc="has no effect here: there is no schema history that could be invalid"),
+    _P("snapshot.mode.configuration.based.snapshot.on.data.error", "false", "bool", status=WARNED, quiet=("false",),
+       doc="has no effect here yet: with configuration_based a lost slot stops the query; use snapshot.mode=when_needed "
+           "for a new snapshot when the slot or its WAL is gone"),
+    _P("snapshot.mode.custom.name", status=WARNED, doc=_JAVA_CUSTOM),
+    _P("snapshot.isolation.mode", "serializable", "enum", ("serializable", "repeatable_read", "read_committed", "read_uncommitted"),
+       status=WARNED, quiet=("serializable", "repeatable_read"),
+       doc="has no effect here: every sparkcdc snapshot is taken from a newly created slot and reads the snapshot it "
+           "exported at REPEATABLE READ, which is what Debezium does with a newly created slot whatever this says"),
+    _P("snapshot.locking.mode", "none", "enum", ("shared", "none", "custom"),
+       refused_values=(("custom", _CUSTOM_REFUSED),), doc="custom is refused"),
+    _P("snapshot.locking.mode.custom.name", status=WARNED, doc=_JAVA_CUSTOM),
+    _P("snapshot.query.mode", "select_all", "enum", ("select_all", "custom"),
+       refused_values=(("custom", _CUSTOM_REFUSED),), doc="custom is refused"),
+    _P("snapshot.query.mode.custom.name", status=WARNED, doc=_JAVA_CUSTOM),
+    _P("snapshot.include.collection.list", kind="regex_list"),
+    _P("snapshot.lock.timeout.ms", "10000", "int", check=_non_negative),
+    _P("snapshot.select.statement.overrides",
+       doc="as Debezium: the statement of snapshot.select.statement.overrides.SCHEMA.TABLE applies only to a "
+           "table listed here; one for an unlisted table, or a listed table without one, is warned about"),
+    _P("snapshot.fetch.size", "10240", "int", check=_positive, status=WARNED,
+       doc="has no effect here: the snapshot reads by COPY, which streams a chunk's rows without a round trip per "
+           "batch; the rows one Spark task reads are set by sparkcdc.snapshot.chunk.rows"),
+    _P("snapshot.max.threads", "1", "int", check=_positive),
+    _P("snapshot.delay.ms", "0", "int", check=_non_negative, doc="the driver waits this long before taking a snapshot"),
+    _P("snapshot.tables.order.by.row.count", "disabled", "enum", ("disabled", "ascending", "descending"),
+       status=WARNED, quiet=("disabled",),
+       doc="has no effect here: Spark tasks read the tables' chunks in parallel; records keep the captured tables' order"),
+    _P("streaming.delay.ms", "0", "int", check=_non_negative,
+       doc="the driver waits this long before planning the first streaming batch of a query"),
+    # incremental snapshots and signals
+    _P("signal.data.collection", status=WARNED, doc=_SIGNALS),
+    _P("signal.enabled.channels", "source", status=WARNED, doc=_SIGNALS),
+    _P("incremental.snapshot.chunk.size", "1024", "int", check=_positive, status=WARNED, doc=_SIGNALS),
+    _P("incremental.snapshot.watermarking.strategy", "insert_insert", "enum", ("insert_insert", "insert_delete"),
+       status=WARNED, doc=_SIGNALS),
+    _P("read.only", "false", "bool", status=WARNED, quiet=("false",), doc=_SIGNALS),
+    # events and runtime behaviour
+    _P("provide.transaction.metadata", "false", "bool"),
+    _P("heartbeat.interval.ms", "0", "int", check=_non_negative),
+    _P("heartbeat.action.query"),
+    _P("event.processing.failure.handling.mode", "fail", "enum", ("fail", "warn", "skip")),
+    _P("event.converting.failure.handling.mode", "warn", "enum", ("fail", "warn", "skip"), status=WARNED,
+       doc="has no effect here: a value sparkcdc cannot convert raises an error; while streaming, "
+           "event.processing.failure.handling.mode decides what happens to its event"),
+    _P("max.batch.size", "2048", "int", check=_positive, status=WARNED, doc=_QUEUE),
+    _P("max.queue.size", "8192", "int", check=_positive, status=WARNED, doc=_QUEUE),
+    _P("max.queue.size.in.bytes", "0", "int", check=_non_negative, status=WARNED, doc=_QUEUE),
+    _P("poll.interval.ms", "500", "int", check=_positive, status=WARNED, doc=_QUEUE),
+    _P("xmin.fetch.interval.ms", "0", "int", check=_non_negative, status=WARNED, quiet=("0",),
+       doc="has no effect here: source.xmin stays null"),
+    _P("schema.refresh.mode", "columns_diff", "enum", ("columns_diff", "columns_diff_exclude_unchanged_toast"),
+       status=WARNED, quiet=("columns_diff",),
+       doc="has no effect here: sparkcdc takes a table's schema from each pgoutput Relation message, so it is always "
+           "in step (what columns_diff promises); there is no catalog refresh to tune"),
+    _P("errors.max.retries", "-1", "int",
+       doc="how often sparkcdc run restarts after a retriable error such as a server restart (-1: no limit, 0: never)"),
+    _P("retriable.restart.connector.wait.ms", "10000", "int", check=_non_negative,
+       doc="the wait before sparkcdc run restarts after a retriable error"),
+    _P("extended.headers.enabled", "true", "bool"),
+    _P("include.schema.comments", "false", "bool", status=WARNED, quiet=("false",),
+       doc="has no effect here: column comments are not added to the schemas"),
+    # sparkcdc's own (Spark runtime)
+    _P("sparkcdc.state.location", doc="directory for the streaming state handed between micro-batches"),
+    _P("sparkcdc.max.batch.wal.bytes", "268435456", "int", check=_non_negative,
+       doc="WAL bytes one streaming micro-batch covers at most (0: no limit)"),
+    _P("sparkcdc.snapshot.chunk.rows", "100000", "int", check=_positive,
+       doc="rows a parallel snapshot chunk is sized to hold (one Spark task each)"),
+    _P("sparkcdc.snapshot.render.sql", "true", "bool",
+       doc="let PostgreSQL render the snapshot's key and row payloads as JSON where every column's type allows"),
+    _P("sparkcdc.output.layout", "columns", "enum", ("columns", "lines"),
+       doc="the source's rows: the record's columns, or (lines) topic, its topic-files JSON line, lsn, commit_lsn, ordinal"),
+    # converter settings (Kafka Connect JsonConverter)
+    _P("key.converter.schemas.enable", "true", "bool"),
+    _P("value.converter.schemas.enable", "true", "bool"),
+    # older names (Debezium 1.x, the PostgreSQL connector manual in reference/seeds)
+    _P("database.server.name", check=_topic_prefix, status=ALIAS, alias_of=("topic.prefix",), translate=_same_value("topic.prefix"),
+       doc="removed in Debezium 2.0; its value is the topic prefix"),
+    _P("heartbeat.topics.prefix", status=ALIAS, alias_of=("topic.heartbeat.prefix",),
+       translate=_same_value("topic.heartbeat.prefix"), doc="renamed in Debezium 2.0"),
+    _P("toasted.value.placeholder", status=ALIAS, alias_of=("unavailable.value.placeholder",),
+       translate=_same_value("unavailable.value.placeholder"), doc="renamed in Debezium 1.8; hex: works the same"),
+    _P("truncate.handling.mode", kind="enum", choices=("skip", "include"), status=ALIAS, alias_of=("skipped.operations",),
+       translate=_truncate_handling, merges=True, doc="skip adds t to skipped.operations, include removes it (Debezium 1.x skipped no "
+                                         "operation by default, so include alone means skipped.operations=none)"),
+    _P("sanitize.field.names", kind="bool", status=ALIAS, alias_of=("schema.name.adjustment.mode", "field.name.adjustment.mode"),
+       translate=_sanitize_field_names, doc="true: both adjustment modes avro; false: none"),
+    _P("flush.lsn.source", kind="bool", status=ALIAS, alias_of=("lsn.flush.mode",), translate=_flush_lsn_source,
+       doc="true: lsn.flush.mode=connector; false: manual"),
+    _P("snapshot.custom.class", status=REFUSED,
+       doc="a Java Snapshotter class (replaced by snapshot.mode.custom.name); sparkcdc cannot load Java classes"),
+    # Kafka Connect settings a connector configuration often carries
+    _P("transforms", status=REFUSED,
+       doc="single message transforms are Java classes sparkcdc cannot run; apply them as DataFrame transformations "
+           "(typed per-table views, apply_changes)"),
+    _P("predicates", status=REFUSED, doc="predicates of single message transforms, which sparkcdc refuses (transforms)"),
+]
+
+PROPERTIES: dict[str, Property] = {p.name: p for p in _ALL}
+
+FAMILIES: list[Family] = [
+    Family(re.compile(r"column\.truncate\.to\.(\d+)\.chars"), "column.truncate.to.<n>.chars"),
+    Family(re.compile(r"column\.mask\.with\.(\d+)\.chars"), "column.mask.with.<n>.chars"),
+    Family(re.compile(r"column\.mask\.hash\.([^.]+(?:-[^.]+)*)\.with\.salt\.(.+)"), "column.mask.hash.<algorithm>.with.salt.<salt>"),
+    Family(re.compile(r"snapshot\.select\.statement\.overrides\..+"), "snapshot.select.statement.overrides.<schema>.<table>",
+           doc="applies when the table is listed in snapshot.select.statement.overrides (as in Debezium)"),
+    Family(re.compile(r"signal\..+"), "signal.*", WARNED, _SIGNALS),
+    Family(re.compile(r"notification\..+"), "notification.*", WARNED,
+           "has no effect yet: notifications are not implemented in sparkcdc (issue 11)"),
+    Family(re.compile(r"driver\..+"), "driver.*", WARNED,
+           "has no effect here: pgjdbc driver settings; sparkcdc connects with libpq (database.* properties)"),
+    Family(re.compile(r"(key|value)\.converter"), "key.converter, value.converter", WARNED,
+           "has no effect here: sparkcdc writes Kafka Connect JsonConverter JSON (the *.converter.schemas.enable "
+           "properties choose the envelope)", quiet=(_JSON_CONVERTER,)),
+    Family(re.compile(r"(key|value|header)\.converter(\..+)?"), "header.converter, *.converter.*", WARNED,
+           "has no effect here: sparkcdc writes Kafka Connect JsonConverter JSON with its defaults"),
+    Family(re.compile(r"converters?\..+"), "converter.*, converters.*", WARNED,
+           "has no effect here: settings of custom converters, which sparkcdc refuses (converters)"),
+    Family(re.compile(r"transforms\..+|predicates\..+"), "transforms.*, predicates.*", WARNED,
+           "has no effect here: settings of single message transforms, which sparkcdc refuses (transforms)"),
+    Family(re.compile(r"offset\..+"), "offset.*", WARNED,
+           "has no effect here: offsets live in the Spark checkpoint (sparkcdc run --checkpoint)"),
+    Family(re.compile(r"schema\.history\.internal(\..+)?"), "schema.history.internal.*", WARNED,
+           "has no effect here: the PostgreSQL connector keeps no schema history"),
+    Family(re.compile(r"internal\..+"), "internal.*", WARNED, "has no effect here: Debezium's internal settings"),
+]
+
+
+def family_of(name: str) -> Family | None:
+    """The parameterised family ``name`` belongs to (the first that matches), if any."""
+    return next((family for family in FAMILIES if family.pattern.fullmatch(name)), None)
