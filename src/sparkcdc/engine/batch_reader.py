@@ -84,8 +84,8 @@ def _read(
     config: ConnectorConfig, conninfo: str, processor: StreamingProcessor, start_lsn: int, end_lsn: int, stall_timeout: float
 ) -> Iterator[ChangeRecord]:
     options = ReplicationOptions(
-        config.get("slot.name") or "debezium",
-        (config.get("publication.name") or "dbz_publication",),
+        config.settings.slot_name,
+        (config.settings.publication_name,),
         proto_version=1,
         messages=True,
         status_interval=config.get_int("status.update.interval.ms") / 1000,

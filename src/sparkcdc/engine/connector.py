@@ -61,16 +61,22 @@ class LocalConnector:
     def poll(self, timeout: float) -> list[EncodedRecord]:
         """The next records, waiting up to ``timeout`` seconds for some: at most one encoded batch
         (a few thousand records), so that a backlog passes through in pieces."""
+        batch = self.poll_batch(timeout)
+        return [] if batch is None else list(batch.records())
+
+    def poll_batch(self, timeout: float) -> EncodedBatch | None:
+        """:meth:`poll`'s batch as the reader made it (columns of serialized records); None when
+        ``timeout`` seconds passed without one."""
         if self._offset is None:
             self.start()
         deadline = time.monotonic() + timeout
         while True:
             batch = self._next_batch()
             if batch is not None:
-                return list(batch.records())
+                return batch
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not self.planner.streams and not self.snapshot_pending:
-                return []
+                return None
             time.sleep(min(_IDLE_POLL_SECONDS, remaining))  # the WAL has not moved: ask again shortly
 
     def records(self, *, idle_timeout: float) -> Iterator[EncodedRecord]:

@@ -69,12 +69,12 @@ class ConnectorPlanner:
         self.conninfo = conninfo_from_config(config)
         self.admin = sql_connection(config, autocommit=True, application_name="sparkcdc-driver")
         self.database = self.admin.info.dbname
-        self.slot_name = config.get("slot.name") or "debezium"
+        self.slot_name = config.settings.slot_name
         self.run_id = run_id or str(uuid.uuid4())
         self.state_location = str(state_location or config.get("sparkcdc.state.location")
                                   or default_state_location(self.database, self.slot_name))
         self.state_store = StreamStateStore(self.state_location)
-        self.mode = config.get("snapshot.mode") or "initial"
+        self.mode = config.settings.snapshot_mode
         self.heartbeat = HeartbeatTimer(config.get_int("heartbeat.interval.ms"))
         self.max_batch_bytes = config.get_int("sparkcdc.max.batch.wal.bytes")
         self.available_now_target: int | None = None

@@ -65,7 +65,7 @@ def publish_operations(config: ConnectorConfig) -> list[str] | None:
 
 
 def ensure_publication_for(conn: psycopg.Connection, config: ConnectorConfig, tables: Sequence[tuple[str, str]]) -> None:
-    name = config.get("publication.name") or "dbz_publication"
+    name = config.settings.publication_name
     mode = config.get("publication.autocreate.mode")
     exists = publication_exists(conn, name)
     publish = publish_operations(config)

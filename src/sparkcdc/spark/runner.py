@@ -92,7 +92,7 @@ def run_pipeline(
         # topic files need (256 MiB of WAL made one batch of a million changes: the driver ran out).
         properties.setdefault("sparkcdc.max.batch.wal.bytes", str(APPLY_BATCH_WAL_BYTES))
     use_throughput_gc()
-    spark = spark_session(master, app_name=f"sparkcdc-{config.get('name') or 'connector'}")
+    spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}")
     register(spark)
     if appliers:
         # Applying needs the typed columns: the columns layout, and one persisted read per batch.
@@ -105,7 +105,7 @@ def run_pipeline(
         frame = spark.readStream.format("postgres-cdc").options(**options_for(lines)).load()
         assert output is not None
         writer = topic_files_writer(frame, output)
-    writer = writer.option("checkpointLocation", str(checkpoint)).queryName(config.get("name") or "sparkcdc")
+    writer = writer.option("checkpointLocation", str(checkpoint)).queryName(config.settings.name)
     writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger_interval)
     stopped = False
     try:
