@@ -28,6 +28,7 @@ from sparkcdc.pgoutput import Decoder, WalMessage, encode
 from sparkcdc.pgoutput.messages import (
     UNCHANGED_TOAST,
     Begin,
+    BeginPrepare,
     Commit,
     Delete,
     Insert,
@@ -253,6 +254,8 @@ def test_data_before_its_relation_and_unexpected_messages_fail_clearly(catalog: 
         processor.process_batch(list(s.transaction(709, Insert(None, ACCOUNTS, ("1", "a", None)))))
     with pytest.raises(UnexpectedMessageError, match="StreamStart"):  # protocol v2: decoded by a v2 decoder only
         _processor(catalog).process(WalMessage(s.lsn, s.lsn, 0, StreamStart(710, True)))
+    with pytest.raises(UnexpectedMessageError, match="created with two_phase"):  # decoded under v1 too
+        _processor(catalog).process(s(BeginPrepare(0x2000, 0x2100, 1, 711, "gid-1")))
     with pytest.raises(UnexpectedMessageError, match="outside a transaction"):
         _processor(catalog).process(s(Insert(None, ACCOUNTS, ("1", "a", None))))
     with pytest.raises(UnexpectedMessageError, match="BEGIN of xid 712 inside transaction 711"):
