@@ -138,13 +138,11 @@ def test_polling_the_event_rearms_handlers_another_library_replaced() -> None:
 
 
 def test_pipeline_failure_exits_1(config_file: Path, fake_runner: types.ModuleType) -> None:
-    class PipelineError(RuntimeError):
-        pass
+    from sparkcdc.errors import PipelineError  # what sparkcdc.spark.runner raises
 
     def run_pipeline(*args: Any, **kwargs: Any) -> None:
         raise PipelineError("ReplicationError: slot 'x' is active for PID 7")
 
-    fake_runner.PipelineError = PipelineError  # type: ignore[attr-defined]
     fake_runner.run_pipeline = run_pipeline  # type: ignore[attr-defined]
     result = RUNNER.invoke(app, ["run", str(config_file), "--output", "o", "--checkpoint", "c"])
     assert result.exit_code == EXIT_PROBLEMS

@@ -13,15 +13,18 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from ..errors import ConfigurationError
+
 __all__ = ["PROPERTIES", "ConfigError", "ConnectorConfig", "Property", "compile_patterns", "split_list"]
 
 
-class ConfigError(ValueError):
-    """A configuration property is missing or has an invalid value."""
+class ConfigError(ConfigurationError):
+    """A configuration property (``property``) is missing or has an invalid value."""
+
+    property: str
 
     def __init__(self, prop: str, message: str) -> None:
-        self.property = prop
-        super().__init__(f"{prop}: {message}")
+        super().__init__(message, prop=prop)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,9 @@ from ..debezium.config import ConnectorConfig
 from ..debezium.events import EventFactory
 from ..debezium.records import ChangeRecord
 from ..debezium.table import TableSchemaFactory
+from ..lsn import format_lsn
 from ..postgres.catalog import Catalog
+from ..postgres.errors import ReplicationConnectionLost
 from ..postgres.replication import LogicalReplicationReader, ReplicationOptions, StreamRestarted, WalMessage
 from ..postgres.slots import ExportedSnapshotSlot, drop_slot, get_slot
 from ..postgres.snapshot import SnapshotTransaction, connect_with_text_settings
@@ -160,7 +162,7 @@ class LocalConnector:
 
     def handle(self, item: WalMessage | StreamRestarted) -> list[ChangeRecord]:
         if isinstance(item, StreamRestarted):
-            raise RuntimeError(f"replication restarted from {item.start_lsn}: {item.reason}")
+            raise ReplicationConnectionLost(f"replication restarted from {format_lsn(item.start_lsn)}: {item.reason}", slot=self.slot_name)
         return self.processor.process(item)
 
     def confirm(self, lsn: int) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 import psycopg
 
 from ..debezium.config import ConnectorConfig
+from ..errors import PipelineError
 from ..lsn import format_lsn, parse_lsn
 from ..postgres.errors import SlotInUseError
 from ..postgres.slots import ExportedSnapshotSlot, SlotState, advance_slot, create_logical_slot, drop_slot, get_slot
@@ -39,7 +40,7 @@ __all__ = ["ConnectorPlanner", "SlotMismatchError", "StreamRange"]
 log = logging.getLogger(__name__)
 
 
-class SlotMismatchError(RuntimeError):
+class SlotMismatchError(PipelineError):
     """The slot and the checkpointed offset disagree in a way that would lose or repeat changes."""
 
 

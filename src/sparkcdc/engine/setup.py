@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import psycopg
 
 from ..debezium.config import ConfigError, ConnectorConfig
+from ..errors import ServerError
 from ..postgres.publications import create_publication, publication_exists, publication_tables, qualified_name
 from ..postgres.replication import quote_ident
 from .filters import TableFilter
@@ -27,7 +28,7 @@ from .filters import TableFilter
 __all__ = ["SetupError", "apply_replica_identities", "captured_tables", "ensure_publication_for", "publish_operations"]
 
 
-class SetupError(RuntimeError):
+class SetupError(ServerError):
     """The database is not set up the way the configuration requires."""
 
 

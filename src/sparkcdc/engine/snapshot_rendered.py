@@ -30,6 +30,7 @@ from ..debezium.config import ConnectorConfig
 from ..debezium.events import EventFactory
 from ..debezium.serialization import JsonSerializer
 from ..debezium.table import TableSchema
+from ..errors import PipelineError
 from ..postgres.replication import quote_ident
 from ..postgres.snapshot import SnapshotTransaction
 from .encoded import BATCH_BYTES, Constant, EncodedBatch, Joined, encode_records, joined
@@ -58,7 +59,7 @@ _COPY_ESCAPE = re.compile(rb"\\(.)")
 BLOCK_BYTES = 983040  # COPY data handled per step; a batch ends at the first step boundary past batch_rows
 
 
-class TemplateError(RuntimeError):
+class TemplateError(PipelineError):
     """The serialized template record does not have the layout the fast path relies on."""
 
 

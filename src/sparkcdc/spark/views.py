@@ -61,6 +61,7 @@ from ..debezium.types.temporal import (
     ZONED_TIMESTAMP_NAME,
 )
 from ..debezium.types.text import BITS_NAME, ENUM_NAME, JSON_NAME, LTREE_NAME, TSVECTOR_NAME, UUID_NAME, XML_NAME
+from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
     from ..debezium.config import ConnectorConfig
@@ -118,7 +119,7 @@ VARIABLE_SCALE_DECIMAL_TYPE = T.DecimalType(38, 18)
 _TWO_TO_64 = Decimal(2**64)
 
 
-class TableViewError(Exception):
+class TableViewError(ConfigurationError):
     """A typed view cannot be built or applied."""
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import PipelineError
 from ...text_format import TEXT_OUTPUT_SETTINGS
 from ..config import ConnectorConfig
 from ..connect import ConnectSchema
@@ -37,7 +38,7 @@ SESSION_SETTINGS = TEXT_OUTPUT_SETTINGS
 Converter = Callable[[str], Any]
 
 
-class ConversionError(ValueError):
+class ConversionError(PipelineError, ValueError):
     """A value could not be converted; the message names the value and the target type."""
 
 
@@ -46,7 +47,7 @@ class UnrepresentableValueError(ConversionError):
     warning and emits null (so an event needing it in a required field fails)."""
 
 
-class UnsupportedTypeError(LookupError):
+class UnsupportedTypeError(PipelineError, LookupError):
     """No mapping exists for a column type (and ``include.unknown.datatypes`` is off)."""
 
 
