@@ -27,6 +27,7 @@ __all__ = [
     "ColumnType",
     "ConversionError",
     "MappingOptions",
+    "TemporalRangeError",
     "UnrepresentableValueError",
     "UnsupportedTypeError",
     "ValueMapping",
@@ -45,6 +46,15 @@ class ConversionError(PipelineError, ValueError):
 class UnrepresentableValueError(ConversionError):
     """A valid value that Debezium's converter cannot represent in the chosen schema: Debezium logs a
     warning and emits null (so an event needing it in a required field fails)."""
+
+
+class TemporalRangeError(UnrepresentableValueError):
+    """A valid PostgreSQL value that Debezium's chosen representation cannot hold.
+
+    Debezium logs a warning and emits null when the column is optional and fails the event only
+    for NOT NULL columns; the table layer emits null for optional fields. (Raised by, and importable
+    from, :mod:`sparkcdc.debezium.types.temporal`; defined here because that module is compiled.)
+    """
 
 
 class UnsupportedTypeError(PipelineError, LookupError):
