@@ -20,10 +20,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import psycopg
-
 from ..debezium.config import ConnectorConfig
-from ..errors import PipelineError
+from ..errors import PipelineError, ServerError
 from ..lsn import format_lsn, parse_lsn
 from ..postgres.errors import SlotInUseError
 from ..postgres.slots import ExportedSnapshotSlot, SlotState, advance_slot, create_logical_slot, drop_slot, get_slot
@@ -292,7 +290,7 @@ class ConnectorPlanner:
         if self.config.get_bool("slot.drop.on.stop"):
             try:
                 drop_slot(self.admin, self.slot_name, wait=30)
-            except psycopg.Error as exc:
+            except ServerError as exc:  # drop_slot maps the server's errors (postgres.errors)
                 log.warning("slot.drop.on.stop: could not drop %s: %s", self.slot_name, exc)
         self.admin.close()
 
