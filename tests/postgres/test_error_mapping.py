@@ -61,7 +61,8 @@ def test_slot_functions_on_a_missing_slot(db: psycopg.Connection, unique_name: s
 
 
 def test_dropping_a_slot_in_use_names_the_slot(db: psycopg.Connection, pg_cluster: ThrowawayCluster, unique_name: str) -> None:
-    create_publication(db, unique_name, tables=None)
+    db.execute(f"CREATE TABLE t_{unique_name} (id int PRIMARY KEY)")
+    create_publication(db, unique_name, tables=[("public", f"t_{unique_name}")])  # never FOR ALL TABLES: the cluster is shared
     create_logical_slot(db, unique_name)
     options = ReplicationOptions(unique_name, (unique_name,), status_interval=0.2)
     with LogicalReplicationReader(pg_cluster.conninfo(), options) as reader:
