@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
+from .errors import ServerError
+
 __all__ = ["ClusterError", "ThrowawayCluster", "find_postgres_bindir"]
 
 DEFAULT_SETTINGS: dict[str, str] = {
@@ -41,7 +43,7 @@ DEFAULT_SETTINGS: dict[str, str] = {
 }
 
 
-class ClusterError(RuntimeError):
+class ClusterError(ServerError):
     """The throwaway cluster could not be created, started or stopped."""
 
 

@@ -6,14 +6,16 @@ columns) and convert only at the edges: SQL, replication commands and human-read
 
 from __future__ import annotations
 
+from .errors import ConfigurationError
+
 __all__ = ["INVALID_LSN", "MAX_LSN", "InvalidLsnError", "format_lsn", "parse_lsn"]
 
 INVALID_LSN = 0
 MAX_LSN = 0xFFFF_FFFF_FFFF_FFFF
 
 
-class InvalidLsnError(ValueError):
-    """A string or number is not a valid LSN."""
+class InvalidLsnError(ConfigurationError):
+    """A string or number is not a valid LSN (given in a property, an argument or a checkpoint)."""
 
 
 def format_lsn(lsn: int) -> str:

@@ -29,7 +29,6 @@ __all__ = ["COMPILED_MODULES", "compiled_modules", "outdated_modules", "pure_pyt
 
 #: The modules setup.py compiles with mypyc (when a C compiler is there).
 COMPILED_MODULES = (
-    "sparkcdc.pgoutput.errors",
     "sparkcdc.pgoutput.messages",
     "sparkcdc.pgoutput.decoder",
     "sparkcdc.pgoutput.wal",

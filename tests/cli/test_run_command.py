@@ -13,9 +13,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from sparkcdc.apply.errors import ApplyError
 from sparkcdc.cli.app import EXIT_CONFIG, EXIT_PROBLEMS, app
 from sparkcdc.cli.signals import StopEvent
 from sparkcdc.debezium.config import ConfigError, ConnectorConfig
+from sparkcdc.engine.offsets import OffsetError
+from sparkcdc.errors import ConfigurationError, ProtocolError, SparkcdcError
+from sparkcdc.postgres.errors import SlotNotFoundError
 
 RUNNER = CliRunner()
 CONFIG = "database.hostname=203.0.113.1\ndatabase.user=u\ndatabase.dbname=d\ntopic.prefix=p\n"
@@ -138,14 +142,36 @@ def test_polling_the_event_rearms_handlers_another_library_replaced() -> None:
 
 
 def test_pipeline_failure_exits_1(config_file: Path, fake_runner: types.ModuleType) -> None:
-    class PipelineError(RuntimeError):
-        pass
+    from sparkcdc.errors import PipelineError  # what sparkcdc.spark.runner raises
 
     def run_pipeline(*args: Any, **kwargs: Any) -> None:
         raise PipelineError("ReplicationError: slot 'x' is active for PID 7")
 
-    fake_runner.PipelineError = PipelineError  # type: ignore[attr-defined]
     fake_runner.run_pipeline = run_pipeline  # type: ignore[attr-defined]
     result = RUNNER.invoke(app, ["run", str(config_file), "--output", "o", "--checkpoint", "c"])
     assert result.exit_code == EXIT_PROBLEMS
     assert "error: the pipeline failed: ReplicationError: slot 'x' is active for PID 7" in result.output
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "said"),
+    [
+        (ConfigurationError("must be one of 1, 2", prop="keys"), EXIT_CONFIG, "error: keys: must be one of 1, 2"),
+        (SlotNotFoundError("replication slot 'x' does not exist", sqlstate="42704", slot="x"), EXIT_PROBLEMS,
+         "error: replication slot 'x' does not exist"),
+        (ProtocolError("truncated", message_type="Insert", offset=3), EXIT_PROBLEMS,
+         "error: the server's replication stream cannot be read: pgoutput Insert message: truncated (at byte 3)"),
+        (ApplyError("the target table has no key"), EXIT_PROBLEMS, "error: writing the changes failed: the target table has no key"),
+        (OffsetError("the checkpoint is for slot 'a'"), EXIT_PROBLEMS, "error: the pipeline failed: the checkpoint is for slot 'a'"),
+    ],
+)
+def test_exit_code_follows_the_family(
+    config_file: Path, fake_runner: types.ModuleType, error: SparkcdcError, code: int, said: str
+) -> None:
+    def run_pipeline(*args: Any, **kwargs: Any) -> None:
+        raise error
+
+    fake_runner.run_pipeline = run_pipeline  # type: ignore[attr-defined]
+    result = RUNNER.invoke(app, ["run", str(config_file), "--output", "o", "--checkpoint", "c"])
+    assert result.exit_code == code
+    assert said in " ".join(result.output.split())

@@ -3,7 +3,9 @@
 Exit codes are part of the interface, because these commands run in deployment scripts and health
 checks: 0 success; 1 the server (or the pipeline) has a problem, or cannot be reached; 2 the
 configuration, a file or an argument is wrong (the message names the file and the property).
-Configuration errors always come before any connection is made.
+Configuration errors always come before any connection is made. The code follows from the
+failure's family in sparkcdc's exception hierarchy (:mod:`sparkcdc.errors`), in one place
+(:func:`_reported`); a database driver's error is first mapped by its SQLSTATE.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import importlib
 import json
 import signal
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import ModuleType
@@ -22,11 +26,10 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from ..apply.errors import ApplyError, ApplySpecError
 from ..debezium.config import ConfigError, ConfigWarning
-from ..engine.setup import SetupError
-from ..postgres.errors import ReplicationError
-from .checkpoint import CheckpointError, read_checkpoint
+from ..errors import ConfigurationError, DestinationError, PipelineError, ProtocolError, ServerError, SparkcdcError, family_of
+from ..postgres.errors import from_psycopg
+from .checkpoint import read_checkpoint
 from .config_files import ConfigFileError, LoadedConfig, load_config
 from .readiness import assess
 from .render import config_summary, print_problems, readiness_view, status_view
@@ -69,21 +72,46 @@ def _fail(code: int, message: str) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _load(path: Path) -> LoadedConfig:
+#: Per family of :mod:`sparkcdc.errors`: the exit code, and what the message starts with.
+_FAMILY_EXITS: dict[type[SparkcdcError], tuple[int, str]] = {
+    ConfigurationError: (EXIT_CONFIG, ""),
+    ServerError: (EXIT_PROBLEMS, ""),
+    ProtocolError: (EXIT_PROBLEMS, "the server's replication stream cannot be read: "),
+    DestinationError: (EXIT_PROBLEMS, "writing the changes failed: "),
+    PipelineError: (EXIT_PROBLEMS, "the pipeline failed: "),
+}
+
+
+def _exit_for(exc: SparkcdcError, loaded: LoadedConfig | None) -> tuple[int, str]:
+    """The exit code and message for a failure; a property's error points at its line in the file."""
+    code, prefix = _FAMILY_EXITS[family_of(exc)]
+    if isinstance(exc, ConfigError) and loaded is not None:
+        message = str(exc).removeprefix(f"{exc.property}: ")
+        return code, str(ConfigFileError(loaded.path, message, line=loaded.lines.get(exc.property), prop=exc.property))
+    return code, prefix + str(exc)
+
+
+@contextmanager
+def _reported(loaded: LoadedConfig | None = None, doing: str | None = None) -> Iterator[None]:
+    """The one place failures become exit codes: a sparkcdc error ends the command with its family's
+    code; a database driver's error is mapped (by SQLSTATE) first, ``doing`` saying what failed."""
     try:
+        yield
+    except psycopg.Error as exc:
+        what = doing or (_target(loaded) if loaded is not None else "the database server")
+        _fail(*_exit_for(from_psycopg(exc, what), loaded))
+    except SparkcdcError as exc:
+        _fail(*_exit_for(exc, loaded))
+
+
+def _load(path: Path) -> LoadedConfig:
+    with _reported():
         loaded = load_config(path)
-    except ConfigFileError as exc:
-        _fail(EXIT_CONFIG, str(exc))
     print_problems(_stderr(), [], loaded.warnings)
     # They are printed above (with their lines); the library would otherwise warn again when the
     # Spark source builds the same configuration.
     warnings.filterwarnings("ignore", category=ConfigWarning)
     return loaded
-
-
-def _config_error(loaded: LoadedConfig, exc: ConfigError) -> NoReturn:
-    message = str(exc).removeprefix(f"{exc.property}: ")
-    _fail(EXIT_CONFIG, str(ConfigFileError(loaded.path, message, line=loaded.lines.get(exc.property), prop=exc.property)))
 
 
 def _target(loaded: LoadedConfig) -> str:
@@ -92,10 +120,8 @@ def _target(loaded: LoadedConfig) -> str:
 
 
 def _connect(loaded: LoadedConfig) -> psycopg.Connection:
-    try:
+    with _reported(loaded, f"cannot connect to {_target(loaded)}"):
         return connect_read_only(loaded.config)
-    except psycopg.Error as exc:
-        _fail(EXIT_PROBLEMS, f"cannot connect to {_target(loaded)}: {str(exc).strip()}")
 
 
 def _version_callback(value: bool) -> None:
@@ -130,11 +156,8 @@ def validate(
         return
     conn = _connect(loaded)
     try:
-        readiness = assess(conn, loaded.config)
-    except ConfigError as exc:
-        _config_error(loaded, exc)
-    except psycopg.Error as exc:
-        _fail(EXIT_PROBLEMS, f"cannot inspect {_target(loaded)}: {str(exc).strip()}")
+        with _reported(loaded, f"cannot inspect {_target(loaded)}"):
+            readiness = assess(conn, loaded.config)
     finally:
         conn.close()
     out.print()
@@ -157,18 +180,16 @@ def status(
     loaded = _load(config)
     state = None
     if checkpoint is not None:
-        try:
+        with _reported(loaded):
             state = read_checkpoint(checkpoint)
-        except CheckpointError as exc:
-            _fail(EXIT_CONFIG, str(exc))
     report: dict[str, Any] = {"config": str(loaded.path)}
     errors: list[str] = []
     warnings: list[str] = []
     try:
         with connect_read_only(loaded.config) as conn:
             report |= server_report(conn, loaded.config)
-    except psycopg.Error as exc:
-        errors.append(f"cannot read the server state of {_target(loaded)}: {str(exc).strip()}")
+    except psycopg.Error as exc:  # reported with the rest of the state, not as the command's failure
+        errors.append(str(from_psycopg(exc, f"cannot read the server state of {_target(loaded)}")))
     if state is not None and checkpoint is not None:
         report["checkpoint"], checkpoint_warnings = checkpoint_report(checkpoint, state, loaded.config, report.get("slot"))
         warnings += checkpoint_warnings
@@ -227,23 +248,9 @@ def run(
         err.print(f"stopping after the current micro-batch ({signal.Signals(signum).name}); send it again to exit immediately", soft_wrap=True)
 
     # Paths stay strings: they may be URIs (s3a://, hdfs://) that Path would mangle.
-    pipeline_error: type[BaseException] | tuple[()] = getattr(runner, "PipelineError", ())
-    with StopEvent(on_first=stopping) as stop:
-        try:
-            summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
-                                          stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type)
-        except ConfigError as exc:
-            _config_error(loaded, exc)
-        except (SetupError, ReplicationError) as exc:
-            _fail(EXIT_PROBLEMS, str(exc))
-        except pipeline_error as exc:
-            _fail(EXIT_PROBLEMS, f"the pipeline failed: {exc}")
-        except ApplyError as exc:
-            _fail(EXIT_PROBLEMS, f"applying the changes failed: {exc}")
-        except ApplySpecError as exc:
-            _fail(EXIT_CONFIG, str(exc))
-        except psycopg.OperationalError as exc:
-            _fail(EXIT_PROBLEMS, f"{_target(loaded)}: {str(exc).strip()}")
+    with StopEvent(on_first=stopping) as stop, _reported(loaded):
+        summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
+                                      stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type)
     if summary_file is not None and hasattr(summary, "to_dict"):
         Path(summary_file).write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
     batches, records = getattr(summary, "batches", None), getattr(summary, "records", None)

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigurationError
+
 __all__ = ["BatchOffset", "CheckpointError", "CheckpointState", "last_committed_offset", "read_checkpoint"]
 
 _SUPPORTED_LOG_VERSIONS = frozenset({"v1"})
 
 
-class CheckpointError(ValueError):
+class CheckpointError(ConfigurationError):
     """The checkpoint directory, or one of its log files, is not in the format Spark writes."""
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from ..debezium.config import ConfigError, ConnectorConfig
+from ..errors import ConfigurationError
 from .properties import PropertiesSyntaxError, parse_properties
 from .rules import unknown_properties
 
@@ -35,7 +36,7 @@ SUFFIXES = (".properties", ".json", ".yaml", ".yml")
 _REST_KEYS = frozenset({"name", "config", "tasks", "type", "initial_state"})
 
 
-class ConfigFileError(ValueError):
+class ConfigFileError(ConfigurationError):
     """A configuration file cannot be read or its configuration is invalid.
 
     ``property`` is set when one property is at fault, ``line`` when the place is known.
@@ -44,11 +45,11 @@ class ConfigFileError(ValueError):
     def __init__(self, path: Path | str, message: str, *, line: int | None = None, prop: str | None = None) -> None:
         self.path = Path(path)
         self.line = line
-        self.property = prop
         self.message = message
         where = f"{self.path}:{line}" if line is not None else f"{self.path}"
         what = f"{prop}: {message}" if prop else message
         super().__init__(f"{where}: {what}")
+        self.property = prop
 
 
 @dataclass

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import ConfigurationError
+
 __all__ = ["PropertiesSyntaxError", "PropertyEntry", "parse_properties"]
 
 _BLANKS = " \t\f"
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
-class PropertiesSyntaxError(ValueError):
+class PropertiesSyntaxError(ConfigurationError):
     """The text is not a valid properties file; ``line`` is 1-based (the logical line's first line)."""
 
     def __init__(self, line: int, message: str) -> None:

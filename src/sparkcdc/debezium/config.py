@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ConfigurationError
 from .property_table import ALIAS, PROPERTIES, REFUSED, WARNED, Property, compile_patterns, family_of, split_list
 
 if TYPE_CHECKING:
@@ -29,12 +30,13 @@ __all__ = [
 ]
 
 
-class ConfigError(ValueError):
-    """A configuration property is missing or has an invalid value."""
+class ConfigError(ConfigurationError):
+    """A configuration property (``property``) is missing or has an invalid value."""
+
+    property: str
 
     def __init__(self, prop: str, message: str) -> None:
-        self.property = prop
-        super().__init__(f"{prop}: {message}")
+        super().__init__(message, prop=prop)
 
 
 class ConfigWarning(UserWarning):

@@ -23,9 +23,11 @@ from ..debezium.config import ConnectorConfig
 from ..debezium.events import EventFactory
 from ..debezium.records import ChangeRecord
 from ..debezium.table import TableSchemaFactory
+from ..errors import ServerError
 from ..lsn import format_lsn
 from ..pgoutput.messages import Begin, LogicalMessage
 from ..postgres.catalog import Catalog
+from ..postgres.errors import ReplicationConnectionLost
 from ..postgres.replication import LogicalReplicationReader, ReconnectPolicy, ReplicationOptions, StreamRestarted, WalMessage
 from .connection import conninfo_from_config, sql_connection
 from .filters import TableFilter
@@ -42,7 +44,7 @@ log = logging.getLogger(__name__)
 HEARTBEAT_MESSAGE_PREFIX = "sparkcdc-heartbeat"
 
 
-class StreamStalledError(RuntimeError):
+class StreamStalledError(ServerError):
     """The walsender made no progress towards the batch's end for too long."""
 
 
@@ -126,7 +128,7 @@ def _cut(items: list, end_lsn: int) -> tuple[list[WalMessage], bool]:
     """The items that belong to the batch, and whether the batch ends within this list."""
     for index, item in enumerate(items):
         if isinstance(item, StreamRestarted):
-            raise RuntimeError(f"replication connection lost and re-established at {format_lsn(item.start_lsn)}: {item.reason}")
+            raise ReplicationConnectionLost(f"replication connection lost and re-established at {format_lsn(item.start_lsn)}: {item.reason}")
         message = item.message
         kind = type(message)
         if kind is Begin:

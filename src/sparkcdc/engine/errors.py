@@ -6,8 +6,14 @@ Kept apart from the modules that raise them because those may be compiled with m
 
 from __future__ import annotations
 
-__all__ = ["UnexpectedMessageError"]
+from ..errors import ProtocolError
+
+__all__ = ["UnexpectedMessageError", "UnknownRelationError"]
 
 
-class UnexpectedMessageError(RuntimeError):
+class UnexpectedMessageError(ProtocolError, RuntimeError):
     """A message the connector did not ask for, or one out of transaction order."""
+
+
+class UnknownRelationError(ProtocolError, LookupError):
+    """A data message names a relation OID no Relation message has described yet."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..errors import PipelineError
 from ..lsn import format_lsn
 
 __all__ = ["OFFSET_VERSION", "OffsetError", "SnapshotSpec", "SourceOffset"]
@@ -16,7 +17,7 @@ __all__ = ["OFFSET_VERSION", "OffsetError", "SnapshotSpec", "SourceOffset"]
 OFFSET_VERSION = 1
 
 
-class OffsetError(ValueError):
+class OffsetError(PipelineError, ValueError):
     """A checkpointed offset cannot be used (wrong version, another slot or database, malformed)."""
 
 

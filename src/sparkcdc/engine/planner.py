@@ -20,9 +20,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import psycopg
-
 from ..debezium.config import ConnectorConfig
+from ..errors import PipelineError, ServerError
 from ..lsn import format_lsn
 from ..postgres.errors import SlotInUseError
 from ..postgres.slots import (
@@ -50,7 +49,7 @@ __all__ = ["ConnectorPlanner", "SlotMismatchError", "StreamRange"]
 log = logging.getLogger(__name__)
 
 
-class SlotMismatchError(RuntimeError):
+class SlotMismatchError(PipelineError):
     """The slot and the checkpointed offset disagree in a way that would lose or repeat changes."""
 
 
@@ -309,7 +308,7 @@ class ConnectorPlanner:
         if self.config.get_bool("slot.drop.on.stop"):
             try:
                 drop_slot(self.admin, self.slot_name, wait=30)
-            except psycopg.Error as exc:
+            except ServerError as exc:  # drop_slot maps the server's errors (postgres.errors)
                 log.warning("slot.drop.on.stop: could not drop %s: %s", self.slot_name, exc)
         self.admin.close()
 

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import psycopg
 
 from ..debezium.config import ConfigError, ConnectorConfig
+from ..errors import ServerError
 from ..postgres.catalog import user_tables
 from ..postgres.publications import (
     create_publication,
@@ -39,7 +40,7 @@ from .filters import TableFilter
 __all__ = ["SetupError", "apply_replica_identities", "captured_tables", "ensure_publication_for", "publish_operations"]
 
 
-class SetupError(RuntimeError):
+class SetupError(ServerError):
     """The database is not set up the way the configuration requires."""
 
 

@@ -54,6 +54,7 @@ import psycopg
 
 from ..debezium.config import ConnectorConfig
 from ..debezium.table import TableSchemaFactory
+from ..errors import PipelineError
 from ..postgres.catalog import Catalog
 from ..postgres.publications import qualified_name
 from ..postgres.snapshot_probes import block_size as server_block_size
@@ -85,7 +86,7 @@ _MIN_BYTES_PER_ROW = 28
 _SNAPSHOT_NAME = re.compile(r"[0-9A-Fa-f]+(?:-[0-9A-Fa-f]+)+")
 
 
-class SnapshotPlanError(RuntimeError):
+class SnapshotPlanError(PipelineError):
     """The snapshot cannot be planned: a table is missing from it, or there are too many tables."""
 
 

@@ -35,6 +35,7 @@ from ..debezium.config import ConnectorConfig
 from ..debezium.events import EventFactory
 from ..debezium.records import ChangeRecord
 from ..debezium.table import TableSchema, TableSchemaFactory
+from ..errors import ServerError
 from ..postgres.catalog import Catalog
 from ..postgres.snapshot import SnapshotTransaction
 from ..postgres.snapshot_probes import (
@@ -66,7 +67,7 @@ __all__ = [
 ]
 
 
-class SnapshotChunkError(RuntimeError):
+class SnapshotChunkError(ServerError):
     """A planned chunk cannot be read as planned."""
 
 

@@ -32,6 +32,7 @@ from ..debezium.serialization import JsonSerializer
 from ..debezium.table import TableSchema
 from ..debezium.topic_line import escape, text_template
 from ..debezium.topic_line import segments as line_segments
+from ..errors import PipelineError
 from ..postgres.replication import quote_ident
 from ..postgres.snapshot import SnapshotTransaction
 from .encoded import BATCH_BYTES, Constant, EncodedBatch, Joined, encode_records, joined
@@ -60,7 +61,7 @@ _COPY_ESCAPE = re.compile(rb"\\(.)")
 BLOCK_BYTES = 983040  # COPY data handled per step; a batch ends at the first step boundary past batch_rows
 
 
-class TemplateError(RuntimeError):
+class TemplateError(PipelineError):
     """The serialized template record does not have the layout the fast path relies on."""
 
 

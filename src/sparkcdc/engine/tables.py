@@ -13,6 +13,7 @@ from ..catalog import CatalogLookup, ColumnInfo, TableInfo, root_type
 from ..debezium.table import ColumnDescription, TableDescription, TableSchema, TableSchemaFactory
 from ..debezium.types import ColumnType
 from ..pgoutput.messages import Relation
+from .errors import UnknownRelationError
 from .filters import TableFilter
 
 __all__ = ["TableResolver", "column_type"]
@@ -70,7 +71,7 @@ class TableResolver:
         try:
             return self._by_relation[relation_id]
         except KeyError:
-            raise LookupError(f"data for relation OID {relation_id} arrived before its Relation message") from None
+            raise UnknownRelationError(f"data for relation OID {relation_id} arrived before its Relation message") from None
 
     def for_table(self, schema: str, table: str) -> TableSchema:
         """Snapshot: the schema of a table as the catalog describes it now."""

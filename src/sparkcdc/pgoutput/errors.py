@@ -1,21 +1,12 @@
-"""The one exception the pgoutput decoder raises."""
+"""The one exception the pgoutput decoder raises: :class:`ProtocolError`.
+
+It is the protocol family of sparkcdc's hierarchy (:mod:`sparkcdc.errors`), defined there and
+named here too so that the decoder's users need not know the rest of the package. This module is
+not compiled with mypyc: a class deriving from ``ValueError`` and from the package's root cannot be.
+"""
 
 from __future__ import annotations
 
+from ..errors import ProtocolError
+
 __all__ = ["ProtocolError"]
-
-
-class ProtocolError(ValueError):
-    """A pgoutput message is malformed, truncated, or not valid in the decoder's current state.
-
-    Carries the message type (``None`` when even the type byte is missing or unknown) and the byte
-    offset inside the message where decoding failed, so that a bad stream can be diagnosed from the
-    error alone; the decoder never skips input silently.
-    """
-
-    def __init__(self, reason: str, *, message_type: str | None, offset: int) -> None:
-        self.reason = reason
-        self.message_type = message_type
-        self.offset = offset
-        where = f"pgoutput {message_type} message" if message_type else "pgoutput message"
-        super().__init__(f"{where}: {reason} (at byte {offset})")

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 import psycopg
 
 from ..catalog import ColumnInfo, TableInfo, TypeInfo, root_type
+from .errors import ObjectNotFoundError
 
 __all__ = ["Catalog", "ColumnInfo", "TableInfo", "TypeInfo", "user_tables"]
 
@@ -69,7 +70,7 @@ class Catalog:
             self.load_types([oid])
             info = self._types.get(oid)
             if info is None:
-                raise LookupError(f"type OID {oid} does not exist")
+                raise ObjectNotFoundError(f"type OID {oid} does not exist")
         return info
 
     def load_types(self, oids: Iterable[int]) -> None:
@@ -133,7 +134,7 @@ class Catalog:
     def _load_table(self, query: str, params: tuple, what: str) -> TableInfo:
         row = self.conn.execute(query, params).fetchone()
         if row is None:
-            raise LookupError(f"{what} does not exist")
+            raise ObjectNotFoundError(f"{what} does not exist")
         oid, schema, name, kind, replica_identity = row
         columns = tuple(
             ColumnInfo(name=r[0], attnum=r[1], type_oid=r[2], type_modifier=r[3], not_null=r[4], default_expression=r[5],

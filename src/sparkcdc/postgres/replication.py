@@ -26,6 +26,7 @@ import psycopg
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from ..errors import ConfigurationError
 from ..lsn import format_lsn
 from ..pgoutput import Decoder
 from ..text_format import TEXT_OUTPUT_SETTINGS, libpq_options
@@ -35,7 +36,7 @@ from .errors import (
     ReplicationProtocolError,
     ServerFeatureError,
     SlotInUseError,
-    SlotNotFoundError,
+    server_error,
 )
 from .replication_protocol import (
     WalMessage,
@@ -53,12 +54,6 @@ __all__ = [
     "quote_ident",
     "quote_literal",
 ]
-
-# SQLSTATE classes after which the connection is gone but a new one may work.
-_TRANSIENT_SQLSTATE_PREFIXES = ("08", "57")
-_OBJECT_IN_USE = "55006"
-_UNDEFINED_OBJECT = "42704"
-
 
 def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
@@ -88,21 +83,21 @@ class ReplicationOptions:
 
     def __post_init__(self) -> None:
         if not self.slot_name:
-            raise ValueError("slot_name must not be empty")
+            raise ConfigurationError("slot_name must not be empty")
         if not self.publication_names:
-            raise ValueError("publication_names must name at least one publication")
+            raise ConfigurationError("publication_names must name at least one publication")
         if self.streaming not in ("off", "on", "parallel"):
-            raise ValueError(f"streaming must be off, on or parallel, not {self.streaming!r}")
+            raise ConfigurationError(f"streaming must be off, on or parallel, not {self.streaming!r}")
         if self.streaming == "on" and self.proto_version < 2:
-            raise ValueError("streaming=on needs proto_version >= 2")
+            raise ConfigurationError("streaming=on needs proto_version >= 2")
         if self.streaming == "parallel" and self.proto_version < 4:
-            raise ValueError("streaming=parallel needs proto_version >= 4")
+            raise ConfigurationError("streaming=parallel needs proto_version >= 4")
         if self.two_phase and self.proto_version < 3:
-            raise ValueError("two_phase needs proto_version >= 3")
+            raise ConfigurationError("two_phase needs proto_version >= 3")
         if self.origin not in (None, "any", "none"):
-            raise ValueError(f"origin must be 'any' or 'none', not {self.origin!r}")
+            raise ConfigurationError(f"origin must be 'any' or 'none', not {self.origin!r}")
         if self.status_interval <= 0:
-            raise ValueError("status_interval must be positive")
+            raise ConfigurationError("status_interval must be positive")
 
     def start_replication_command(self, start_lsn: int, server_version: int) -> str:
         if self.two_phase and server_version < 150000:
@@ -364,6 +359,7 @@ class LogicalReplicationReader:
         raise type(last_error)(
             f"could not {what} to slot {self.options.slot_name!r} after {attempts} attempts: {last_error}",
             sqlstate=last_error.sqlstate,
+            slot=self.options.slot_name,
         ) from last_error
 
     def _connect_and_start(self) -> None:
@@ -371,13 +367,13 @@ class LogicalReplicationReader:
         if pgconn.status != pq.ConnStatus.OK:
             message = pgconn.get_error_message()
             pgconn.finish()
-            raise ReplicationConnectionLost(f"connection failed: {message.strip()}")
+            raise ReplicationConnectionLost(f"connection failed: {message.strip()}", slot=self.options.slot_name)
         self.server_version = pgconn.server_version
         command = self.options.start_replication_command(self._resume_lsn(), self.server_version)
         pgconn.send_query(command.encode())
         result = self._wait_result(pgconn)
         if result.status != pq.ExecStatus.COPY_BOTH:
-            error = self._error_from_result(result, pgconn, f"START_REPLICATION on slot {self.options.slot_name!r}")
+            error = self._error_from_result(result, pgconn, f"START_REPLICATION on slot {self.options.slot_name!r}", slot_request=True)
             pgconn.finish()
             raise error
         self._pgconn = pgconn
@@ -403,18 +399,22 @@ class LogicalReplicationReader:
             raise ReplicationConnectionLost("connection lost: no result for START_REPLICATION")
         return result
 
-    def _error_from_result(self, result: pq.abc.PGresult, pgconn: pq.abc.PGconn, what: str) -> ReplicationError:
-        raw_state = result.error_field(pq.DiagnosticField.SQLSTATE)
-        sqlstate = raw_state.decode() if raw_state else None
+    def _error_from_result(
+        self, result: pq.abc.PGresult, pgconn: pq.abc.PGconn, what: str, *, slot_request: bool = False
+    ) -> ReplicationError:
+        """The server's error (its ErrorResponse fields) as an exception, by SQLSTATE. ``slot_request``:
+        the failed command was START_REPLICATION itself, so an undefined object is our slot."""
+        fields = pq.DiagnosticField
+        sqlstate, schema, table = (
+            raw.decode(errors="replace") if raw else None
+            for raw in (result.error_field(fields.SQLSTATE), result.error_field(fields.SCHEMA_NAME), result.error_field(fields.TABLE_NAME))
+        )
         message = (result.error_message or pgconn.error_message or b"").decode(errors="replace").strip()
         text = f"{what} failed: {message}" if message else f"{what} failed with status {result.status.name}"
-        if sqlstate == _UNDEFINED_OBJECT and "slot" in message:
-            return SlotNotFoundError(text, sqlstate=sqlstate)
-        if sqlstate == _OBJECT_IN_USE:
-            return SlotInUseError(text, sqlstate=sqlstate)
-        if sqlstate is None or sqlstate.startswith(_TRANSIENT_SQLSTATE_PREFIXES) or pgconn.status != pq.ConnStatus.OK:
-            return ReplicationConnectionLost(text, sqlstate=sqlstate)
-        return ReplicationError(text, sqlstate=sqlstate)
+        error = server_error(text, sqlstate, slot=self.options.slot_name, slot_request=slot_request, replication=True,
+                             table=f"{schema}.{table}" if schema and table else table, connected=pgconn.status == pq.ConnStatus.OK)
+        assert isinstance(error, ReplicationError)  # replication=True gives nothing else
+        return error
 
     def _drop_connection(self, reason: str) -> None:
         pgconn, self._pgconn = self._pgconn, None

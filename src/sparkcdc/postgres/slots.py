@@ -15,7 +15,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ..lsn import format_lsn, parse_lsn
-from .errors import ReplicationError, SlotInUseError, SlotNotFoundError
+from .errors import ReplicationError, SlotInUseError, SlotNotFoundError, from_psycopg
 from .replication import quote_ident
 
 __all__ = [
@@ -134,7 +134,8 @@ def ensure_slot(conn: psycopg.Connection, slot_name: str, *, plugin: str = "pgou
     if state.slot_type != "logical" or state.plugin != plugin or state.database != database:
         raise ReplicationError(
             f"slot {slot_name!r} exists but is a {state.slot_type} slot for plugin {state.plugin!r} in database "
-            f"{state.database!r}; expected a logical {plugin!r} slot in {database!r}"
+            f"{state.database!r}; expected a logical {plugin!r} slot in {database!r}",
+            slot=slot_name,
         )
     return state, False
 
@@ -143,10 +144,8 @@ def advance_slot(conn: psycopg.Connection, slot_name: str, lsn: int) -> int:
     """``pg_replication_slot_advance``; returns the position the slot reached."""
     try:
         row = conn.execute("SELECT end_lsn::text FROM pg_replication_slot_advance(%s, %s::pg_lsn)", (slot_name, format_lsn(lsn))).fetchone()
-    except psycopg.errors.UndefinedObject as exc:
-        raise SlotNotFoundError(f"cannot advance slot {slot_name!r}: {exc}", sqlstate=exc.sqlstate) from None
-    except psycopg.errors.ObjectInUse as exc:
-        raise SlotInUseError(f"cannot advance slot {slot_name!r}: {exc}", sqlstate=exc.sqlstate) from None
+    except psycopg.Error as exc:
+        raise from_psycopg(exc, f"cannot advance slot {slot_name!r}", slot=slot_name, slot_request=True) from None
     assert row is not None
     return parse_lsn(row[0])
 
@@ -161,13 +160,12 @@ def drop_slot(conn: psycopg.Connection, slot_name: str, *, missing_ok: bool = Tr
     while True:
         try:
             conn.execute("SELECT pg_drop_replication_slot(%s)", (slot_name,))
-        except psycopg.errors.UndefinedObject as exc:
-            if missing_ok:
+        except psycopg.Error as exc:
+            error = from_psycopg(exc, f"cannot drop slot {slot_name!r}", slot=slot_name, slot_request=True)
+            if isinstance(error, SlotNotFoundError) and missing_ok:
                 return False
-            raise SlotNotFoundError(f"cannot drop slot {slot_name!r}: {exc}", sqlstate=exc.sqlstate) from None
-        except psycopg.errors.ObjectInUse as exc:
-            if time.monotonic() >= deadline:
-                raise SlotInUseError(f"cannot drop slot {slot_name!r}: {exc}", sqlstate=exc.sqlstate) from None
+            if not isinstance(error, SlotInUseError) or time.monotonic() >= deadline:
+                raise error from None
             time.sleep(0.02)  # poll interval while the old walsender exits
             continue
         return True
@@ -202,10 +200,10 @@ class ExportedSnapshotSlot:
             row = cursor.fetchone()
         except psycopg.errors.DuplicateObject as exc:
             self.close()
-            raise ReplicationError(f"cannot create slot {slot_name!r}: it already exists", sqlstate=exc.sqlstate) from None
+            raise ReplicationError(f"cannot create slot {slot_name!r}: it already exists", sqlstate=exc.sqlstate, slot=slot_name) from None
         except psycopg.Error as exc:
             self.close()
-            raise ReplicationError(f"cannot create slot {slot_name!r}: {exc}", sqlstate=exc.sqlstate) from None
+            raise from_psycopg(exc, f"cannot create slot {slot_name!r}", slot=slot_name, slot_request=True, replication=True) from None
         assert row is not None
         self.slot_name: str = row[0]
         self.consistent_point: int = parse_lsn(row[1])

@@ -15,6 +15,7 @@ from types import TracebackType
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from ..errors import ConfigurationError
 from ..text_format import TEXT_OUTPUT_SETTINGS, libpq_options
 from .replication import quote_ident
 
@@ -46,7 +47,7 @@ class SnapshotTransaction:
 
     def __init__(self, conninfo: str, *, snapshot_name: str | None = None, isolation: str = "repeatable_read") -> None:
         if isolation not in ISOLATION_LEVELS:
-            raise ValueError(f"unknown snapshot isolation {isolation!r}")
+            raise ConfigurationError(f"unknown snapshot isolation {isolation!r}", prop="isolation")
         # Autocommit, so that our BEGIN (with its isolation level) is the transaction's first statement.
         self.conn = connect_with_text_settings(conninfo, autocommit=True, application_name="sparkcdc-snapshot")
         try:

@@ -16,16 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from ..debezium.config import ConnectorConfig
+from ..errors import PipelineError  # the family; raised here when the streaming query fails, with Spark's cause
 
 __all__ = ["PipelineError", "RunSummary", "run_pipeline"]
 
 log = logging.getLogger(__name__)
 
 APPLY_BATCH_WAL_BYTES = 32 * 1024 * 1024  # default WAL per micro-batch when applying to targets
-
-
-class PipelineError(RuntimeError):
-    """The streaming query failed; the message is the cause as Spark reported it."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import PipelineError
 from ...text_format import TEXT_OUTPUT_SETTINGS
 from ..config import ConnectorConfig
 from ..connect import ConnectSchema
@@ -27,6 +28,7 @@ __all__ = [
     "ColumnType",
     "ConversionError",
     "MappingOptions",
+    "TemporalRangeError",
     "UnrepresentableValueError",
     "UnsupportedTypeError",
     "ValueMapping",
@@ -38,7 +40,7 @@ SESSION_SETTINGS = TEXT_OUTPUT_SETTINGS
 Converter = Callable[[str], Any]
 
 
-class ConversionError(ValueError):
+class ConversionError(PipelineError, ValueError):
     """A value could not be converted; the message names the value and the target type."""
 
 
@@ -47,7 +49,16 @@ class UnrepresentableValueError(ConversionError):
     warning and emits null (so an event needing it in a required field fails)."""
 
 
-class UnsupportedTypeError(LookupError):
+class TemporalRangeError(UnrepresentableValueError):
+    """A valid PostgreSQL value that Debezium's chosen representation cannot hold.
+
+    Debezium logs a warning and emits null when the column is optional and fails the event only
+    for NOT NULL columns; the table layer emits null for optional fields. (Raised by, and importable
+    from, :mod:`sparkcdc.debezium.types.temporal`; defined here because that module is compiled.)
+    """
+
+
+class UnsupportedTypeError(PipelineError, LookupError):
     """No mapping exists for a column type (and ``include.unknown.datatypes`` is off)."""
 
 

@@ -56,7 +56,10 @@ from decimal import ROUND_DOWN, Decimal
 from typing import Any
 
 from ..connect import int32, int64, string
-from .base import ColumnType, ConversionError, MappingOptions, UnrepresentableValueError, ValueMapping
+from .base import ColumnType, ConversionError, MappingOptions, TemporalRangeError, ValueMapping
+
+# TemporalRangeError is defined in .base: this module is compiled with mypyc, which cannot compile an
+# exception class deriving from sparkcdc's (interpreted) hierarchy.
 
 __all__ = [
     "DATE_NEGATIVE_INFINITY_DAYS",
@@ -130,14 +133,6 @@ _DAYS_PER_MONTH_AVG = 365.25 / 12.0  # MicroDuration.DAYS_PER_MONTH_AVG = 30.437
 _CACHE_LIMIT = 4096
 _DAY_CACHE: dict[str, int] = {}
 _ISO_DATE_CACHE: dict[int, str] = {}
-
-
-class TemporalRangeError(UnrepresentableValueError):
-    """A valid PostgreSQL value that Debezium's chosen representation cannot hold.
-
-    Debezium logs a warning and emits null when the column is optional and fails the event only
-    for NOT NULL columns; the table layer emits null for optional fields.
-    """
 
 
 # -- calendar -----------------------------------------------------------------------------------------

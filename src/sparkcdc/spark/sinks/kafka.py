@@ -69,6 +69,8 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from ...errors import ConfigurationError, DestinationError
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.streaming import DataStreamWriter
@@ -99,7 +101,7 @@ _POLL_EVERY = 1000  # produce calls between serving delivery reports
 _FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 
 
-class KafkaSinkError(RuntimeError):
+class KafkaSinkError(DestinationError):
     """A batch could not be written to Kafka: nothing of it is committed (its transaction was aborted or
     never committed), and Spark will run it again when the query restarts.
 
@@ -107,7 +109,7 @@ class KafkaSinkError(RuntimeError):
     """
 
     def __init__(self, message: str, *, bootstrap_servers: str, batch_id: int | None = None, topic: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, target=f"kafka {bootstrap_servers}")
         self.bootstrap_servers = bootstrap_servers
         self.batch_id = batch_id
         self.topic = topic
@@ -141,7 +143,7 @@ class TopicConfig:
             return value
         unknown = set(value) - {"partitions", "replication_factor", "compact", "config"}
         if unknown:
-            raise ValueError(f"topic_config: unknown keys {sorted(unknown)} (partitions, replication_factor, compact, config)")
+            raise ConfigurationError(f"unknown keys {sorted(unknown)} (partitions, replication_factor, compact, config)", prop="topic_config")
         return cls(**value)
 
 
@@ -216,9 +218,9 @@ class KafkaBatchWriter:
         timeout: float = 30.0,
     ) -> None:
         if not _PIPELINE_ID.fullmatch(pipeline_id):
-            raise ValueError(f"pipeline_id {pipeline_id!r}: 1 to 200 of [A-Za-z0-9._-] (it is part of a topic name)")
+            raise ConfigurationError(f"{pipeline_id!r} must be 1 to 200 of [A-Za-z0-9._-] (it is part of a topic name)", prop="pipeline_id")
         if timeout <= 0:
-            raise ValueError(f"timeout must be positive, not {timeout}")
+            raise ConfigurationError(f"must be positive, not {timeout}", prop="timeout")
         self.bootstrap_servers = bootstrap_servers
         self.pipeline_id = pipeline_id
         self.fence_topic = fence_topic_name(pipeline_id)
@@ -240,9 +242,9 @@ class KafkaBatchWriter:
         }
         settings.update({str(k): v for k, v in user.items()})
         if str(settings.setdefault("enable.idempotence", True)).lower() not in ("true", "1"):
-            raise ValueError("producer_config: enable.idempotence must stay true (exactly-once needs it)")
+            raise ConfigurationError("enable.idempotence must stay true (exactly-once needs it)", prop="producer_config")
         if str(settings.setdefault("acks", "all")).lower() not in ("all", "-1"):
-            raise ValueError("producer_config: acks must stay 'all' (exactly-once needs it)")
+            raise ConfigurationError("acks must stay 'all' (exactly-once needs it)", prop="producer_config")
         return {**self._client_config, **settings}
 
     def _client(self, **settings: Any) -> dict[str, Any]:

@@ -26,6 +26,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...errors import DestinationError
+
 __all__ = [
     "STAGING_DIR",
     "PublishedBatch",
@@ -42,7 +44,7 @@ _NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
 
 
-class TopicFilesError(RuntimeError):
+class TopicFilesError(DestinationError):
     """A batch's staged output cannot be published (unusable topic name, file-system failure)."""
 
 

@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter
 
 from ...debezium import topic_line
+from ...errors import ConfigurationError
 from .staging import TopicFilesError, new_staging_dir, publish_batch
 
 __all__ = ["TopicFilesBatchWriter", "TopicFilesError", "line_column", "local_output_path", "topic_files_writer", "topic_lines"]
@@ -84,10 +85,10 @@ def local_output_path(path: str | Path) -> Path:
     if scheme and scheme.group(1).lower() == "file":
         parsed = urlsplit(text)
         if parsed.netloc not in ("", "localhost"):
-            raise ValueError(f"topic files output {text!r}: a file: URI must name a local path")
+            raise ConfigurationError(f"topic files output {text!r}: a file: URI must name a local path")
         return Path(unquote(parsed.path)).absolute()
     if scheme and len(scheme.group(1)) > 1:  # one letter: a Windows drive, not a scheme
-        raise ValueError(
+        raise ConfigurationError(
             f"topic files output {text!r}: only a local (or mounted shared) file system is supported, not {scheme.group(1)}:"
         )
     return Path(text).absolute()

@@ -7,10 +7,12 @@ description, type map, change reading — raises the same classes, importable fr
 
 from __future__ import annotations
 
+from ...errors import ConfigurationError
+
 __all__ = ["TableNotCapturedError", "TableViewError", "UnknownTableError", "UnsupportedColumnError"]
 
 
-class TableViewError(Exception):
+class TableViewError(ConfigurationError):
     """A typed view cannot be built or applied."""
 
 
