@@ -210,7 +210,11 @@ def run(
     scd_type: Annotated[int, typer.Option("--scd-type", metavar="1|2",
                                           help="With --apply-to: 1 mirrors the tables, 2 keeps their history (__START_AT/__END_AT).")] = 1,
 ) -> None:
-    """Run the pipeline. SIGINT/SIGTERM stop it cleanly after the current micro-batch; a second signal exits immediately."""
+    """Run the pipeline. SIGINT/SIGTERM stop it cleanly after the current micro-batch; a second signal exits immediately.
+
+    If PostgreSQL goes away, the query restarts from its checkpoint after retriable.restart.connector.wait.ms,
+    up to errors.max.retries times in a row (-1: no limit); then it exits with 1.
+    """
     if output is None and not apply_to:
         _fail(EXIT_CONFIG, "give --output DIR, --apply-to TARGET, or both")
     if scd_type not in (1, 2):
@@ -227,7 +231,8 @@ def run(
     with StopEvent(on_first=stopping) as stop:
         try:
             summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
-                                          stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type)
+                                          stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type,
+                                          on_restart=lambda message: err.print(f"restarting: {message}", soft_wrap=True))
         except ConfigError as exc:
             _config_error(loaded, exc)
         except (SetupError, ReplicationError) as exc:
