@@ -232,7 +232,7 @@ def run(
         try:
             summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
                                           stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type,
-                                          on_restart=lambda message: err.print(f"restarting: {message}", soft_wrap=True))
+                                          on_restart=lambda message: err.print(f"restarting: {message}", soft_wrap=True, markup=False))
         except ConfigError as exc:
             _config_error(loaded, exc)
         except (SetupError, ReplicationError) as exc:
