@@ -29,12 +29,12 @@ from .support import output_lines, payload, properties
 TABLES = ("accounts", "notes")
 
 
-def _run(props: dict[str, str], tmp_path: Path, log: Path) -> GroupProcess:
+def _run(props: dict[str, str], tmp_path: Path, log: Path, *extra: str) -> GroupProcess:
     config = tmp_path / "connector.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     return GroupProcess([sys.executable, "-m", "sparkcdc.cli", "run", str(config), "--output", str(tmp_path / "out"),
                          "--checkpoint", str(tmp_path / "checkpoint"), "--master", "local[2]",
-                         "--summary", str(tmp_path / "summary.json")], log)
+                         "--summary", str(tmp_path / "summary.json"), *extra], log)
 
 
 class Writer(threading.Thread):
@@ -73,10 +73,16 @@ def _log(log: Path) -> str:
     return log.read_text(errors="replace") if log.exists() else ""
 
 
-def _delivered(output: Path, marker: int) -> bool:
-    # the first marker may land in the snapshot (op "r") when Spark starts slower than the insert
-    return any((p := payload(line)) and p["op"] in ("r", "c") and p["after"]["id"] == marker
-               for line in output_lines(output) if line["topic"] == "srv.public.accounts")
+def _committed(output: Path, checkpoint: Path, marker: int) -> bool:
+    """The marker row is in the output, and Spark has committed the batch that wrote it."""
+    for path in (output / "srv.public.accounts").glob("part-*.jsonl"):
+        for raw in path.read_text(encoding="utf-8").split("\n")[:-1]:
+            change = payload(json.loads(raw))
+            # the first marker may land in the snapshot (op "r") when Spark starts slower than the insert
+            if change and change["op"] in ("r", "c") and change["after"]["id"] == marker:
+                batch = int(path.name.split("-")[1])  # part-<batch>-<n>.jsonl
+                return (checkpoint / "commits" / str(batch)).exists()
+    return False
 
 
 def _replay(lines: list[dict[str, Any]], conn: psycopg.Connection) -> None:
@@ -100,7 +106,10 @@ def _rows(conn: psycopg.Connection, table: str) -> list[tuple[Any, ...]]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_run_survives_two_immediate_shutdowns_and_replays_exactly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mirror", [False, True], ids=["topic-files", "and-applied"])
+def test_run_survives_two_immediate_shutdowns_and_replays_exactly(tmp_path: Path, mirror: bool) -> None:
+    """With ``mirror``, the run also applies the changes to a database of the same server, which
+    goes away with it: the restarted query opens its target again."""
     output, log = tmp_path / "out", tmp_path / "run.log"
     with ThrowawayCluster() as cluster:
         with psycopg.connect(cluster.conninfo(), autocommit=True) as db:
@@ -108,19 +117,22 @@ def test_run_survives_two_immediate_shutdowns_and_replays_exactly(tmp_path: Path
                 db.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, v text)")
                 db.execute(f"INSERT INTO {table} SELECT g, 'snapshot' FROM generate_series(-100, -1) g")
             db.execute("CREATE DATABASE replay")
+            db.execute("CREATE DATABASE mirror")
         props = properties(cluster, "restarts", [f"public.{t}" for t in TABLES], **{
             "retriable.restart.connector.wait.ms": "500",
             "slot.retry.delay.ms": "200",
         })
-        run = _run(props, tmp_path, log)
+        apply = ["--apply-to", cluster.url("mirror")] if mirror else []
+        run = _run(props, tmp_path, log, *apply)
         writer = Writer(cluster)
         markers = iter(range(-1000, -1100, -1))  # ids the writer never uses
 
         def caught_up() -> None:
-            """A fresh insert appears in the output: the run streams again and has read all before it."""
+            """A fresh insert is in a committed batch: the run streams again and has read all before it."""
             marker = next(markers)
             wait_until(lambda: _connect_and_insert(cluster, marker), timeout=60, what="the server to accept the marker")
-            wait_until(lambda: _delivered(output, marker) or run.process.poll() is not None, timeout=300,
+            wait_until(lambda: _committed(output, tmp_path / "checkpoint", marker) or run.process.poll() is not None,
+                       timeout=300,
                        interval=0.2, what=f"marker {marker} in the output\n{_log(log)[-3000:]}")
             assert run.process.poll() is None, f"sparkcdc run exited:\n{_log(log)[-3000:]}"
 
@@ -169,6 +181,10 @@ def test_run_survives_two_immediate_shutdowns_and_replays_exactly(tmp_path: Path
                 expected = _rows(source, table)
                 assert len(expected) > 100, "the writer changed the table"
                 assert _rows(replay, table) == expected, f"{table}: the replayed output differs from the source"
+            if mirror:
+                with psycopg.connect(cluster.conninfo(dbname="mirror"), autocommit=True) as applied:
+                    for table in TABLES:
+                        assert _rows(applied, table) == _rows(source, table), f"{table}: the mirror differs"
 
 
 def _connect_and_insert(cluster: ThrowawayCluster, marker: int) -> bool:

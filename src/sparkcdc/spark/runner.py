@@ -152,6 +152,8 @@ def run_pipeline(
             notify(f"the query failed on a server that went away ({cause}); restarting from the checkpoint "
                    f"in {restarts.wait_seconds:g} s (retriable.restart.connector.wait.ms), restart {consecutive}{limit}")
             _stop_quietly(spark)
+            for applier in appliers:
+                applier.reconnect()
             # Debezium's pause before a restart; a stop signal ends it at once.
             if (stop_event or threading.Event()).wait(restarts.wait_seconds):
                 stopped = True
