@@ -170,15 +170,7 @@ def _source_without_the_table() -> str:
     return "\n".join(p.read_text(encoding="utf-8") for p in SRC.rglob("*.py") if p.name not in skip)
 
 
-# Honoured by sparkcdc run's restarts, built on the branch "resilience" of issue 10: remove this
-# marker when it lands (strict: the test then passes and the marker fails the run).
-_PENDING = {"slot.retry.delay.ms", "errors.max.retries", "retriable.restart.connector.wait.ms"}
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(p.name, marks=pytest.mark.xfail(strict=True, reason="resilience branch")) if p.name in _PENDING else p.name
-    for p in PROPERTIES.values() if p.status == HONOURED
-])
+@pytest.mark.parametrize("name", [p.name for p in PROPERTIES.values() if p.status == HONOURED])
 def test_an_honoured_property_is_read_by_the_code(name: str) -> None:
     source = _source_without_the_table()
     attribute = attribute_name(name)

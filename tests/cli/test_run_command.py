@@ -175,3 +175,13 @@ def test_exit_code_follows_the_family(
     result = RUNNER.invoke(app, ["run", str(config_file), "--output", "o", "--checkpoint", "c"])
     assert result.exit_code == code
     assert said in " ".join(result.output.split())
+
+
+def test_restarts_are_reported_on_stderr_as_they_happen(config_file: Path, fake_runner: types.ModuleType) -> None:
+    def run_pipeline(config: ConnectorConfig, *, on_restart: Any, **kwargs: Any) -> None:
+        on_restart("the server went away ([psycopg.OperationalError]: x); restart 1 of 3")
+
+    fake_runner.run_pipeline = run_pipeline  # type: ignore[attr-defined]
+    result = RUNNER.invoke(app, ["run", str(config_file), "--output", "o", "--checkpoint", "c"])
+    assert result.exit_code == 0, result.output
+    assert "restarting: the server went away ([psycopg.OperationalError]: x); restart 1 of 3" in result.output

@@ -1,4 +1,5 @@
-"""PostgreSQL stopped with an immediate shutdown while the query streams."""
+"""PostgreSQL stopped with an immediate shutdown while the query streams, with restarts turned off
+(``errors.max.retries=0``); tests/spark/test_server_restart.py covers the restarts."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def test_query_fails_clearly_and_a_restart_loses_nothing(spark, tmp_path: Path) 
     with ThrowawayCluster() as cluster:
         with psycopg.connect(cluster.conninfo(), autocommit=True) as db:
             db.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
-        props = properties(cluster, "crash", ["public.t"], **{"snapshot.mode": "no_data"})
+        props = properties(cluster, "crash", ["public.t"], **{"snapshot.mode": "no_data", "errors.max.retries": "0"})
         result: dict[str, object] = {}
 
         def run() -> None:

@@ -235,7 +235,11 @@ def run(
     scd_type: Annotated[int, typer.Option("--scd-type", metavar="1|2",
                                           help="With --apply-to: 1 mirrors the tables, 2 keeps their history (__START_AT/__END_AT).")] = 1,
 ) -> None:
-    """Run the pipeline. SIGINT/SIGTERM stop it cleanly after the current micro-batch; a second signal exits immediately."""
+    """Run the pipeline. SIGINT/SIGTERM stop it cleanly after the current micro-batch; a second signal exits immediately.
+
+    If PostgreSQL goes away, the query restarts from its checkpoint after retriable.restart.connector.wait.ms,
+    up to errors.max.retries times in a row (-1: no limit); then it exits with 1.
+    """
     if output is None and not apply_to:
         _fail(EXIT_CONFIG, "give --output DIR, --apply-to TARGET, or both")
     if scd_type not in (1, 2):
@@ -250,7 +254,8 @@ def run(
     # Paths stay strings: they may be URIs (s3a://, hdfs://) that Path would mangle.
     with StopEvent(on_first=stopping) as stop, _reported(loaded):
         summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
-                                      stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type)
+                                      stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type,
+                                      on_restart=lambda message: err.print(f"restarting: {message}", soft_wrap=True, markup=False))
     if summary_file is not None and hasattr(summary, "to_dict"):
         Path(summary_file).write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
     batches, records = getattr(summary, "batches", None), getattr(summary, "records", None)

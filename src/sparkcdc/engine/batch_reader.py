@@ -93,9 +93,12 @@ def _read(
         status_interval=config.get_int("status.update.interval.ms") / 1000,
     )
     failure_mode = config.get("event.processing.failure.handling.mode")
-    # A task does not reconnect by itself: if the server goes away the task fails, Spark reports
-    # it, and the batch is read again from its start when the query restarts.
-    reconnect = ReconnectPolicy(attempts=config.get_int("slot.max.retries") + 1, initial_delay=0.5, max_delay=5.0)
+    # Connecting to the slot (the server coming back, the slot still active for another process) is
+    # tried slot.max.retries more times, slot.retry.delay.ms apart, as Debezium does. A connection
+    # lost mid-batch fails the task all the same (see _cut): the batch is read again from its start
+    # when `sparkcdc run` restarts the query.
+    delay = config.get_int("slot.retry.delay.ms") / 1000
+    reconnect = ReconnectPolicy(attempts=config.get_int("slot.max.retries") + 1, initial_delay=delay, max_delay=delay)
     reader = LogicalReplicationReader(conninfo, options, start_lsn=start_lsn, reconnect=reconnect)
     reader.start()
     try:
@@ -128,7 +131,9 @@ def _cut(items: list, end_lsn: int) -> tuple[list[WalMessage], bool]:
     """The items that belong to the batch, and whether the batch ends within this list."""
     for index, item in enumerate(items):
         if isinstance(item, StreamRestarted):
-            raise ReplicationConnectionLost(f"replication connection lost and re-established at {format_lsn(item.start_lsn)}: {item.reason}")
+            raise ReplicationConnectionLost(
+                f"replication connection lost and re-established at {format_lsn(item.start_lsn)}: {item.reason}"
+            )
         message = item.message
         kind = type(message)
         if kind is Begin:

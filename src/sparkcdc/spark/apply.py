@@ -113,6 +113,14 @@ class ChangeApplier:
         if self._target is not None:
             self._target.close()
 
+    def reconnect(self) -> None:
+        """Let go of the target opened from its location; the next batch opens it again. After the
+        server went away its connection is dead, and the restarted query must not inherit it."""
+        if self._target is not None and self._target_location is not None:
+            self._target.close()
+            self._target = None
+            self._prepared.clear()  # what was prepared on the old target is prepared again on the new one
+
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         persisted = batch.storageLevel == StorageLevel.NONE
         if persisted:

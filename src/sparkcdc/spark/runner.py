@@ -10,13 +10,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..debezium.config import ConnectorConfig
 from ..errors import PipelineError  # the family; raised here when the streaming query fails, with Spark's cause
+from .restarts import RestartPolicy, retriable_cause
 
 __all__ = ["PipelineError", "RunSummary", "run_pipeline"]
 
@@ -30,6 +31,7 @@ class RunSummary:
     batches: int
     records: int
     stopped_by_signal: bool
+    restarts: int = 0  # streaming queries restarted after the server went away
     startup_seconds: float = 0.0  # from the call to the query's start: Spark's own start-up, mostly
     batch_durations_ms: tuple[int, ...] = ()  # Spark's triggerExecution time of each micro-batch
     applied: dict[str, dict[str, int]] | None = None  # apply target -> table -> events applied
@@ -40,6 +42,7 @@ class RunSummary:
             "batches": self.batches,
             "records": self.records,
             "stopped_by_signal": self.stopped_by_signal,
+            "restarts": self.restarts,
             "startup_seconds": round(self.startup_seconds, 3),
             "batch_durations_ms": list(self.batch_durations_ms),
             "applied": self.applied or {},
@@ -58,10 +61,15 @@ def run_pipeline(
     trigger_interval: str = "1 second",
     apply_to: Sequence[str | tuple[str, int]] = (),
     scd_type: int = 1,
+    on_restart: Callable[[str], None] | None = None,
 ) -> RunSummary:
     """Run the connector as a streaming query writing topic directories under ``output`` and/or
     applying every captured table to each target of ``apply_to``: a location (SCD ``scd_type``)
-    or a (location, SCD type) pair."""
+    or a (location, SCD type) pair.
+
+    A query that fails because the server went away is restarted from its checkpoint (see
+    :mod:`sparkcdc.spark.restarts`); ``on_restart`` hears of each restart (default: a log warning).
+    """
     from pyspark.errors import StreamingQueryException
 
     from ..gc_policy import use_throughput_gc
@@ -71,6 +79,7 @@ def run_pipeline(
     from .source import register
 
     called = time.perf_counter()
+    notify = on_restart or log.warning
     if not isinstance(config, ConnectorConfig):
         config = ConnectorConfig(config)
     if output is None and not apply_to:
@@ -89,35 +98,64 @@ def run_pipeline(
         # topic files need (256 MiB of WAL made one batch of a million changes: the driver ran out).
         properties.setdefault("sparkcdc.max.batch.wal.bytes", str(APPLY_BATCH_WAL_BYTES))
     use_throughput_gc()
+    restarts = RestartPolicy.from_config(config)
     spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}")
     register(spark)
-    if appliers:
-        # Applying needs the typed columns: the columns layout, and one persisted read per batch.
-        frame = spark.readStream.format("postgres-cdc").options(**options_for(properties)).load()
-        topic_files = None if output is None else TopicFilesBatchWriter(output)
-        writer = frame.writeStream.foreachBatch(_BatchFanOut(topic_files, appliers))
-    else:
-        # The topic files need only each record's line: the reader builds it (see sparkcdc.spark.lines).
-        lines = {**properties, "sparkcdc.output.layout": "lines"}
-        frame = spark.readStream.format("postgres-cdc").options(**options_for(lines)).load()
-        assert output is not None
-        writer = topic_files_writer(frame, output)
-    writer = writer.option("checkpointLocation", str(checkpoint)).queryName(config.settings.name)
-    writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger_interval)
+    topic_files = None if output is None or not appliers else TopicFilesBatchWriter(output)
+
+    def start() -> Any:
+        """The streaming query, from the checkpoint: the first start and every restart alike."""
+        if appliers:
+            # Applying needs the typed columns: the columns layout, and one persisted read per batch.
+            frame = spark.readStream.format("postgres-cdc").options(**options_for(properties)).load()
+            writer = frame.writeStream.foreachBatch(_BatchFanOut(topic_files, appliers))
+        else:
+            # The topic files need only each record's line: the reader builds it (see sparkcdc.spark.lines).
+            lines = {**properties, "sparkcdc.output.layout": "lines"}
+            frame = spark.readStream.format("postgres-cdc").options(**options_for(lines)).load()
+            assert output is not None
+            writer = topic_files_writer(frame, output)
+        writer = writer.option("checkpointLocation", str(checkpoint)).queryName(config.settings.name)
+        writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger_interval)
+        return writer.start()
+
     stopped = False
+    progress: list[dict[str, Any]] = []
+    consecutive = restarted = 0
     try:
-        query = writer.start()
+        query = start()
         started = time.perf_counter()
-        while query.isActive:
-            if stop_event is not None and stop_event.is_set():
-                stopped = True
-                _stop_between_batches(query)
+        while True:
+            stopped = _watch(query, stop_event)
+            runs = list(query.recentProgress)
+            progress += runs
+            failure = query.exception()
+            if failure is None:
                 break
-            query.awaitTermination(0.5)
-        failure = query.exception()
-        if failure is not None:
-            raise PipelineError(_describe(failure))
-        progress = query.recentProgress
+            report = _report(failure)
+            cause = None if stopped else retriable_cause(report)
+            if cause is None:
+                raise PipelineError(_describe(failure))
+            if any(int(p.get("numInputRows", 0)) for p in runs):
+                consecutive = 0  # records flowed since the last restart: as Debezium, the count starts again
+            if not restarts.allows(consecutive):
+                raise PipelineError(
+                    f"the server went away and the query was restarted {consecutive} time(s) in a row, "
+                    f"all that {restarts.describe()} allows; the last cause: {cause}"
+                )
+            consecutive += 1
+            restarted += 1
+            limit = "" if restarts.max_retries is None else f" of {restarts.max_retries}"
+            notify(f"the query failed on a server that went away ({cause}); restarting from the checkpoint "
+                   f"in {restarts.wait_seconds:g} s (retriable.restart.connector.wait.ms), restart {consecutive}{limit}")
+            _stop_quietly(spark)
+            for applier in appliers:
+                applier.reconnect()
+            # Debezium's pause before a restart; a stop signal ends it at once.
+            if (stop_event or threading.Event()).wait(restarts.wait_seconds):
+                stopped = True
+                break
+            query = start()
     except StreamingQueryException as exc:
         raise PipelineError(_describe(exc)) from exc
     finally:
@@ -126,6 +164,7 @@ def run_pipeline(
             applier.close()
     return RunSummary(
         batches=len(progress),
+        restarts=restarted,
         records=sum(int(p.get("numInputRows", 0)) for p in progress),
         stopped_by_signal=stopped,
         startup_seconds=started - called,
@@ -168,6 +207,26 @@ class _BatchFanOut:
                 applier(batch, batch_id)
         finally:
             batch.unpersist()
+
+
+def _watch(query: Any, stop_event: threading.Event | None) -> bool:
+    """Until the query ends (finished, failed or stopped by ``stop_event``); whether a signal stopped it."""
+    from pyspark.errors import StreamingQueryException
+
+    try:
+        while query.isActive:
+            if stop_event is not None and stop_event.is_set():
+                _stop_between_batches(query)
+                return True
+            query.awaitTermination(0.5)
+    except StreamingQueryException:
+        pass  # the caller reads it from query.exception()
+    return False
+
+
+def _report(failure: Any) -> str:
+    """Everything Spark says about a failure: the Python tracebacks it carries are in here."""
+    return "\n".join(str(part) for part in (getattr(failure, "desc", None), failure) if part)
 
 
 def _stop_between_batches(query: Any, patience: float = 60.0) -> None:
