@@ -24,15 +24,16 @@ from sparkcdc.errors import (
 
 
 def _public_exception_classes() -> dict[str, type[BaseException]]:
-    """``module.Class`` -> class, for every public exception class defined in a sparkcdc module."""
+    """``module.Class`` -> class, for every public exception class defined in a sparkcdc module
+    (warning categories are not errors: they are raised through ``warnings``, never caught)."""
     found: dict[str, type[BaseException]] = {}
     for module_info in pkgutil.walk_packages(sparkcdc.__path__, prefix="sparkcdc."):
         if any(part.startswith("_") for part in module_info.name.split(".")[1:]):
             continue  # private modules, __main__
         module = importlib.import_module(module_info.name)
         for name, value in vars(module).items():
-            if (inspect.isclass(value) and issubclass(value, BaseException) and not name.startswith("_")
-                    and value.__module__ == module.__name__):
+            if (inspect.isclass(value) and issubclass(value, BaseException) and not issubclass(value, Warning)
+                    and not name.startswith("_") and value.__module__ == module.__name__):
                 found[f"{module.__name__}.{name}"] = value
     return found
 

@@ -22,6 +22,9 @@ def properties(cluster: ThrowawayCluster, name: str, tables: list[str], **overri
         "publication.name": name,
         "publication.autocreate.mode": "filtered",
         "table.include.list": ",".join(tables),
+        # A SIGKILLed run's walsender can hold the slot for a moment after: retry within half a
+        # second rather than Debezium's 10 s (the kill tests restart runs twenty times).
+        "slot.retry.delay.ms": "500",
     }
     props.update({k: str(v) for k, v in overrides.items()})
     return props
