@@ -335,3 +335,29 @@ def test_rendering_can_be_switched_off(db: psycopg.Connection, pg_cluster: Throw
     finally:
         slot.close()
         drop_slot(db, unique_name, wait=30)
+
+
+def test_rendered_doubles_are_json_floats_as_jackson_writes_them(db: psycopg.Connection) -> None:
+    """``10`` read back is an integer; Debezium (Jackson) writes ``10.0``: the rendering must give a
+    JSON float for every finite double, integral ones included (found by the Spark-path conformance)."""
+    from sparkcdc.debezium.sql_json import value_renderer
+    from sparkcdc.debezium.types.numeric import json_float
+
+    class Float8:
+        name = "float8"
+
+    class Mapping:
+        convert = staticmethod(json_float)
+
+    render = value_renderer(Float8, Mapping)  # type: ignore[arg-type]
+    assert render is not None
+    values = ["0", "-0", "10", "-1230", "1e14", "999999999999999", "1e15", "1e30", "1.5", "1e-5", "5e-324",
+              "1.7976931348623157e308", "NaN", "Infinity", "-Infinity"]
+    with db.cursor() as cursor:
+        cursor.execute("SET extra_float_digits = 1")
+        for value in values:
+            cursor.execute(f"SELECT {render('x')}, x::text FROM (SELECT %s::float8 x) s", (value,))
+            rendered, text = cursor.fetchone()
+            expected = json_float(text)
+            assert orjson.loads(rendered) == expected or expected != expected, (value, rendered)
+            assert type(orjson.loads(rendered)) is type(expected), (value, rendered)

@@ -59,10 +59,11 @@ def value_renderer(column: ColumnType, mapping: ValueMapping) -> Renderer | None
             return None  # a numeric in decimal.handling.mode=double: past float8's range a cast would fail the query
         # Jackson writes non-finite doubles as strings, and finite ones always as a JSON float
         # ("10.0", never "10"); PostgreSQL prints finite ones in shortest round-trip form
-        # (extra_float_digits >= 1), which reads back as the same double once it is a float.
+        # (extra_float_digits >= 1), which reads back as the same double once it is a float: plain
+        # digits for an integral value below 1e15 (those get ".0"), an exponent from there on.
         return lambda e: (
             f"CASE WHEN {e} = 'NaN'::float8 THEN '\"NaN\"' WHEN {e} = 'Infinity'::float8 THEN '\"Infinity\"' "
-            f"WHEN {e} = '-Infinity'::float8 THEN '\"-Infinity\"' ELSE regexp_replace(({e})::text, '^(-?[0-9]+)$', '\\1.0') END"
+            f"WHEN {e} = '-Infinity'::float8 THEN '\"-Infinity\"' WHEN {e} = trunc({e}) AND abs({e}) < 1e15 THEN ({e})::text || '.0' ELSE ({e})::text END"
         )
     if convert is _identity:
         if column.name in ("json", "jsonb"):

@@ -18,13 +18,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from itertools import repeat
 from operator import add
 
 import orjson
-from psycopg import Copy
-from psycopg.abc import Buffer
 
 from ..debezium.config import ConnectorConfig
 from ..debezium.events import EventFactory
@@ -278,8 +277,7 @@ def rendered_chunk_batches(
     """The chunk's records in batches of about ``batch_rows`` rows or ``batch_bytes`` of values.
 
     ``query`` is :func:`rendered_query`'s; ``tx`` sees the chunk's snapshot and has been through :func:`~sparkcdc.engine.snapshot_reader.open_chunk`."""
-    tx.conn.execute("SET LOCAL client_encoding TO 'UTF8'")
-    tx.conn.execute("SET LOCAL standard_conforming_strings TO on")
+    tx.use_rendering_settings()
     templates = RecordTemplates(events, serializer, chunk.context, table)
     first_ordinal = chunk_ordinal(chunk, 0)
     row_limit = chunk_row_limit(chunk)
@@ -303,8 +301,8 @@ def rendered_chunk_batches(
     keys: list[bytes | None] = []
     afters: list[bytes] = []
     pending = 0  # COPY bytes of the rows in afters
-    with tx.conn.cursor().copy(query.encode()) as copy:
-        for block in _blocks(copy, max(1, min(BLOCK_BYTES, batch_bytes // 4))):
+    with closing(tx.copy_blocks(query, max(1, min(BLOCK_BYTES, batch_bytes // 4)))) as blocks:  # an abandoned read ends its COPY
+        for block in blocks:
             pending += len(block)
             for line in block.split(b"\n"):
                 if not line:
@@ -339,20 +337,6 @@ def rendered_chunk_batches(
     if held is not None:
         # The COPY has ended, so the connection is free for the probes that mark the last row.
         yield batch(*held, last_row_marker(tx, config, chunk, first_of_table=rows == 1 and first_of_table))
-
-
-def _blocks(copy: Copy, block_bytes: int) -> Iterator[bytes]:
-    """COPY data in blocks of about ``block_bytes`` (each message is one row, ending in a newline)."""
-    parts: list[Buffer] = []
-    size = 0
-    for data in copy:
-        parts.append(data)
-        size += len(data)
-        if size >= block_bytes:
-            yield b"".join(parts)
-            parts, size = [], 0
-    if parts:
-        yield b"".join(parts)
 
 
 def _converted_payloads(table: TableSchema, positions: list[int], raw: bytes) -> tuple[bytes | None, bytes]:

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from types import TracebackType
 
 import psycopg
+from psycopg.abc import Buffer
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ..errors import ConfigurationError
@@ -64,6 +65,28 @@ class SnapshotTransaction:
         """``txid_current()``: the snapshot transaction's id (``source.txId`` of snapshot rows)."""
         row = self.conn.execute("SELECT txid_current()").fetchone()
         return None if row is None else int(row[0])
+
+    def use_rendering_settings(self) -> None:
+        """The settings the server-rendered JSON payloads assume (``sparkcdc.debezium.sql_json``),
+        for the rest of this transaction."""
+        self.conn.execute("SET LOCAL client_encoding TO 'UTF8'")
+        self.conn.execute("SET LOCAL standard_conforming_strings TO on")
+
+    def copy_blocks(self, query: str, block_bytes: int) -> Iterator[bytes]:
+        """``query`` (a ``COPY ... TO STDOUT``) as raw text-format data, in blocks of about
+        ``block_bytes`` (whole rows: each COPY data message is one row, ending in a newline). The
+        COPY ends, and the connection is free again, when the iterator is exhausted."""
+        with self.conn.cursor().copy(query.encode()) as copy:
+            parts: list[Buffer] = []
+            size = 0
+            for data in copy:
+                parts.append(data)
+                size += len(data)
+                if size >= block_bytes:
+                    yield b"".join(parts)
+                    parts, size = [], 0
+            if parts:
+                yield b"".join(parts)
 
     def current_wal_lsn_text(self) -> str:
         row = self.conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
