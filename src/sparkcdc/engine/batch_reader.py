@@ -145,7 +145,8 @@ def _cut(items: list, end_lsn: int) -> tuple[list[WalMessage], bool]:
 
 
 def _process(processor: StreamingProcessor, items: list[WalMessage], failure_mode: str | None) -> list[ChangeRecord]:
-    items = [i for i in items if not _own_heartbeat(i)]
+    # sparkcdc's own heartbeat messages never become records (inline: this runs once per change)
+    items = [i for i in items if type(i.message) is not LogicalMessage or i.message.prefix != HEARTBEAT_MESSAGE_PREFIX]
     if failure_mode == "fail":
         return processor.process_batch(items)
     out: list[ChangeRecord] = []
@@ -156,8 +157,3 @@ def _process(processor: StreamingProcessor, items: list[WalMessage], failure_mod
             if failure_mode == "warn":
                 log.warning("skipping the event at LSN %s: %s", format_lsn(item.data_start), exc)
     return out
-
-
-def _own_heartbeat(item: WalMessage) -> bool:
-    message = item.message
-    return type(message) is LogicalMessage and message.prefix == HEARTBEAT_MESSAGE_PREFIX
