@@ -63,7 +63,7 @@ def value_renderer(column: ColumnType, mapping: ValueMapping) -> Renderer | None
         # digits for an integral value below 1e15 (those get ".0"), an exponent from there on.
         return lambda e: (
             f"CASE WHEN {e} = 'NaN'::float8 THEN '\"NaN\"' WHEN {e} = 'Infinity'::float8 THEN '\"Infinity\"' "
-            f"WHEN {e} = '-Infinity'::float8 THEN '\"-Infinity\"' WHEN {e} = trunc({e}) AND abs({e}) < 1e15 THEN ({e})::text || '.0' ELSE ({e})::text END"
+            f"WHEN {e} = '-Infinity'::float8 THEN '\"-Infinity\"' WHEN {e} = trunc({e}) AND abs({e}) < '1e15'::float8 THEN ({e})::text || '.0' ELSE ({e})::text END"
         )
     if convert is _identity:
         if column.name in ("json", "jsonb"):
