@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from types import TracebackType
 from typing import Any
 
@@ -33,7 +33,7 @@ _IDLE_POLL_SECONDS = 0.05
 
 
 class LocalConnector:
-    """Runs one connector configuration; call :meth:`poll` (or iterate :meth:`records`)."""
+    """Runs one connector configuration; call :meth:`poll` or :meth:`poll_batch`."""
 
     def __init__(self, config: ConnectorConfig, *, state_location: str | None = None) -> None:
         self.config = config
@@ -78,14 +78,6 @@ class LocalConnector:
             if remaining <= 0 or not self.planner.streams and not self.snapshot_pending:
                 return None
             time.sleep(min(_IDLE_POLL_SECONDS, remaining))  # the WAL has not moved: ask again shortly
-
-    def records(self, *, idle_timeout: float) -> Iterator[EncodedRecord]:
-        """Every record, until ``idle_timeout`` seconds pass without one."""
-        while True:
-            batch = self.poll(idle_timeout)
-            if not batch:
-                return
-            yield from batch
 
     def _next_batch(self) -> EncodedBatch | None:
         """An encoded batch of the current micro-batch, planning the next one when it is done;

@@ -20,7 +20,7 @@ from ..debezium.records import ChangeRecord
 from ..debezium.serialization import JsonSerializer
 
 __all__ = [
-    "BATCH_BYTES", "OFFSET_LIMIT", "Constant", "EncodedBatch", "EncodedRecord", "Headers", "Joined", "encode_records", "joined",
+    "BATCH_BYTES", "OFFSET_LIMIT", "Constant", "EncodedBatch", "EncodedRecord", "Headers", "Joined", "cells", "encode_records", "joined",
 ]
 
 #: The most bytes of keys and values a batch should hold. A bigger buffer is past glibc's largest
@@ -113,7 +113,7 @@ class EncodedBatch:
         if self.key is None or self.value is None:
             raise ValueError("this encoded batch was built with lines only: it has no keys and values to list")
         size = self.size
-        columns = [_cells(c, size) for c in (self.topic, self.headers, self.op, self.lsn, self.commit_lsn, self.snapshot)]
+        columns = [cells(c, size) for c in (self.topic, self.headers, self.op, self.lsn, self.commit_lsn, self.snapshot)]
         for i, (key, value, ordinal) in enumerate(zip(self.key, self.value, self.ordinal, strict=True)):
             topic, headers, op, lsn, commit_lsn, snapshot = (column[i] for column in columns)
             yield EncodedRecord(topic, key, value, headers, op, lsn, commit_lsn, ordinal, snapshot)  # type: ignore[arg-type]
@@ -133,7 +133,8 @@ class EncodedRecord(NamedTuple):
     snapshot: str | None
 
 
-def _cells(column: Sequence[object] | Constant, size: int) -> Sequence[object]:
+def cells(column: Sequence[object] | Constant, size: int) -> Sequence[object]:
+    """A column's value per row, whether it is a list or a :class:`Constant`."""
     return [column.value] * size if isinstance(column, Constant) else column
 
 

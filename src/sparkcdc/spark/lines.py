@@ -15,12 +15,10 @@ key and value texts gets them here. They are the lines the sink's Spark SQL buil
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pyarrow as pa
 
 from ..debezium.topic_line import line
-from ..engine.encoded import Constant, EncodedBatch
+from ..engine.encoded import EncodedBatch, cells
 from .arrow import column_array, utf8_array
 
 __all__ = ["LINES_ARROW_SCHEMA", "LINES_DDL_SCHEMA", "line_batch"]
@@ -38,8 +36,8 @@ def line_batch(batch: EncodedBatch) -> pa.RecordBatch:
     if batch.key is None or batch.value is None:
         raise ValueError("an encoded batch without key and value must have lines")
     size = batch.size
-    lines = list(map(line, batch.key, batch.value, _cells(batch.headers, size), _cells(batch.lsn, size),  # type: ignore[arg-type]
-                     _cells(batch.commit_lsn, size), batch.ordinal))
+    lines = list(map(line, batch.key, batch.value, cells(batch.headers, size), cells(batch.lsn, size),  # type: ignore[arg-type]
+                     cells(batch.commit_lsn, size), batch.ordinal))
     return _record_batch(batch, utf8_array(lines))
 
 
@@ -55,7 +53,3 @@ def _record_batch(batch: EncodedBatch, line_column: pa.Array) -> pa.RecordBatch:
         ],
         schema=LINES_ARROW_SCHEMA,
     )
-
-
-def _cells(column: Sequence[object] | Constant, size: int) -> Sequence[object]:
-    return [column.value] * size if isinstance(column, Constant) else column
