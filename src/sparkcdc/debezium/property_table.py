@@ -187,6 +187,24 @@ def _flush_lsn_source(value: str, given: Mapping[str, str]) -> dict[str, str]:
     return {"lsn.flush.mode": "connector" if value.strip().lower() == "true" else "manual"}
 
 
+_SIGNAL_CHANNELS = ("source", "file", "kafka")
+_NOTIFICATION_CHANNELS = ("log", "sink")
+
+
+def _channel_check(known: tuple[str, ...], what: str) -> Callable[[str], str | None]:
+    def check(value: str) -> str | None:
+        unknown = [c.strip() for c in value.split(",") if c.strip() and c.strip() not in known]
+        if unknown:
+            jmx = " (the jmx channel needs a JVM: use `sparkcdc signal` to send signals)" if "jmx" in unknown else ""
+            return f"unknown {what} channel(s) {', '.join(unknown)}; sparkcdc has {', '.join(known)}{jmx}"
+        return None
+
+    return check
+
+
+_signal_channels = _channel_check(_SIGNAL_CHANNELS, "signal")
+_notification_channels = _channel_check(_NOTIFICATION_CHANNELS, "notification")
+
 # -- the table ---------------------------------------------------------------------------------------
 
 _SIGNALS = "has no effect yet: signals and incremental snapshots are not implemented in sparkcdc (issue 11)"
@@ -326,12 +344,18 @@ _ALL = [
     _P("streaming.delay.ms", "0", "int", check=_non_negative,
        doc="the driver waits this long before planning the first streaming batch of a query"),
     # incremental snapshots and signals
-    _P("signal.data.collection", status=WARNED, doc=_SIGNALS),
-    _P("signal.enabled.channels", "source", status=WARNED, doc=_SIGNALS),
-    _P("incremental.snapshot.chunk.size", "1024", "int", check=_positive, status=WARNED, doc=_SIGNALS),
-    _P("incremental.snapshot.watermarking.strategy", "insert_insert", "enum", ("insert_insert", "insert_delete"),
-       status=WARNED, doc=_SIGNALS),
-    _P("read.only", "false", "bool", status=WARNED, quiet=("false",), doc=_SIGNALS),
+    _P("signal.data.collection", doc="the signal table (<schema>.<table>): signals arrive through the WAL, and incremental "
+                                     "snapshots write their watermark rows there; added to a filtered publication"),
+    _P("signal.enabled.channels", "source", check=_signal_channels,
+       doc="source (the signal table), file (signal.file), kafka (signal.kafka.*); `sparkcdc signal` sends through them"),
+    _P("incremental.snapshot.chunk.size", "1024", "int", check=_positive,
+       doc="rows per incremental snapshot chunk: one chunk is read per micro-batch"),
+    _P("incremental.snapshot.watermarking.strategy", "insert_insert", "enum", ("insert_insert", "insert_delete")),
+    _P("read.only", "false", "bool",
+       doc="incremental snapshots write no watermark rows: the chunk's snapshot (pg_current_snapshot) tells which "
+           "streamed changes it contains"),
+    _P("notification.enabled.channels", check=_notification_channels,
+       doc="log (the connector's log); sink (records on notification.sink.topic.name)"),
     # events and runtime behaviour
     _P("provide.transaction.metadata", "false", "bool"),
     _P("heartbeat.interval.ms", "0", "int", check=_non_negative),

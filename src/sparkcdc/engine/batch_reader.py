@@ -31,7 +31,10 @@ from ..postgres.errors import ReplicationConnectionLost
 from ..postgres.replication import LogicalReplicationReader, ReconnectPolicy, ReplicationOptions, StreamRestarted, WalMessage
 from .connection import conninfo_from_config, sql_connection
 from .filters import TableFilter
+from .incremental_reader import chunk_reader
 from .offsets import SourceOffset
+from .signals import signal_table_of
+from .snapshot_window import StreamSignals
 from .state_store import StreamState, StreamStateStore
 from .streaming import StreamingProcessor
 from .tables import TableResolver
@@ -64,7 +67,7 @@ def read_stream_range(
         factory = TableSchemaFactory(config)
         events = EventFactory(config, admin.info.dbname, factory.topics)
         events.set_run_id(run_id)
-        processor = StreamingProcessor(config, TableResolver(Catalog(admin), factory, TableFilter(config)), events)
+        processor = StreamingProcessor(config, TableResolver(Catalog(admin), factory, TableFilter(config, streaming=True)), events)
         state = state_store.read(start.lsn)
         if state is None:
             log.warning(
@@ -73,9 +76,19 @@ def read_stream_range(
             )
         else:
             processor.last_commit_lsn, processor.last_commit_ts_us = state.last_commit_lsn, state.last_commit_ts_us
+        processor.signal_table = signal_table_of(config)
+        chunk = end.incremental.chunk if end.incremental is not None else None
+        watch = None
+        if processor.signal_table is not None or chunk is not None:
+            watch = StreamSignals(chunk, chunk_reader(config, events, factory), end_lsn=end.lsn)
         if end.lsn > start.lsn:
-            yield from _read(config, conninfo, processor, start.lsn, end.lsn, stall_timeout)
-        state_store.write(end.lsn, StreamState(processor.last_commit_lsn, processor.last_commit_ts_us))
+            records = _read(config, conninfo, processor, start.lsn, end.lsn, stall_timeout)
+            yield from (records if watch is None else watch.filter(records))
+        elif watch is not None:
+            yield from watch.filter(())  # a read-only chunk in a batch without WAL: emitted at once
+        if end.lsn > start.lsn or state is None:
+            signals = () if watch is None else tuple(s.to_dict() for s in watch.signals)
+            state_store.write(end.lsn, StreamState(processor.last_commit_lsn, processor.last_commit_ts_us, signals=signals))
         if end.heartbeat != start.heartbeat:
             yield events.heartbeat()
     finally:

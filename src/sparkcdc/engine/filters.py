@@ -7,6 +7,7 @@ table lists match ``schema.table``. System schemas are never captured (``table.i
 from __future__ import annotations
 
 from ..debezium.config import ConnectorConfig
+from .signals import signal_table_of
 
 __all__ = ["TableFilter"]
 
@@ -14,14 +15,21 @@ _BUILTIN_SCHEMAS = frozenset({"pg_catalog", "information_schema"})
 
 
 class TableFilter:
-    def __init__(self, config: ConnectorConfig) -> None:
+    """``streaming``: the signal table (``signal.data.collection``) is captured too, whatever the
+    lists say: Debezium streams its rows (signals and watermarks) as change events, but does not
+    snapshot it unless it is listed."""
+
+    def __init__(self, config: ConnectorConfig, *, streaming: bool = False) -> None:
         self._schema_include = config.get_patterns("schema.include.list")
         self._schema_exclude = config.get_patterns("schema.exclude.list")
         self._table_include = config.get_patterns("table.include.list")
         self._table_exclude = config.get_patterns("table.exclude.list")
         self._ignore_builtin = config.get_bool("table.ignore.builtin")
+        self._signal_table = signal_table_of(config) if streaming else None
 
     def __call__(self, schema: str, table: str) -> bool:
+        if self._signal_table is not None and (schema, table) == self._signal_table:
+            return True
         if self._ignore_builtin and (schema in _BUILTIN_SCHEMAS or schema.startswith("pg_toast") or schema.startswith("pg_temp")):
             return False
         if self._schema_include and not any(p.fullmatch(schema) for p in self._schema_include):

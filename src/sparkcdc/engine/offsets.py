@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import PipelineError
 from ..lsn import format_lsn
+from .incremental import IncrementalState
 
 __all__ = ["OFFSET_VERSION", "OffsetError", "SnapshotSpec", "SourceOffset"]
 
@@ -48,6 +49,10 @@ class SourceOffset:
     phase: str = "stream"  # "snapshot": the next batch is the snapshot described by ``snapshot``
     snapshot: SnapshotSpec | None = None
     heartbeat: int = 0
+    #: A running incremental snapshot (and the chunk the batch ending here reads).
+    incremental: IncrementalState | None = None
+    #: Positions in the signal channels the driver reads (``file``: lines consumed; ``kafka``: offsets).
+    signal_cursor: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -61,6 +66,10 @@ class SourceOffset:
                                "lsn": self.lsn, "lsn_text": format_lsn(self.lsn), "hb": self.heartbeat}
         if self.snapshot is not None:
             out["snapshot"] = self.snapshot.to_dict()
+        if self.incremental is not None:
+            out["incremental"] = self.incremental.to_dict()
+        if self.signal_cursor:
+            out["signal_cursor"] = self.signal_cursor
         return out
 
     @classmethod
@@ -77,6 +86,8 @@ class SourceOffset:
                 phase=str(raw.get("phase", "stream")),
                 snapshot=SnapshotSpec.from_dict(raw["snapshot"]) if raw.get("snapshot") else None,
                 heartbeat=int(raw.get("hb", 0)),
+                incremental=IncrementalState.from_dict(raw["incremental"]) if raw.get("incremental") else None,
+                signal_cursor=raw.get("signal_cursor") or None,
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, OffsetError):

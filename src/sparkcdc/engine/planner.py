@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..debezium.config import ConnectorConfig
@@ -39,8 +39,12 @@ from ..postgres.snapshot import SnapshotTransaction
 from .batch_reader import HEARTBEAT_MESSAGE_PREFIX
 from .connection import conninfo_from_config, sql_connection
 from .heartbeat import HeartbeatTimer
+from .incremental import IncrementalState
+from .incremental_planner import IncrementalSnapshots
+from .notifications import Notifier
 from .offsets import SnapshotSpec, SourceOffset
 from .setup import apply_replica_identities, captured_tables, ensure_publication_for
+from .signals import Signal, signal_table_of
 from .snapshot_plan import SnapshotChunk, plan_snapshot_chunks
 from .state_store import StreamState, StreamStateStore, default_state_location
 
@@ -88,6 +92,14 @@ class ConnectorPlanner:
         self._floor_lsn = 0
         self._initial: dict[str, Any] | None = None
         self.tables: list[tuple[str, str]] = []
+        self.notifier = Notifier(config.get("notification.enabled.channels"))
+        self.signal_table = signal_table_of(config)
+        channels = {c.strip() for c in (config.get("signal.enabled.channels") or "source").split(",")}
+        self.source_signals = "source" in channels and self.signal_table is not None
+        self.incremental = IncrementalSnapshots(config, self.admin, self.conninfo, self.notifier)
+        # The end planned for a start whose batch reads an incremental snapshot chunk: planning a chunk
+        # writes watermarks and exports a snapshot, so it is done once per start, however often Spark asks.
+        self._planned: tuple[dict[str, Any], dict[str, Any]] | None = None
 
     # -- a new query -----------------------------------------------------------------------------
     def initial_offset(self) -> dict[str, Any]:
@@ -106,7 +118,10 @@ class ConnectorPlanner:
     def _set_up(self) -> None:
         self.tables = captured_tables(self.admin, self.config)
         apply_replica_identities(self.admin, self.config, self.tables)
-        ensure_publication_for(self.admin, self.config, self.tables)
+        published = list(self.tables)
+        if self.signal_table is not None and self.signal_table not in published:
+            published.append(self.signal_table)  # its rows must reach the stream (signals, watermarks)
+        ensure_publication_for(self.admin, self.config, published)
 
     def _snapshot_wanted(self, *, fresh: bool, slot: SlotState | None = None) -> bool:
         mode = self.mode
@@ -189,6 +204,8 @@ class ConnectorPlanner:
             self._streaming_delayed = True
             time.sleep(self.config.get_int("streaming.delay.ms") / 1000)
         self._advance_slot(start.lsn)  # ``start`` ends a committed batch (see docs/spark-source.md)
+        if self._planned is not None and self._planned[0] == start_raw:
+            return self._planned[1]
         base = max(start.lsn, self._floor_lsn)
         end_lsn = self._insert_lsn()
         if self.max_batch_bytes > 0:
@@ -199,7 +216,32 @@ class ConnectorPlanner:
         if self.available_now_target is None and self.heartbeat.due():
             self._beat()
             end = end.with_heartbeat().at(max(self._insert_lsn(), base))
-        return start_raw if end == start else end.to_dict()
+        end = self._signals_and_snapshots(start, end)
+        if end == start:
+            return start_raw
+        out = end.to_dict()
+        if end.incremental is not None and end.incremental.chunk is not None:
+            self._planned = (start_raw, out)
+        return out
+
+    def _signals_and_snapshots(self, start: SourceOffset, end: SourceOffset) -> SourceOffset:
+        """``end`` with the signals that arrived up to ``start`` acted on and, while an incremental
+        snapshot runs, its next chunk window planned (the batch then reaches past the window)."""
+        signals: list[Signal] = []
+        cursor = dict(start.signal_cursor or {})
+        if self.source_signals and cursor.get("source") != start.lsn:
+            state = self.state_store.read(start.lsn)
+            if state is not None and state.signals:
+                signals = [Signal.from_dict(raw) for raw in state.signals]
+                cursor["source"] = start.lsn  # acted on once, even if the next batch ends at the same LSN
+        if not signals and start.incremental is None:
+            return end
+        incremental: IncrementalState | None = self.incremental.advance(start.incremental, signals, self.tables)
+        high = 0
+        if incremental is not None and incremental.chunk is None and not incremental.paused:
+            incremental, high = self.incremental.plan_chunk(incremental)
+        end = replace(end, incremental=incremental, signal_cursor=cursor or None)
+        return end.at(max(end.lsn, high)) if high else end
 
     def _resume(self, start: SourceOffset) -> SourceOffset | None:
         """First ``latest_offset`` of a restarted query: check the slot against the checkpoint."""
@@ -245,7 +287,8 @@ class ConnectorPlanner:
         start, end = self.parse(start_raw), self.parse(end_raw)
         if start.phase == "snapshot":
             return self._snapshot_partitions(start, end)
-        if end.phase == "snapshot" or (end.lsn <= start.lsn and end.heartbeat == start.heartbeat):
+        reads_chunk = end.incremental is not None and end.incremental.chunk is not None
+        if end.phase == "snapshot" or (end.lsn <= start.lsn and end.heartbeat == start.heartbeat and not reads_chunk):
             return []
         return [StreamRange(start.to_dict(), end.to_dict(), self.state_location)]
 
@@ -272,6 +315,7 @@ class ConnectorPlanner:
             return
         if self._export is not None:
             self._close_snapshot()  # the snapshot batch is committed: its exported snapshot has served
+        self.incremental.release(end.incremental)
         if self.streams:
             self._advance_slot(end.lsn)
             self.state_store.prune(end.lsn)
@@ -305,6 +349,7 @@ class ConnectorPlanner:
 
     def stop(self) -> None:
         self._close_snapshot()
+        self.incremental.close()
         if self.config.get_bool("slot.drop.on.stop"):
             try:
                 drop_slot(self.admin, self.slot_name, wait=30)

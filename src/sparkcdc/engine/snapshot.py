@@ -31,6 +31,7 @@ __all__ = [
     "ORDINAL_TABLE_SHIFT",
     "ROWS_PER_CHUNK_LIMIT",
     "SnapshotContext",
+    "incremental_record",
     "snapshot_change",
     "snapshot_marker",
     "snapshot_ordinal",
@@ -141,6 +142,30 @@ def snapshot_change(
     record.source_ts_us = context.ts_us
     record.ordinal = ordinal
     record.snapshot = marker
+    return record
+
+
+def incremental_record(
+    events: EventFactory, table: TableSchema, values: Sequence[str | None], *, lsn: int, commit_lsn: int, ordinal: int,
+    sequence: str | None,
+) -> ChangeRecord:
+    """One ``r`` record of an incremental snapshot chunk (``source.snapshot = "incremental"``).
+
+    Debezium emits a chunk's rows when the stream reaches the chunk's close watermark, stamped with
+    the time they are emitted (``ts_ns`` to the nanosecond), the close watermark's ``sequence`` and no
+    transaction or LSN of their own; ``lsn``/``commit_lsn``/``ordinal`` place the record there in
+    sparkcdc's order of records (not in its ``source`` block)."""
+    now_ns = events.clock_ns()
+    ts_us = now_ns // 1000
+    source = events.source(schema=table.schema_name, table=table.table_name, ts_us=ts_us, snapshot="incremental", with_sequence=False)
+    source["sequence"] = sequence
+    source["ts_ns"] = now_ns
+    record = events.change(table, "r", table.key(values), None, table.row(values), source)
+    record.lsn = lsn
+    record.commit_lsn = commit_lsn
+    record.ordinal = ordinal
+    record.source_ts_us = ts_us
+    record.snapshot = "incremental"
     return record
 
 

@@ -25,6 +25,9 @@ class StreamState:
     # Set when an interrupted snapshot batch was re-executed from a re-created slot: streaming
     # continues from this LSN (the new slot's consistent point), not from the LSN in the checkpoint.
     stream_from_lsn: int | None = None
+    # Signals that arrived through the signal table in the batch ending here (Signal.to_dict()),
+    # for the driver to act on when it plans the next batch.
+    signals: tuple[dict, ...] = ()
 
 
 def default_state_location(database: str, slot: str) -> Path:
@@ -45,7 +48,7 @@ class StreamStateStore:
         target = self._path(lsn)
         with tempfile.NamedTemporaryFile("w", dir=self.location, prefix=".tmp-", delete=False, encoding="utf-8") as handle:
             json.dump({"last_commit_lsn": state.last_commit_lsn, "last_commit_ts_us": state.last_commit_ts_us,
-                       "stream_from_lsn": state.stream_from_lsn}, handle)
+                       "stream_from_lsn": state.stream_from_lsn, "signals": list(state.signals)}, handle)
             temporary = handle.name
         os.replace(temporary, target)
 
@@ -54,7 +57,8 @@ class StreamStateStore:
             raw = json.loads(self._path(lsn).read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
-        return StreamState(raw.get("last_commit_lsn"), raw.get("last_commit_ts_us"), raw.get("stream_from_lsn"))
+        return StreamState(raw.get("last_commit_lsn"), raw.get("last_commit_ts_us"), raw.get("stream_from_lsn"),
+                           tuple(raw.get("signals") or ()))
 
     def prune(self, before_lsn: int) -> None:
         """Drop the states of positions before ``before_lsn`` (no batch can start there any more)."""

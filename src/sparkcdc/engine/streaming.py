@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..debezium.config import ConnectorConfig
-from ..debezium.events import EventFactory
+from ..debezium.events import EventFactory, sequence_text
 from ..debezium.records import ChangeRecord
 from ..debezium.table import TableSchema
 from ..debezium.types.hstore import java_hashmap_order
@@ -40,7 +40,12 @@ from ..pgoutput.wal import WalMessage
 from .errors import UnexpectedMessageError
 from .tables import TableResolver
 
-__all__ = ["StreamingProcessor", "UnexpectedMessageError"]
+__all__ = ["SIGNAL_OP", "StreamingProcessor", "UnexpectedMessageError"]
+
+#: ``op`` of the marker records :class:`StreamingProcessor` puts in its output where a row of the
+#: signal table was inserted or deleted (``signal.data.collection``). Markers are not change events:
+#: the stream reader acts on them (signals, snapshot windows) and drops them.
+SIGNAL_OP = "~signal"
 
 
 @dataclass
@@ -73,6 +78,10 @@ class StreamingProcessor:
         self.last_commit_lsn: int | None = None
         self.last_commit_ts_us: int | None = None
         self._tx: _Transaction | None = None
+        #: The signal table (``signal.data.collection``) to watch, and its relation id once a Relation named it.
+        self.signal_table: tuple[str, str] | None = None
+        self.signal_relation_id = -1
+        self._signal_columns: tuple[str, ...] = ()
 
     @property
     def in_transaction(self) -> bool:
@@ -92,7 +101,7 @@ class StreamingProcessor:
             tx = self._tx
             if inline and type(message) is Insert and tx is not None:
                 table = tables.get(message.relation_id)  # None: not captured, or unknown (process() raises)
-                if table is not None:
+                if table is not None and message.relation_id != self.signal_relation_id:
                     key, after = table.key_and_row(message.new_tuple)
                     out.append(events.streamed_change(
                         table, "c", key, None, after, item.data_start, self.last_commit_lsn, tx.xid,
@@ -116,6 +125,9 @@ class StreamingProcessor:
             return self._commit(message)
         if isinstance(message, Relation):
             self.resolver.on_relation(message)
+            if self.signal_table is not None and (message.namespace, message.name) == self.signal_table:
+                self.signal_relation_id = message.relation_id
+                self._signal_columns = tuple(c.name for c in message.columns)
             return []
         if isinstance(message, TypeMessage):
             return []
@@ -151,6 +163,8 @@ class StreamingProcessor:
             raise UnexpectedMessageError(f"{type(message).__name__.upper()} at LSN {lsn} outside a transaction")
         table = self.resolver.for_relation_id(message.relation_id)
         out: list[ChangeRecord] = []
+        if message.relation_id == self.signal_relation_id:
+            self._signal_marker(out, message, tx, lsn)
         if table is None:
             return out
         if isinstance(message, Insert):
@@ -178,6 +192,28 @@ class StreamingProcessor:
             if self.tombstones:
                 out.append(self._positioned(self.events.tombstone(table, key), tx, lsn))
         return out
+
+    def _signal_marker(self, out: list[ChangeRecord], message: Insert | Update | Delete, tx: _Transaction, lsn: int) -> None:
+        """A :data:`SIGNAL_OP` marker for an insert or delete of a signal table row (id, type, data)."""
+        if isinstance(message, Insert):
+            op, values = "c", message.new_tuple
+        elif isinstance(message, Delete):
+            op, values = "d", message.old_tuple
+        else:
+            return
+        row = dict(zip(self._signal_columns, values, strict=False))
+        # The sequence the row's own change event has: an incremental snapshot's read events carry
+        # their close watermark's (as Debezium's do).
+        value = {"op": op, "id": row.get("id"), "type": row.get("type"), "data": row.get("data"),
+                 "sequence": sequence_text(self.last_commit_lsn, lsn)}
+        marker = ChangeRecord("", None, None, value, None, (), SIGNAL_OP, self.signal_table[0] if self.signal_table else None,
+                              self.signal_table[1] if self.signal_table else None)
+        marker.lsn = lsn
+        marker.commit_lsn = tx.commit_lsn
+        marker.ordinal = tx.ordinal
+        marker.tx_id = tx.xid
+        marker.source_ts_us = tx.commit_ts_us
+        out.append(marker)
 
     def _key_change(self, out: list[ChangeRecord], table: TableSchema, tx: _Transaction, lsn: int, old: tuple, new: tuple) -> None:
         """An UPDATE that changes the key: DELETE (old key) + tombstone + CREATE (new key)."""
