@@ -37,6 +37,11 @@ def _columns(columns: Sequence[str]) -> str:
     return ", ".join(sql.Identifier(c).as_string(None) for c in columns)
 
 
+def _key_texts(keys: Sequence[str]) -> str:
+    # Aliased: an output column named like the key column would be what ORDER BY sorts (as text).
+    return ", ".join(f"{sql.Identifier(k).as_string(None)}::text AS key_{i}" for i, k in enumerate(keys))
+
+
 def _row(conn: psycopg.Connection, key: Key, types: Sequence[str]) -> str:
     return "ROW(" + ", ".join(f"{quote_literal(conn, v)}::{t}" for v, t in zip(key, types, strict=True)) + ")"
 
@@ -51,7 +56,7 @@ def _where(parts: Sequence[str]) -> str:
 
 def maximum_key(conn: psycopg.Connection, schema: str, table: str, keys: Sequence[str], condition: str | None) -> tuple[str, ...] | None:
     """The largest key (as text values) of the rows the condition selects; None for no rows."""
-    text = ", ".join(f"{sql.Identifier(k).as_string(None)}::text" for k in keys)
+    text = _key_texts(keys)
     order = ", ".join(f"{sql.Identifier(k).as_string(None)} DESC" for k in keys)
     query = f"SELECT {text} FROM {qualified_name(schema, table)}{_where([condition] if condition else [])} ORDER BY {order} LIMIT 1"
     row = conn.execute(query.encode()).fetchone()
@@ -63,7 +68,7 @@ def chunk_upper_bound(
     condition: str | None, size: int,
 ) -> tuple[str, ...] | None:
     """The key of the ``size``-th row after ``after`` (not beyond ``upto``); None when fewer remain."""
-    text = ", ".join(f"{sql.Identifier(k).as_string(None)}::text" for k in keys)
+    text = _key_texts(keys)
     query = (f"SELECT {text} FROM {qualified_name(schema, table)}{_where(_bounds(conn, keys, types, after, upto, condition))}"
              f" ORDER BY {_columns(keys)} LIMIT 1 OFFSET {int(size) - 1}")
     row = conn.execute(query.encode()).fetchone()
