@@ -122,3 +122,43 @@ def test_incremental_snapshot_under_a_concurrent_writer(db, pg_cluster, tables, 
 def _lsn(text: str) -> int:
     high, low = text.split("/")
     return (int(high, 16) << 32) + int(low, 16)
+
+
+def _writes(db, tables: list[str]) -> dict[str, tuple[int, int, int]]:
+    db.execute("SELECT pg_stat_clear_snapshot()")
+    rows = db.execute(
+        "SELECT relname, n_tup_ins, n_tup_upd, n_tup_del FROM pg_stat_user_tables WHERE relname = ANY(%s)", (tables,)
+    ).fetchall()
+    return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+
+def test_read_only_snapshot_with_a_select_and_replication_role_writes_nothing(db, pg_cluster, tables, tmp_path) -> None:
+    name = tables
+    role = f"{name}_ro"
+    db.execute(f'CREATE ROLE "{role}" LOGIN REPLICATION')
+    db.execute(f'GRANT SELECT ON {name}_a, {name}_b, {name}_signal TO "{role}"')
+    db.execute(f'CREATE PUBLICATION "{name}" FOR TABLE {name}_a, {name}_b, {name}_signal')
+    captured = [f"{name}_a", f"{name}_b", f"{name}_signal"]
+    db.execute(f"INSERT INTO {name}_signal VALUES ('before', 'log', '{{\"message\": \"x\"}}')")  # the operator's own write
+    config = _config(pg_cluster, name, tmp_path, **{"read.only": "true", "database.user": role,
+                                                     "publication.autocreate.mode": "disabled"})
+    out: list = []
+    try:
+        with LocalConnector(config) as connector:
+            connector.poll(0.5)
+            wait_until(lambda: _writes(db, captured).get(f"{name}_signal", (0,))[0] == 1, timeout=30, what="statistics")
+            before = _writes(db, captured)
+            db.execute(f"INSERT INTO {name}_signal VALUES ('sig-ro', 'execute-snapshot', %s)",
+                       (json.dumps({"data-collections": [f"public.{name}_a", f"public.{name}_b"]}),))
+            _drain(connector, out, lambda records: sum(
+                1 for r in records if r.value is not None and json.loads(r.value)["op"] == "r") == 73)
+    finally:
+        db.execute(f'DROP OWNED BY "{role}"')
+        db.execute(f'DROP ROLE "{role}"')
+    reads = [json.loads(r.value) for r in out if r.value is not None and json.loads(r.value)["op"] == "r"]
+    assert {r["source"]["table"] for r in reads} == {f"{name}_a", f"{name}_b"}
+    # The connector's sessions are gone (their statistics flushed at exit): only the operator's signal row was written.
+    after = wait_until(lambda: (w := _writes(db, captured))[f"{name}_signal"][0] == before[f"{name}_signal"][0] + 1 and w,
+                       timeout=30, what="statistics of the operator's signal")
+    assert {t: after[t] for t in (f"{name}_a", f"{name}_b")} == {t: before[t] for t in (f"{name}_a", f"{name}_b")}
+    assert after[f"{name}_signal"][1:] == before[f"{name}_signal"][1:]
