@@ -140,8 +140,22 @@ class ChangeApplier:
         if self.all_tables:
             # An image empties the tables it has no row of: every captured table takes part.
             names = set(census.tables) | (set(self._captured_tables()) if census.image_at is not None else set())
+            names.discard(self._uncaptured_signal_table())  # streamed for its signals, not mirrored
             specs.extend(ApplySpec(table=name, **self.defaults) for name in sorted(names) if name not in self.specs)
         return specs
+
+    def _uncaptured_signal_table(self) -> str | None:
+        """The signal table, when the filters do not capture it: its rows are streamed (Debezium emits
+        them) but they are the connector's own bookkeeping, not data to mirror."""
+        from ..engine.filters import TableFilter
+        from ..engine.signals import signal_table_of
+        from .options import config_from_options
+
+        config = config_from_options(self.properties)
+        signal = signal_table_of(config)
+        if signal is None or TableFilter(config)(*signal):
+            return None
+        return f"{signal[0]}.{signal[1]}"
 
     def _captured_tables(self) -> list[str]:
         from ..engine.connection import sql_connection
