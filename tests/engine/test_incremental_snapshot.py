@@ -162,3 +162,58 @@ def test_read_only_snapshot_with_a_select_and_replication_role_writes_nothing(db
                        timeout=30, what="statistics of the operator's signal")
     assert {t: after[t] for t in (f"{name}_a", f"{name}_b")} == {t: before[t] for t in (f"{name}_a", f"{name}_b")}
     assert after[f"{name}_signal"][1:] == before[f"{name}_signal"][1:]
+
+
+def test_blocking_snapshot_while_streaming(db, pg_cluster, tables, tmp_path) -> None:
+    """Streaming stops at the blocking snapshot's consistent point and goes on from it with the same
+    slot: replayed in order, the output equals the tables, and the rows say ``blocking`` in the
+    ``snapshot`` column (their JSON carries Debezium's snapshot markers)."""
+    name = tables
+    config = _config(pg_cluster, name, tmp_path, **{"sparkcdc.snapshot.chunk.rows": "10"})
+    stop = threading.Event()
+
+    def writer() -> None:
+        with psycopg.connect(pg_cluster.conninfo(), autocommit=True) as conn:
+            i = 0
+            while not stop.wait(0.01):
+                i += 1
+                conn.execute(f"UPDATE {name}_a SET v = v || '!' WHERE id = %s", (i % 45 + 1,))
+                conn.execute(f"DELETE FROM {name}_a WHERE id = %s", ((i * 7) % 45 + 1,))
+                conn.execute(f"INSERT INTO {name}_a VALUES (%s, 'w') ON CONFLICT (id) DO UPDATE SET v = 'w2'", ((i * 3) % 50 + 1,))
+
+    out: list = []
+    with LocalConnector(config) as connector:
+        slot_before = get_slot(db, name)
+        connector.poll(0.5)
+        thread = threading.Thread(target=writer, daemon=True)
+        thread.start()
+        try:
+            db.execute(f"INSERT INTO {name}_signal VALUES ('blk-1', 'execute-snapshot', %s)",
+                       (json.dumps({"data-collections": [f"public.{name}_a", f"public.{name}_b"], "type": "blocking",
+                                    "additional-conditions": [{"data-collection": f"public.{name}_b",
+                                                               "filter": f"SELECT * FROM {name}_b WHERE k1 = 3"}]}),))
+            _drain(connector, out, lambda records: any(r.snapshot == "blocking" for r in records) and not connector.snapshot_pending)
+            wait_until(lambda: out.extend(connector.poll(0.2)) or sum(1 for r in out if r.op == "c") > 20, timeout=60,
+                       what="streaming after the blocking snapshot")
+        finally:
+            stop.set()
+            thread.join()
+        db.execute("SELECT pg_logical_emit_message(false, 'test-end', '')")
+        end_lsn = db.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
+        _drain(connector, out, lambda _: connector.planner.parse(connector._offset).lsn >= _lsn(end_lsn))
+        assert get_slot(db, name).slot_name == slot_before.slot_name  # the same slot all along
+
+    blocking = [r for r in out if r.snapshot == "blocking"]
+    markers = [json.loads(r.value)["source"]["snapshot"] for r in blocking]
+    assert markers[0] == "first" and markers[-1] == "last" and set(markers) <= {
+        "first", "true", "first_in_data_collection", "last_in_data_collection", "last"}
+    b_rows = [json.loads(r.value)["after"] for r in blocking if r.topic.endswith(f"{name}_b")]
+    assert b_rows and all(row["k1"] == 3 for row in b_rows)  # the additional condition's SELECT
+    assert _replay(out, f"{name}_a", ("id",)) == _table(db, f"{name}_a", ("id",))
+    # No overlap: every change streamed before the snapshot committed before its point, every one after at or after it.
+    point = blocking[0].commit_lsn
+    first, last = out.index(blocking[0]), out.index(blocking[-1])
+    streamed = [r for r in out if r.op in ("c", "u", "d") and r.snapshot != "blocking"]
+    assert all(r.commit_lsn < point for r in streamed if out.index(r) < first)
+    assert all(r.commit_lsn >= point for r in streamed if out.index(r) > last)
+    assert any(out.index(r) > last for r in streamed) and any(out.index(r) < first for r in streamed)

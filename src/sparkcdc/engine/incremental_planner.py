@@ -26,7 +26,7 @@ import logging
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
 import psycopg
@@ -60,9 +60,18 @@ from .signals import (
     signal_table_of,
 )
 
-__all__ = ["IncrementalSnapshots"]
+__all__ = ["BlockingRequest", "IncrementalSnapshots"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BlockingRequest:
+    """An ``execute-snapshot`` of type ``blocking``: the tables, and their SELECT statements."""
+
+    id: str
+    tables: tuple[tuple[str, str], ...]
+    filters: tuple[tuple[str, str], ...]
 
 
 class IncrementalSnapshots:
@@ -76,10 +85,16 @@ class IncrementalSnapshots:
         self.chunk_size = config.get_int("incremental.snapshot.chunk.size")
         self.strategy = config.get("incremental.snapshot.watermarking.strategy") or "insert_insert"
         self._windows: dict[str, SnapshotTransaction] = {}
+        #: A blocking snapshot the last :meth:`advance` was asked for (the planner starts it at once).
+        self.blocking: BlockingRequest | None = None
 
     # -- state transitions (no side effects on the database) -------------------------------------
     def advance(self, state: IncrementalState | None, signals: Sequence[Signal], tables: Sequence[tuple[str, str]]) -> IncrementalState | None:
-        """The state after the batch that ended at ``state``'s offset, and after ``signals``."""
+        """The state after the batch that ended at ``state``'s offset, and after ``signals``.
+
+        An ``execute-snapshot`` of type ``blocking`` is left in :attr:`blocking` for the planner
+        (one per batch: a second one in the same batch is refused, to be sent again)."""
+        self.blocking = None
         if state is not None and state.chunk is not None:
             chunk = state.chunk
             state, finished = state.chunk_read()
@@ -122,7 +137,7 @@ class IncrementalSnapshots:
     def _execute(self, state: IncrementalState | None, signal: Signal, action: ExecuteSnapshot,
                  tables: Sequence[tuple[str, str]]) -> IncrementalState | None:
         if action.kind == "blocking":
-            raise SignalError(f"{signal.describe()}: blocking snapshots are not implemented yet; use \"type\": \"incremental\"")
+            return self._blocking(state, signal, action, tables)
         if not self.read_only and self.signal_table is None:
             raise SignalError(f"{signal.describe()}: an incremental snapshot writes its watermarks to the signal table; "
                               "set signal.data.collection (or read.only=true)")
@@ -139,6 +154,22 @@ class IncrementalSnapshots:
         added = tuple(c for c in collections if (c.schema, c.table) not in present)
         log.info("%s: incremental snapshot of %s", signal.describe(), ", ".join(c.name for c in added) or "nothing new")
         return replace(state, collections=state.collections + added)
+
+    def _blocking(self, state: IncrementalState | None, signal: Signal, action: ExecuteSnapshot,
+                  tables: Sequence[tuple[str, str]]) -> IncrementalState | None:
+        if self.blocking is not None:
+            raise SignalError(f"{signal.describe()}: blocking snapshot {self.blocking.id!r} was asked for in the same batch; "
+                              "send this one again when it has completed")
+        matched, unmatched = match_collections(action.collections, tables)
+        for pattern in unmatched:
+            log.warning("%s: data collection %r matches no captured table; it is not snapshotted", signal.describe(), pattern)
+        if not matched:
+            raise SignalError(f"{signal.describe()}: none of the data collections {list(action.collections)} is a captured table")
+        # A blocking snapshot's additional condition is a whole SELECT statement, as in Debezium.
+        filters = tuple((f"{s}.{t}", c) for s, t in matched if (c := action.condition_for(f"{s}.{t}")))
+        self.blocking = BlockingRequest(signal.id, tuple(matched), filters)
+        log.info("%s: blocking snapshot of %s", signal.describe(), ", ".join(f"{s}.{t}" for s, t in matched))
+        return state
 
     def _stop(self, state: IncrementalState | None, signal: Signal, action: StopSnapshot) -> IncrementalState | None:
         if state is None:

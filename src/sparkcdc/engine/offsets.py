@@ -31,14 +31,25 @@ class SnapshotSpec:
     xid: int | None  # the snapshot transaction's id: snapshot rows' source.txId
     ts_us: int  # snapshot start time: snapshot rows' source.ts_*
     tables: tuple[tuple[str, str], ...]
+    #: "initial", or "blocking" (a snapshot a signal asked for while streaming: the slot stays, and
+    #: the batch before it streams up to its consistent point).
+    kind: str = "initial"
+    #: A blocking snapshot's per-table SELECT statements (``additional-conditions`` filters): (schema.table, statement).
+    filters: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "lsn": self.lsn, "xid": self.xid, "ts_us": self.ts_us, "tables": [list(t) for t in self.tables]}
+        out: dict[str, Any] = {"id": self.id, "lsn": self.lsn, "xid": self.xid, "ts_us": self.ts_us, "tables": [list(t) for t in self.tables]}
+        if self.kind != "initial":
+            out["kind"] = self.kind
+        if self.filters:
+            out["filters"] = [list(f) for f in self.filters]
+        return out
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> SnapshotSpec:
         return cls(str(raw["id"]), int(raw["lsn"]), None if raw.get("xid") is None else int(raw["xid"]), int(raw["ts_us"]),
-                   tuple((str(s), str(t)) for s, t in raw["tables"]))
+                   tuple((str(s), str(t)) for s, t in raw["tables"]), str(raw.get("kind", "initial")),
+                   tuple((str(n), str(q)) for n, q in raw.get("filters") or ()))
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from .batch_reader import HEARTBEAT_MESSAGE_PREFIX
 from .connection import conninfo_from_config, sql_connection
 from .heartbeat import HeartbeatTimer
 from .incremental import IncrementalState
-from .incremental_planner import IncrementalSnapshots
+from .incremental_planner import BlockingRequest, IncrementalSnapshots
 from .notifications import Notifier
 from .offsets import SnapshotSpec, SourceOffset
 from .setup import apply_replica_identities, captured_tables, ensure_publication_for
@@ -220,9 +220,39 @@ class ConnectorPlanner:
         if end == start:
             return start_raw
         out = end.to_dict()
-        if end.incremental is not None and end.incremental.chunk is not None:
+        if end.phase == "snapshot" or (end.incremental is not None and end.incremental.chunk is not None):
             self._planned = (start_raw, out)
         return out
+
+    # -- blocking snapshots ------------------------------------------------------------------------
+    def _begin_blocking(self, request: BlockingRequest, end: SourceOffset) -> SourceOffset:
+        """The offset that ends streaming at a blocking snapshot's consistent point.
+
+        The batch up to it streams the changes before the point (see :meth:`partitions`); the next
+        batch is the snapshot, read in parallel chunks like the initial one; streaming then goes on
+        from the point with the same slot: no gap, no overlap."""
+        spec = self._take_blocking_snapshot(request.tables, request.filters)
+        self.notifier.notify("Initial Snapshot", "STARTED", {"data_collections": ",".join(f"{s}.{t}" for s, t in spec.tables)})
+        log.info("blocking snapshot of %s at %s (signal %s)", ", ".join(f"{s}.{t}" for s, t in spec.tables),
+                 format_lsn(spec.lsn), request.id)
+        return replace(end, phase="snapshot", snapshot=spec, lsn=max(end.lsn, spec.lsn))
+
+    def _take_blocking_snapshot(self, tables: tuple[tuple[str, str], ...], filters: tuple[tuple[str, str], ...]) -> SnapshotSpec:
+        """A temporary slot exports a snapshot (the main slot stays where it is); its chunks are planned."""
+        self._close_snapshot()
+        self._export = ExportedSnapshotSlot(self.conninfo, f"{self.slot_name}_blocking"[:63], temporary=True)
+        self._snapshot_tx = SnapshotTransaction(self.conninfo, snapshot_name=self._export.snapshot_name)
+        spec = SnapshotSpec(
+            id=str(uuid.uuid4()), lsn=self._export.consistent_point, xid=self._snapshot_tx.transaction_id(),
+            ts_us=time.time_ns() // 1000, tables=tables, kind="blocking", filters=filters,
+        )
+        self._export_spec = spec
+        config = self.config
+        if filters:
+            overrides = {f"snapshot.select.statement.overrides.{name}": statement for name, statement in filters}
+            config = ConnectorConfig({**config.raw, "snapshot.select.statement.overrides": ",".join(n for n, _ in filters), **overrides})
+        self._plan = plan_snapshot_chunks(self._snapshot_tx.conn, config, spec, self._export.snapshot_name)
+        return spec
 
     def _signals_and_snapshots(self, start: SourceOffset, end: SourceOffset) -> SourceOffset:
         """``end`` with the signals that arrived up to ``start`` acted on and, while an incremental
@@ -237,6 +267,9 @@ class ConnectorPlanner:
         if not signals and start.incremental is None:
             return end
         incremental: IncrementalState | None = self.incremental.advance(start.incremental, signals, self.tables)
+        blocking = self.incremental.blocking
+        if blocking is not None:
+            return self._begin_blocking(blocking, replace(end, incremental=incremental, signal_cursor=cursor or None))
         high = 0
         if incremental is not None and incremental.chunk is None and not incremental.paused:
             incremental, high = self.incremental.plan_chunk(incremental)
@@ -287,6 +320,9 @@ class ConnectorPlanner:
         start, end = self.parse(start_raw), self.parse(end_raw)
         if start.phase == "snapshot":
             return self._snapshot_partitions(start, end)
+        if end.phase == "snapshot" and end.snapshot is not None and end.snapshot.kind == "blocking":
+            # The changes before a blocking snapshot's consistent point; the snapshot is the next batch.
+            return [StreamRange(start.to_dict(), end.to_dict(), self.state_location)] if end.lsn > start.lsn else []
         reads_chunk = end.incremental is not None and end.incremental.chunk is not None
         if end.phase == "snapshot" or (end.lsn <= start.lsn and end.heartbeat == start.heartbeat and not reads_chunk):
             return []
@@ -297,15 +333,21 @@ class ConnectorPlanner:
         if self._export is None or self._export_spec is None or self._export_spec.id != start.snapshot.id:
             # The exported snapshot died with the driver that created it: snapshot again, from a
             # new slot (see "The initial snapshot" in docs/spark-source.md).
-            log.warning("the exported snapshot of an interrupted initial snapshot is gone: taking a new one")
+            log.warning("the exported snapshot of an interrupted %s snapshot is gone: taking a new one", start.snapshot.kind)
             self._set_up()
-            self._begin_snapshot()
+            if start.snapshot.kind == "blocking":
+                self._take_blocking_snapshot(start.snapshot.tables, start.snapshot.filters)
+            else:
+                self._begin_snapshot()
         assert self._export is not None and self._snapshot_tx is not None and self._export_spec is not None
         if end.lsn != self._export_spec.lsn:
             # A re-executed snapshot batch (the checkpoint fixed its end before the driver died):
             # the new slot starts at the new snapshot's consistent point; streaming goes on from there.
             self._floor_lsn = self._export_spec.lsn
-            self.state_store.write(end.lsn, StreamState(None, self._export_spec.ts_us, stream_from_lsn=self._export_spec.lsn))
+            # After a blocking snapshot the slot is the same: the stream's last commit still precedes the point.
+            before = self.state_store.read(end.lsn) if start.snapshot.kind == "blocking" else None
+            last_commit, last_ts = (before.last_commit_lsn, before.last_commit_ts_us) if before else (None, self._export_spec.ts_us)
+            self.state_store.write(end.lsn, StreamState(last_commit, last_ts, stream_from_lsn=self._export_spec.lsn))
         return list(self._plan)
 
     # -- after Spark committed a batch -----------------------------------------------------------
@@ -314,6 +356,9 @@ class ConnectorPlanner:
         if end.phase != "stream":
             return
         if self._export is not None:
+            if self._export_spec is not None and self._export_spec.kind == "blocking":
+                self.notifier.notify("Initial Snapshot", "COMPLETED", {})
+                log.info("blocking snapshot %s committed", self._export_spec.id)
             self._close_snapshot()  # the snapshot batch is committed: its exported snapshot has served
         self.incremental.release(end.incremental)
         if self.streams:

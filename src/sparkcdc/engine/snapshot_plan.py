@@ -114,6 +114,7 @@ class SnapshotChunk:
     query: str | None  # the table's snapshot.select.statement.overrides statement (then one chunk)
     columns: tuple[str, ...]  # the columns read, in the order the table's schema expects them
     filenode: int | None = None  # the table's relfilenode at planning (split tables): a rewrite moves rows
+    kind: str = "initial"  # SnapshotSpec.kind
 
     def __post_init__(self) -> None:
         if not _SNAPSHOT_NAME.fullmatch(self.snapshot_name):
@@ -207,7 +208,7 @@ def plan_snapshot_chunks(
                 schema=layout.schema, table=layout.table, table_index=table_index, table_count=len(tables),
                 chunk_index=chunk_index, chunk_count=len(bounds), first_block=first_block, end_block=end_block,
                 later_tables=later[table_index], query=layout.query, columns=layout.columns,
-                filenode=layout.filenode if len(bounds) > 1 else None,
+                filenode=layout.filenode if len(bounds) > 1 else None, kind=spec.kind,
             ))
     return chunks
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..debezium.config import ConnectorConfig
 from ..debezium.serialization import JsonSerializer
-from .encoded import EncodedBatch, encode_records
+from .encoded import Constant, EncodedBatch, encode_records
 from .lines import encode_lines
 from .offsets import SourceOffset
 from .planner import StreamRange
@@ -47,5 +47,15 @@ def read_work(config: ConnectorConfig, work: Any, *, run_id: str, lines: bool = 
     if isinstance(work, SnapshotChunk):
         from .snapshot_rendered import read_encoded_chunk
 
-        return read_encoded_chunk(config, work, run_id=run_id, serializer=serializer, lines=lines)
+        batches = read_encoded_chunk(config, work, run_id=run_id, serializer=serializer, lines=lines)
+        return batches if work.kind == "initial" else _marked(batches, work.kind)
     raise TypeError(f"not a planned piece of work: {type(work).__name__}")
+
+
+def _marked(batches: Iterator[EncodedBatch], kind: str) -> Iterator[EncodedBatch]:
+    """A blocking snapshot's rows carry Debezium's markers in their JSON, but ``blocking`` in the
+    ``snapshot`` column: it tells ``apply_changes`` the rows are not the tables' whole image (an
+    initial snapshot's are), so they update the tables they name and leave the others alone."""
+    for batch in batches:
+        batch.snapshot = Constant(kind)
+        yield batch

@@ -234,7 +234,7 @@ def _census(batch: DataFrame) -> _Census:
     """The tables of the batch, and whether it is an initial snapshot (one job over the batch)."""
     changes = batch.where(F.col("op").isin(*CHANGE_OPS))
     if "snapshot" in batch.columns:
-        initial = F.col("snapshot").isNotNull() & ~F.col("snapshot").isin("false", "incremental")
+        initial = F.col("snapshot").isNotNull() & ~F.col("snapshot").isin("false", "incremental", "blocking")
         image_at = F.min(F.when(initial, F.struct("commit_lsn", "lsn", "ordinal")))
     else:  # a frame of the user's own, without the source's snapshot marker
         image_at = F.lit(None)
