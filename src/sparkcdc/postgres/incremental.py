@@ -41,6 +41,13 @@ def _row(conn: psycopg.Connection, key: Key, types: Sequence[str]) -> str:
     return "ROW(" + ", ".join(f"{quote_literal(conn, v)}::{t}" for v, t in zip(key, types, strict=True)) + ")"
 
 
+def _key_text(keys: Sequence[str]) -> str:
+    """The key columns as text, under names of their own: ORDER BY a name that is also an output
+    column's sorts by the output (the text), which would order 10 before 9."""
+    return ", ".join(f"{sql.Identifier(k).as_string(None)}::text AS {sql.Identifier(f'_sparkcdc_key_{i}').as_string(None)}"
+                     for i, k in enumerate(keys))
+
+
 def _key_row(columns: Sequence[str]) -> str:
     return "ROW(" + _columns(columns) + ")"
 
@@ -51,7 +58,7 @@ def _where(parts: Sequence[str]) -> str:
 
 def maximum_key(conn: psycopg.Connection, schema: str, table: str, keys: Sequence[str], condition: str | None) -> tuple[str, ...] | None:
     """The largest key (as text values) of the rows the condition selects; None for no rows."""
-    text = ", ".join(f"{sql.Identifier(k).as_string(None)}::text" for k in keys)
+    text = _key_text(keys)
     order = ", ".join(f"{sql.Identifier(k).as_string(None)} DESC" for k in keys)
     query = f"SELECT {text} FROM {qualified_name(schema, table)}{_where([condition] if condition else [])} ORDER BY {order} LIMIT 1"
     row = conn.execute(query.encode()).fetchone()
@@ -63,7 +70,7 @@ def chunk_upper_bound(
     condition: str | None, size: int,
 ) -> tuple[str, ...] | None:
     """The key of the ``size``-th row after ``after`` (not beyond ``upto``); None when fewer remain."""
-    text = ", ".join(f"{sql.Identifier(k).as_string(None)}::text" for k in keys)
+    text = _key_text(keys)
     query = (f"SELECT {text} FROM {qualified_name(schema, table)}{_where(_bounds(conn, keys, types, after, upto, condition))}"
              f" ORDER BY {_columns(keys)} LIMIT 1 OFFSET {int(size) - 1}")
     row = conn.execute(query.encode()).fetchone()
