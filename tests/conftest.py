@@ -35,6 +35,15 @@ def spark() -> Iterator[object]:
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Tansu broker (Kafka wire protocol) for the whole session: its bootstrap servers."""
+    from .support.tansu import tansu_broker
+
+    with tansu_broker(tmp_path_factory.mktemp("tansu")) as bootstrap_servers:
+        yield bootstrap_servers
+
+
 @pytest.fixture
 def db(pg_cluster: ThrowawayCluster) -> Iterator[psycopg.Connection]:
     """An autocommit connection to the session cluster."""

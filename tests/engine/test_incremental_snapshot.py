@@ -16,11 +16,9 @@ import pytest
 
 from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.engine.connector import LocalConnector
-from sparkcdc.postgres import drop_slot, get_slot
+from sparkcdc.postgres import get_slot
 
 from ..support.waiting import wait_until
-
-SIGNAL_DDL = "CREATE TABLE {name}_signal (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048))"
 
 
 def _config(pg_cluster, name: str, tmp_path: Path, **extra: str) -> ConnectorConfig:
@@ -32,19 +30,6 @@ def _config(pg_cluster, name: str, tmp_path: Path, **extra: str) -> ConnectorCon
         "incremental.snapshot.chunk.size": "7", "key.converter.schemas.enable": "false",
         "value.converter.schemas.enable": "false", "sparkcdc.state.location": str(tmp_path / "state"), **extra,
     })
-
-
-@pytest.fixture
-def tables(db, unique_name):
-    db.execute(SIGNAL_DDL.format(name=unique_name))
-    db.execute(f"CREATE TABLE {unique_name}_a (id int PRIMARY KEY, v text)")
-    db.execute(f"CREATE TABLE {unique_name}_b (k1 int, k2 text, v int, PRIMARY KEY (k1, k2))")
-    db.execute(f"INSERT INTO {unique_name}_a SELECT g, 'a' || g FROM generate_series(1, 40) g")
-    db.execute(f"INSERT INTO {unique_name}_b SELECT g % 5, 'k' || g, g FROM generate_series(1, 33) g")
-    yield unique_name
-    if get_slot(db, unique_name) is not None:
-        drop_slot(db, unique_name, wait=30)
-    db.execute(f'DROP PUBLICATION IF EXISTS "{unique_name}"')
 
 
 def _replay(records, topic_suffix: str, key_columns: tuple[str, ...]) -> dict:

@@ -1,4 +1,4 @@
-"""The ``sparkcdc`` command: ``validate``, ``status``, ``run`` and ``demo``.
+"""The ``sparkcdc`` command: ``validate``, ``status``, ``run``, ``signal`` and ``demo``.
 
 Exit codes are part of the interface, because these commands run in deployment scripts and health
 checks: 0 success; 1 the server (or the pipeline) has a problem, or cannot be reached; 2 the
@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import json
 import signal
+import uuid
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,12 +28,14 @@ from rich.console import Console
 from rich.text import Text
 
 from ..debezium.config import ConfigError, ConfigWarning
+from ..engine.signal_channels import SignalSendError
 from ..errors import ConfigurationError, DestinationError, PipelineError, ProtocolError, ServerError, SparkcdcError, family_of
 from ..postgres.errors import from_psycopg
 from .checkpoint import read_checkpoint
 from .config_files import ConfigFileError, LoadedConfig, load_config
 from .readiness import assess
 from .render import config_summary, print_problems, readiness_view, status_view
+from .send_signal import ACTIONS, build_signal, send
 from .server import connect_read_only
 from .signals import StopEvent
 from .status import checkpoint_report, server_report
@@ -261,6 +264,40 @@ def run(
     batches, records = getattr(summary, "batches", None), getattr(summary, "records", None)
     done = "stopped" if stop.is_set() else "finished"
     err.print(f"{done}" + (f": {batches} micro-batch(es), {records} record(s)" if batches is not None else ""))
+
+
+@app.command("signal")
+def send_signal(
+    config: ConfigArgument,
+    action: Annotated[str, typer.Argument(metavar="ACTION", help=f"One of {', '.join(ACTIONS)}.", show_default=False)],
+    tables: Annotated[str | None, typer.Option("--tables", metavar="LIST",
+                                               help="Comma-separated schema.table patterns (data-collections): what to snapshot, or stop.")] = None,
+    kind: Annotated[str, typer.Option("--type", metavar="incremental|blocking", help="The snapshot's type.")] = "incremental",
+    conditions: Annotated[list[str] | None, typer.Option(
+        "--condition", metavar="TABLE=PREDICATE",
+        help="Snapshot only the rows of TABLE that match the SQL predicate, e.g. 'public.a=id > 5'. May be given more than once.")] = None,
+    surrogate_key: Annotated[str | None, typer.Option("--surrogate-key", metavar="COLUMN",
+                                                      help="Order the snapshot's chunks by this column instead of the primary key.")] = None,
+    message: Annotated[str | None, typer.Option("--message", help="The text of a log signal.")] = None,
+    signal_id: Annotated[str | None, typer.Option("--id", help="The signal's id (default: a new UUID).", show_default=False)] = None,
+    channel: Annotated[str | None, typer.Option("--channel", metavar="source|file|kafka",
+                                                help="Where to send it (default: the first of signal.enabled.channels).")] = None,
+) -> None:
+    """Send a signal to the connector: start, stop, pause or resume an incremental snapshot, or write to its log.
+
+    source inserts a row into the signal table (signal.data.collection), file appends a line to signal.file, kafka produces a message to signal.kafka.topic; the running pipeline acts on it when it plans its next batch.
+    """
+    loaded = _load(config)
+    with _reported(loaded, f"cannot insert the signal into the signal table on {_target(loaded)}"):
+        built = build_signal(action, signal_id=signal_id or str(uuid.uuid4()), kind=kind, surrogate_key=surrogate_key, message=message,
+                             tables=[t.strip() for t in (tables or "").split(",") if t.strip()], conditions=conditions or ())
+        try:
+            used, where = send(loaded.config, built, channel)
+        except SignalSendError as exc:
+            _fail(EXIT_PROBLEMS, str(exc))
+    out = _stdout()
+    out.print(Text(f"sent {built.type} signal {built.id!r} through the {used} channel: {where}"), soft_wrap=True)
+    out.print(Text(built.data or ""), soft_wrap=True)
 
 
 @app.command()

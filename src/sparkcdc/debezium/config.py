@@ -81,6 +81,8 @@ class ConnectorConfig:
         for prefix in ("table", "schema", "column", "message.prefix"):
             if self.raw.get(f"{prefix}.include.list") and self.raw.get(f"{prefix}.exclude.list"):
                 raise ConfigError(f"{prefix}.exclude.list", f"cannot be combined with {prefix}.include.list")
+        if "kafka" in split_list(self.raw.get("signal.enabled.channels")) and not self.raw.get("signal.kafka.bootstrap.servers"):
+            raise ConfigError("signal.kafka.bootstrap.servers", "is required with the kafka signal channel (signal.enabled.channels)")
         self._check_select_overrides()
 
     def _apply_statuses(self, strict: bool) -> None:

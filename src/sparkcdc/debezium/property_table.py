@@ -207,7 +207,8 @@ _notification_channels = _channel_check(_NOTIFICATION_CHANNELS, "notification")
 
 # -- the table ---------------------------------------------------------------------------------------
 
-_SIGNALS = "has no effect yet: signals and incremental snapshots are not implemented in sparkcdc (issue 11)"
+_SIGNALS = ("has no effect here: not a setting of the signal channels sparkcdc has (signal.data.collection, "
+            "signal.enabled.channels, signal.poll.interval.ms, signal.file, signal.kafka.*, signal.consumer.*)")
 _QUEUE = ("has no effect here: Debezium's in-memory queue between the log reader and Kafka Connect; sparkcdc reads "
           "in Spark micro-batches, sized by sparkcdc.max.batch.wal.bytes and the trigger interval")
 _JAVA_CUSTOM = "has no effect here: it names a Java implementation for a custom mode, and sparkcdc refuses custom modes"
@@ -348,6 +349,20 @@ _ALL = [
                                      "snapshots write their watermark rows there; added to a filtered publication"),
     _P("signal.enabled.channels", "source", check=_signal_channels,
        doc="source (the signal table), file (signal.file), kafka (signal.kafka.*); `sparkcdc signal` sends through them"),
+    _P("signal.poll.interval.ms", "5000", "int", check=_non_negative,
+       doc="the driver polls the file and kafka channels when it plans a batch, at most this often (the source channel "
+           "arrives with the WAL)"),
+    _P("signal.file", "file-signals.txt",
+       doc="the file channel's file, one JSON signal per line; sparkcdc never empties it (Debezium does): the position "
+           "read is kept in the checkpoint, and a replaced or truncated file is read from its start"),
+    _P("signal.kafka.topic", doc="the kafka channel's topic (default <topic.prefix>-signal, as Debezium's code); every "
+                                 "partition is read, from offsets kept in the checkpoint"),
+    _P("signal.kafka.bootstrap.servers", doc="the kafka channel's brokers; required when the channel is enabled"),
+    _P("signal.kafka.groupId", "kafka-signal",
+       doc="the kafka channel's consumer group: offsets are committed to it after their batch commits, and a partition "
+           "the checkpoint has no offset for starts at the group's (else the earliest)"),
+    _P("signal.kafka.poll.timeout.ms", "100", "int", check=_non_negative,
+       doc="how long one poll of the kafka channel waits for messages"),
     _P("incremental.snapshot.chunk.size", "1024", "int", check=_positive,
        doc="rows per incremental snapshot chunk: one chunk is read per micro-batch"),
     _P("incremental.snapshot.watermarking.strategy", "insert_insert", "enum", ("insert_insert", "insert_delete")),
@@ -425,6 +440,9 @@ FAMILIES: list[Family] = [
     Family(re.compile(r"column\.mask\.hash\.([^.]+(?:-[^.]+)*)\.with\.salt\.(.+)"), "column.mask.hash.<algorithm>.with.salt.<salt>"),
     Family(re.compile(r"snapshot\.select\.statement\.overrides\..+"), "snapshot.select.statement.overrides.<schema>.<table>",
            doc="applies when the table is listed in snapshot.select.statement.overrides (as in Debezium)"),
+    Family(re.compile(r"signal\.consumer\..+"), "signal.consumer.*",
+           doc="the kafka signal channel's librdkafka client settings, prefix stripped (security, timeouts); also used by "
+               "`sparkcdc signal` to produce; Java (de)serializer classes are ignored with a warning"),
     Family(re.compile(r"signal\..+"), "signal.*", WARNED, _SIGNALS),
     Family(re.compile(r"notification\..+"), "notification.*", WARNED,
            "has no effect yet: notifications are not implemented in sparkcdc (issue 11)"),

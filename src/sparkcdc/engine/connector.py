@@ -35,14 +35,16 @@ _IDLE_POLL_SECONDS = 0.05
 class LocalConnector:
     """Runs one connector configuration; call :meth:`poll` or :meth:`poll_batch`."""
 
-    def __init__(self, config: ConnectorConfig, *, state_location: str | None = None) -> None:
+    def __init__(self, config: ConnectorConfig, *, state_location: str | None = None, offset: dict[str, Any] | None = None) -> None:
+        """``offset``: resume from this committed offset (a checkpoint's), as a restarted query does;
+        a new query's set-up otherwise."""
         self.config = config
         self._state_dir: tempfile.TemporaryDirectory[str] | None = None
         if state_location is None and not config.get("sparkcdc.state.location"):
             self._state_dir = tempfile.TemporaryDirectory(prefix="sparkcdc-local-state-")
             state_location = self._state_dir.name
         self.planner = ConnectorPlanner(config, state_location=state_location)
-        self._offset: dict[str, Any] | None = None
+        self._offset: dict[str, Any] | None = offset
         self._batches: Generator[EncodedBatch, None, None] | None = None
         self._batch_end: dict[str, Any] | None = None
 
@@ -52,6 +54,11 @@ class LocalConnector:
         if self._offset is None:
             self._offset = self.planner.initial_offset()
         return self
+
+    @property
+    def offset(self) -> dict[str, Any] | None:
+        """The end offset of the last committed batch: what a checkpoint holds, to resume from."""
+        return self._offset
 
     @property
     def snapshot_pending(self) -> bool:

@@ -44,6 +44,7 @@ from .incremental_planner import BlockingRequest, IncrementalSnapshots
 from .notifications import Notifier
 from .offsets import SnapshotSpec, SourceOffset
 from .setup import apply_replica_identities, captured_tables, ensure_publication_for
+from .signal_channels import enabled_channels, polled_channels
 from .signals import Signal, signal_table_of
 from .snapshot_plan import SnapshotChunk, plan_snapshot_chunks
 from .state_store import StreamState, StreamStateStore, default_state_location
@@ -94,11 +95,15 @@ class ConnectorPlanner:
         self.tables: list[tuple[str, str]] = []
         self.notifier = Notifier(config.get("notification.enabled.channels"))
         self.signal_table = signal_table_of(config)
-        channels = {c.strip() for c in (config.get("signal.enabled.channels") or "source").split(",")}
-        self.source_signals = "source" in channels and self.signal_table is not None
+        self.source_signals = "source" in enabled_channels(config) and self.signal_table is not None
+        # file and kafka: polled from the start offset's cursor when a batch is planned (_poll_channels)
+        self.channels = polled_channels(config)
+        self.channel_poll_interval = config.get_int("signal.poll.interval.ms") / 1000
+        self._channels_due = 0.0
         self.incremental = IncrementalSnapshots(config, self.admin, self.conninfo, self.notifier)
-        # The end planned for a start whose batch reads an incremental snapshot chunk: planning a chunk
-        # writes watermarks and exports a snapshot, so it is done once per start, however often Spark asks.
+        # The end planned for a start whose batch reads an incremental snapshot chunk (or acts on signals):
+        # planning a chunk writes watermarks and exports a snapshot, and a signal is acted on once, so it
+        # is done once per start, however often Spark asks.
         self._planned: tuple[dict[str, Any], dict[str, Any]] | None = None
 
     # -- a new query -----------------------------------------------------------------------------
@@ -217,11 +222,12 @@ class ConnectorPlanner:
             self._beat()
             end = end.with_heartbeat().at(max(self._insert_lsn(), base))
         end = self._signals_and_snapshots(start, end)
-        if end == start:
+        if end == start:  # a moved signal cursor alone is a change: its batch commits the position
             return start_raw
         out = end.to_dict()
-        if end.phase == "snapshot" or (end.incremental is not None and end.incremental.chunk is not None):
-            self._planned = (start_raw, out)
+        if (end.phase == "snapshot" or (end.incremental is not None and end.incremental.chunk is not None)
+                or end.signal_cursor != start.signal_cursor):
+            self._planned = (start_raw, out)  # acted on: asked again for this start, the answer stays
         return out
 
     # -- blocking snapshots ------------------------------------------------------------------------
@@ -255,8 +261,9 @@ class ConnectorPlanner:
         return spec
 
     def _signals_and_snapshots(self, start: SourceOffset, end: SourceOffset) -> SourceOffset:
-        """``end`` with the signals that arrived up to ``start`` acted on and, while an incremental
-        snapshot runs, its next chunk window planned (the batch then reaches past the window)."""
+        """``end`` with the signals that arrived up to ``start`` (the signal table's) and those the
+        polled channels hold now acted on, their positions moved; and, while an incremental snapshot
+        runs, its next chunk window planned (the batch then reaches past the window)."""
         signals: list[Signal] = []
         cursor = dict(start.signal_cursor or {})
         if self.source_signals and cursor.get("source") != start.lsn:
@@ -264,8 +271,9 @@ class ConnectorPlanner:
             if state is not None and state.signals:
                 signals = [Signal.from_dict(raw) for raw in state.signals]
                 cursor["source"] = start.lsn  # acted on once, even if the next batch ends at the same LSN
+        signals += self._poll_channels(cursor)
         if not signals and start.incremental is None:
-            return end
+            return replace(end, signal_cursor=cursor or None)
         incremental: IncrementalState | None = self.incremental.advance(start.incremental, signals, self.tables)
         blocking = self.incremental.blocking
         if blocking is not None:
@@ -275,6 +283,24 @@ class ConnectorPlanner:
             incremental, high = self.incremental.plan_chunk(incremental)
         end = replace(end, incremental=incremental, signal_cursor=cursor or None)
         return end.at(max(end.lsn, high)) if high else end
+
+    def _poll_channels(self, cursor: dict[str, Any]) -> list[Signal]:
+        """The signals of the polled channels after their positions in ``cursor`` (moved past them),
+        in ``signal.enabled.channels`` order; nothing before ``signal.poll.interval.ms`` has passed.
+        A replayed batch is not planned again, so what a poll returned is acted on once: in the
+        batch whose end offset holds the new positions."""
+        if not self.channels or time.monotonic() < self._channels_due:
+            return []
+        self._channels_due = time.monotonic() + self.channel_poll_interval
+        signals: list[Signal] = []
+        for name, channel in self.channels.items():
+            polled, position = channel.poll(cursor.get(name))
+            if position is None:
+                cursor.pop(name, None)
+            else:
+                cursor[name] = position
+            signals += polled
+        return signals
 
     def _resume(self, start: SourceOffset) -> SourceOffset | None:
         """First ``latest_offset`` of a restarted query: check the slot against the checkpoint."""
@@ -361,6 +387,8 @@ class ConnectorPlanner:
                 log.info("blocking snapshot %s committed", self._export_spec.id)
             self._close_snapshot()  # the snapshot batch is committed: its exported snapshot has served
         self.incremental.release(end.incremental)
+        for name, channel in self.channels.items():
+            channel.acknowledge((end.signal_cursor or {}).get(name))
         if self.streams:
             self._advance_slot(end.lsn)
             self.state_store.prune(end.lsn)
@@ -395,6 +423,8 @@ class ConnectorPlanner:
     def stop(self) -> None:
         self._close_snapshot()
         self.incremental.close()
+        for channel in self.channels.values():
+            channel.close()
         if self.config.get_bool("slot.drop.on.stop"):
             try:
                 drop_slot(self.admin, self.slot_name, wait=30)

@@ -1,0 +1,32 @@
+"""Sending through the ``source`` channel: a row in the signal table (``signal.data.collection``).
+
+The driver does not poll this channel: the row reaches the connector through the WAL, where the
+stream task collects it (:mod:`sparkcdc.engine.snapshot_window`) and the planner acts on it.
+"""
+
+from __future__ import annotations
+
+from ...debezium.config import ConfigError, ConnectorConfig
+from ...postgres.incremental import insert_signal
+from ...postgres.publications import qualified_name
+from ..connection import sql_connection
+from ..signals import Signal, signal_table_of
+from .base import SignalChannel
+
+__all__ = ["SourceSignalChannel"]
+
+
+class SourceSignalChannel(SignalChannel):
+    name = "source"
+
+    def __init__(self, config: ConnectorConfig) -> None:
+        table = signal_table_of(config)
+        if table is None:
+            raise ConfigError("signal.data.collection", "is required to send through the source signal channel (the signal table)")
+        self.config = config
+        self.table = table
+
+    def send(self, signal: Signal) -> str:
+        with sql_connection(self.config, autocommit=True, application_name="sparkcdc-signal") as conn:
+            insert_signal(conn, self.table, signal.id, signal.type, signal.data)
+        return f"table {qualified_name(*self.table)}"
