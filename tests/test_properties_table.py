@@ -103,7 +103,7 @@ def test_a_warned_property_warns_naming_itself(name: str) -> None:
 
 @pytest.mark.parametrize("family", [f for f in FAMILIES if f.status == WARNED], ids=lambda f: f.shown)
 def test_a_warned_family_warns(family) -> None:
-    name = {"signal.*": "signal.kafka.topic", "notification.*": "notification.enabled.channels", "driver.*": "driver.loglevel",
+    name = {"signal.*": "signal.kafka.topic", "notification.*": "notification.custom.setting", "driver.*": "driver.loglevel",
             "key.converter, value.converter": "value.converter", "header.converter, *.converter.*": "value.converter.replace.null.with.default",
             "converter.*, converters.*": "converters.x.type", "transforms.*, predicates.*": "transforms.unwrap.type",
             "offset.*": "offset.storage.file.filename", "schema.history.internal.*": "schema.history.internal.kafka.topic",
@@ -222,12 +222,12 @@ def test_the_library_path_reports_each_warning_once(monkeypatch) -> None:
 def test_validate_prints_the_warnings_with_their_lines(tmp_path: Path) -> None:
     path = tmp_path / "c.properties"
     path.write_text("database.hostname=203.0.113.1\ndatabase.user=u\ndatabase.dbname=d\ndatabase.server.name=srv\n"
-                    "signal.data.collection=public.signals\nsnapshot.mode=never\nmax.batch.size=10\n")
+                    "notification.custom.setting=x\nsnapshot.mode=never\nmax.batch.size=10\n")
     result = CliRunner().invoke(app, ["validate", str(path)], env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output
     output = " ".join(result.output.split())
     assert "database.server.name (line 4) is deprecated: use topic.prefix" in output
-    assert "signal.data.collection (line 5): has no effect yet: signals and incremental snapshots are not implemented" in output
+    assert "notification.custom.setting (line 5): has no effect here: sparkcdc's notification channels are log and sink" in output
     assert "snapshot.mode=never (line 6) is deprecated: use snapshot.mode=no_data" in output
     assert "max.batch.size (line 7): has no effect here" in output
 
@@ -252,3 +252,13 @@ def test_spark_options_report_the_warnings(monkeypatch) -> None:
         config_from_options(options)
     assert [str(w.message) for w in caught if issubclass(w.category, ConfigWarning)] == [
         f"poll.interval.ms: {PROPERTIES['poll.interval.ms'].doc}"]
+
+
+def test_the_sink_notification_channel_needs_its_topic() -> None:
+    with pytest.raises(ConfigError) as caught:
+        _config(**{"notification.enabled.channels": "log,sink"})
+    assert caught.value.property == "notification.sink.topic.name"
+    assert "is required when notification.enabled.channels includes sink" in str(caught.value)
+    config = _config(**{"notification.enabled.channels": "sink", "notification.sink.topic.name": "srv.notifications"})
+    assert config.get("notification.sink.topic.name") == "srv.notifications" and not config.warnings
+    _config(**{"notification.enabled.channels": "log"})  # the topic is only needed by the sink channel

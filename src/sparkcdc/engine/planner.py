@@ -41,7 +41,7 @@ from .connection import conninfo_from_config, sql_connection
 from .heartbeat import HeartbeatTimer
 from .incremental import IncrementalState
 from .incremental_planner import IncrementalSnapshots
-from .notifications import Notifier
+from .notifications import Notifier, notification_pieces
 from .offsets import SnapshotSpec, SourceOffset
 from .setup import apply_replica_identities, captured_tables, ensure_publication_for
 from .signals import Signal, signal_table_of
@@ -92,7 +92,8 @@ class ConnectorPlanner:
         self._floor_lsn = 0
         self._initial: dict[str, Any] | None = None
         self.tables: list[tuple[str, str]] = []
-        self.notifier = Notifier(config.get("notification.enabled.channels"))
+        self.notifier = Notifier(config.get("notification.enabled.channels"), config.topic_prefix)
+        self.notification_topic = config.get("notification.sink.topic.name") if self.notifier.sinks else None
         self.signal_table = signal_table_of(config)
         channels = {c.strip() for c in (config.get("signal.enabled.channels") or "source").split(",")}
         self.source_signals = "source" in channels and self.signal_table is not None
@@ -112,6 +113,7 @@ class ConnectorPlanner:
                 self._initial = self._begin_snapshot().to_dict()
             else:
                 slot = self._ensure_slot()
+                self.notifier.initial("SKIPPED")
                 self._initial = SourceOffset(self.slot_name, self.database, slot.confirmed_flush_lsn or 0).to_dict()
         return self._initial
 
@@ -195,9 +197,13 @@ class ConnectorPlanner:
             self._checked_resume = True
             resumed = self._resume(start)
             if resumed is not None:
-                return resumed.to_dict()
+                return self._ending(start, resumed)
         if start.phase == "snapshot":
-            return start.streaming_from(start.lsn).to_dict()  # the snapshot batch; streaming then starts at its LSN
+            # The snapshot batch; streaming then starts at its LSN. Its notifications are fixed now,
+            # with the batch: STARTED before its chunks, COMPLETED after them (see partitions).
+            self.notifier.initial("STARTED")
+            self.notifier.initial("COMPLETED")
+            return self._ending(start, start.streaming_from(start.lsn))
         if not self.streams:
             return start_raw
         if not self._streaming_delayed:
@@ -218,11 +224,17 @@ class ConnectorPlanner:
             end = end.with_heartbeat().at(max(self._insert_lsn(), base))
         end = self._signals_and_snapshots(start, end)
         if end == start:
-            return start_raw
-        out = end.to_dict()
+            return start_raw  # no batch: notifications made meanwhile wait for the next end
+        out = self._ending(start, end)
         if end.incremental is not None and end.incremental.chunk is not None:
             self._planned = (start_raw, out)
         return out
+
+    def _ending(self, start: SourceOffset, end: SourceOffset) -> dict[str, Any]:
+        """``end`` as the end of a new batch from ``start``, with the notifications made since the
+        last one. Called exactly when a new end is returned, so each notification is in one batch's
+        end offset."""
+        return end.emitting(self.notifier.take(), start).to_dict()
 
     def _signals_and_snapshots(self, start: SourceOffset, end: SourceOffset) -> SourceOffset:
         """``end`` with the signals that arrived up to ``start`` acted on and, while an incremental
@@ -250,6 +262,8 @@ class ConnectorPlanner:
         if start.phase == "stream" and self._snapshot_wanted(fresh=False, slot=slot):
             log.warning("snapshot.mode=%s: a new initial snapshot at restart", self.mode)
             return self._begin_snapshot()
+        if start.phase == "stream":
+            self.notifier.initial("SKIPPED")  # as Debezium, at every start that takes no snapshot
         if start.phase == "snapshot" or not self.streams:
             return None  # an interrupted snapshot batch is read again (see partitions); no slot to check otherwise
         state = self.state_store.read(start.lsn)
@@ -284,13 +298,17 @@ class ConnectorPlanner:
 
     # -- planning --------------------------------------------------------------------------------
     def partitions(self, start_raw: dict[str, Any], end_raw: dict[str, Any]) -> list[Any]:
+        """The batch's pieces of work, with its notifications (the ``sink`` channel) around them."""
         start, end = self.parse(start_raw), self.parse(end_raw)
+        return notification_pieces(self.notification_topic, start.lsn, end.notifications, end.first_notification, self._work(start, end))
+
+    def _work(self, start: SourceOffset, end: SourceOffset) -> list[Any]:
         if start.phase == "snapshot":
             return self._snapshot_partitions(start, end)
         reads_chunk = end.incremental is not None and end.incremental.chunk is not None
         if end.phase == "snapshot" or (end.lsn <= start.lsn and end.heartbeat == start.heartbeat and not reads_chunk):
             return []
-        return [StreamRange(start.to_dict(), end.to_dict(), self.state_location)]
+        return [StreamRange(replace(start, notifications=()).to_dict(), replace(end, notifications=()).to_dict(), self.state_location)]
 
     def _snapshot_partitions(self, start: SourceOffset, end: SourceOffset) -> list[Any]:
         assert start.snapshot is not None
