@@ -103,7 +103,7 @@ def test_a_warned_property_warns_naming_itself(name: str) -> None:
 
 @pytest.mark.parametrize("family", [f for f in FAMILIES if f.status == WARNED], ids=lambda f: f.shown)
 def test_a_warned_family_warns(family) -> None:
-    name = {"signal.*": "signal.emit.failure.max.retries", "notification.*": "notification.jmx.object.name", "driver.*": "driver.loglevel",
+    name = {"signal.*": "signal.emit.failure.max.retries", "notification.*": "notification.custom.setting", "driver.*": "driver.loglevel",
             "key.converter, value.converter": "value.converter", "header.converter, *.converter.*": "value.converter.replace.null.with.default",
             "converter.*, converters.*": "converters.x.type", "transforms.*, predicates.*": "transforms.unwrap.type",
             "offset.*": "offset.storage.file.filename", "schema.history.internal.*": "schema.history.internal.kafka.topic",
@@ -252,3 +252,13 @@ def test_spark_options_report_the_warnings(monkeypatch) -> None:
         config_from_options(options)
     assert [str(w.message) for w in caught if issubclass(w.category, ConfigWarning)] == [
         f"poll.interval.ms: {PROPERTIES['poll.interval.ms'].doc}"]
+
+
+def test_the_sink_notification_channel_needs_its_topic() -> None:
+    with pytest.raises(ConfigError) as caught:
+        _config(**{"notification.enabled.channels": "log,sink"})
+    assert caught.value.property == "notification.sink.topic.name"
+    assert "is required when notification.enabled.channels includes sink" in str(caught.value)
+    config = _config(**{"notification.enabled.channels": "sink", "notification.sink.topic.name": "srv.notifications"})
+    assert config.get("notification.sink.topic.name") == "srv.notifications" and not config.warnings
+    _config(**{"notification.enabled.channels": "log"})  # the topic is only needed by the sink channel

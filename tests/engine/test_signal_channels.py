@@ -151,7 +151,7 @@ def test_file_signals_run_an_incremental_snapshot_once_across_a_restart(db, pg_c
             _run_until_done(connector, out, f"{name}_a", 40)
         assert any("not valid JSON" in r.getMessage() for r in caplog.records)
         assert any("unknown signal type 'explode'" in r.getMessage() for r in caplog.records)
-        completed = [n for n in connector.planner.notifier.pending if n.type == "COMPLETED"]
+        completed = [n for n in connector.planner.notifier.recent if n.type == "COMPLETED"]
         assert [n.id for n in completed] == ["file-1"]
         committed = connector.offset
         assert committed is not None and committed["signal_cursor"]["file"]["offset"] == path.stat().st_size
@@ -218,7 +218,7 @@ def test_kafka_signals_run_an_incremental_snapshot_and_the_offsets_are_kept(db, 
         assert any("not valid JSON" in m for m in messages)
         committed = connector.offset
         assert committed is not None and committed["signal_cursor"]["kafka"] == {"topic": signal_topic, "offsets": {"0": 3}}
-        assert [n.id for n in connector.planner.notifier.pending if n.type == "COMPLETED"] == ["kafka-1"]
+        assert [n.id for n in connector.planner.notifier.recent if n.type == "COMPLETED"] == ["kafka-1"]
         _stream_one_change(db, connector, name, out)  # one more commit: the offsets reach the group
     assert _reads(out, f"{name}_a") == [] and len(_reads(out, f"{name}_b")) == 33
     wait_until(lambda: _committed(kafka_broker, group, signal_topic) == 3, timeout=30, what="the offsets committed to the group")

@@ -137,6 +137,15 @@ def status_view(report: dict[str, Any]) -> RenderableType:
             if batch is not None:
                 rows.append((label, f"batch {batch['batch']}: phase {batch['phase']}, lsn {batch['lsn']}"))
         parts.append(_kv_table(f"Checkpoint {checkpoint['directory']}", rows or [("last committed", "none yet")]))
+        snapshot = checkpoint.get("incremental_snapshot")
+        if snapshot is not None:
+            rows = [("as of", f"batch {snapshot['batch']} ({'committed' if snapshot['committed'] else 'in flight'})"),
+                    ("tables left", "\n".join(snapshot["tables_left"]) or "(none)"),
+                    ("current table", snapshot["current_table"]), ("chunks read", snapshot["chunks_read"]),
+                    ("reading", snapshot["reading"]), ("last key read", snapshot["last_key"]),
+                    ("maximum key", snapshot["max_key"]), ("rows scanned (current table)", snapshot["rows_scanned"]),
+                    ("paused", _yes(snapshot["paused"]))]
+            parts += [Text(""), _kv_table(f"Incremental snapshot {snapshot['id']}", rows)]
     return Group(*parts)
 
 

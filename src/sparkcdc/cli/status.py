@@ -12,6 +12,7 @@ from typing import Any
 import psycopg
 
 from ..debezium.config import ConnectorConfig
+from ..engine.incremental import IncrementalState
 from ..lsn import format_lsn, parse_lsn
 from ..postgres.server_facts import publication_facts, slot_lag
 from .checkpoint import BatchOffset, CheckpointState
@@ -59,11 +60,46 @@ def _batch(batch: BatchOffset | None) -> dict[str, Any] | None:
             "database": batch.database, "offset": batch.offset, "file": str(batch.path)}
 
 
+def _key(key: tuple[str, ...] | None) -> str | None:
+    return None if key is None else ",".join(key)  # as Debezium's notifications write keys
+
+
+def _incremental(state: CheckpointState, warnings: list[str]) -> dict[str, Any] | None:
+    """The incremental snapshot the checkpoint's newest offset carries (engine/incremental.py), seen
+    from the output: a committed offset's chunk has been read; a pending one's is being read."""
+    batch = state.pending or state.last_committed
+    raw = (batch.offset or {}).get("incremental") if batch is not None else None
+    if batch is None or not raw:
+        return None
+    try:
+        planned = IncrementalState.from_dict(raw)
+    except (KeyError, TypeError, ValueError) as exc:
+        warnings.append(f"{batch.path}: the incremental snapshot in the offset cannot be read ({exc!r})")
+        return None
+    committed = batch is state.last_committed
+    now = planned.chunk_read()[0] if committed else planned
+    reading = None if committed or planned.chunk is None else planned.chunk
+    return {
+        "id": planned.id,
+        "batch": batch.batch_id,
+        "committed": committed,
+        "tables_left": [c.name for c in now.collections],
+        "current_table": None if now.current is None else now.current.name,
+        "chunks_read": planned.chunks - (1 if reading is not None else 0),
+        "reading": None if reading is None else reading.describe(),
+        "last_key": _key(now.last_key),
+        "max_key": _key(now.max_key),
+        "rows_scanned": now.rows,
+        "paused": planned.paused,
+    }
+
+
 def checkpoint_report(directory: Path, state: CheckpointState, config: ConnectorConfig,
                       slot: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """The checkpoint's position, and warnings where it and the slot do not fit together."""
     report = {"directory": str(directory), "last_committed": _batch(state.last_committed), "pending": _batch(state.pending)}
-    warnings = []
+    warnings: list[str] = []
+    report["incremental_snapshot"] = _incremental(state, warnings)
     committed = state.last_committed
     slot_name = config.settings.slot_name
     if committed is None:

@@ -74,6 +74,9 @@ class ConnectorConfig:
             if value is None or value == "":
                 if prop.required:
                     raise ConfigError(name, "is required")
+                if prop.required_with and prop.required_with[1] in split_list(self.raw.get(prop.required_with[0])):
+                    other, listed = prop.required_with
+                    raise ConfigError(name, f"is required when {other} includes {listed}")
                 continue
             problem = prop.problem(value)
             if problem:

@@ -1,5 +1,5 @@
 """Building Debezium records: envelopes, source blocks, tombstones, key-change triples, truncates,
-logical decoding messages, heartbeats and transaction metadata.
+logical decoding messages, heartbeats, transaction metadata and notifications.
 
 Pure functions of their inputs plus a clock, so a replay of the same changes builds the same records
 except for the wall-clock fields (envelope ``ts_ms/ts_us/ts_ns``, and the heartbeat's ``ts_ms``).
@@ -20,13 +20,15 @@ from .schemas import (
     heartbeat_value_schema,
     message_key_schema,
     message_value_schema,
+    notification_key_schema,
+    notification_value_schema,
     transaction_key_schema,
     transaction_value_schema,
 )
 from .table import TableSchema
 from .types.text import encode_binary
 
-__all__ = ["DEBEZIUM_COMPATIBLE_VERSION", "SOURCE_VERSION", "EventFactory", "sequence_text"]
+__all__ = ["DEBEZIUM_COMPATIBLE_VERSION", "SOURCE_VERSION", "EventFactory", "notification_record", "sequence_text"]
 
 DEBEZIUM_COMPATIBLE_VERSION = "3.6.3.Final"
 
@@ -46,6 +48,22 @@ def sequence_text(last_commit_lsn: int | None, lsn: int | None) -> str:
     first = "null" if last_commit_lsn is None else f'"{last_commit_lsn}"'
     second = "null" if lsn is None else f'"{lsn}"'
     return f"[{first},{second}]"
+
+
+def notification_record(
+    topic: str, id: str, kind: str, aggregate_type: str, additional_data: dict[str, str], timestamp: int,  # noqa: A002
+    *, commit_lsn: int, ordinal: int,
+) -> ChangeRecord:
+    """A notification as Debezium's ``sink`` channel sends it: key ``{id}``, the notification as the
+    value, no headers (not even the context headers every change event carries).
+
+    A notification is no change: ``lsn`` is 0, and ``commit_lsn``/``ordinal`` are where the caller
+    places it among the changes (sparkcdc: the start of the micro-batch that emits it).
+    """
+    value = {"id": id, "type": kind, "aggregate_type": aggregate_type, "additional_data": additional_data, "timestamp": timestamp}
+    return ChangeRecord(
+        topic, {"id": id}, notification_key_schema(), value, notification_value_schema(), commit_lsn=commit_lsn, ordinal=ordinal,
+    )
 
 
 class EventFactory:

@@ -26,6 +26,8 @@ def _cell(text: str) -> str:
 def _default(prop: Property) -> str:
     if prop.required:
         return "(required)"
+    if prop.required_with:
+        return f"(required with `{prop.required_with[0]}={prop.required_with[1]}`)"
     return f"`{prop.default}`" if prop.default not in (None, "") else ""
 
 

@@ -42,6 +42,7 @@ class Property:
     kind: str = "string"  # string | int | bool | enum | list | regex_list | password
     choices: tuple[str, ...] = ()
     required: bool = False
+    required_with: tuple[str, str] = ()  # (list property, value): required when that property lists the value
     doc: str = ""  # what it does here, where that is not simply "as in Debezium"; for warned/refused: why
     check: Callable[[str], str | None] | None = None  # returns an error message or None
     status: str = HONOURED
@@ -195,7 +196,9 @@ def _channel_check(known: tuple[str, ...], what: str) -> Callable[[str], str | N
     def check(value: str) -> str | None:
         unknown = [c.strip() for c in value.split(",") if c.strip() and c.strip() not in known]
         if unknown:
-            jmx = " (the jmx channel needs a JVM: use `sparkcdc signal` to send signals)" if "jmx" in unknown else ""
+            jmx = ""
+            if "jmx" in unknown:
+                jmx = " (the jmx channel needs a JVM" + (": use `sparkcdc signal` to send signals)" if what == "signal" else ")")
             return f"unknown {what} channel(s) {', '.join(unknown)}; sparkcdc has {', '.join(known)}{jmx}"
         return None
 
@@ -370,7 +373,10 @@ _ALL = [
        doc="incremental snapshots write no watermark rows: the chunk's snapshot (pg_current_snapshot) tells which "
            "streamed changes it contains"),
     _P("notification.enabled.channels", check=_notification_channels,
-       doc="log (the connector's log); sink (records on notification.sink.topic.name)"),
+       doc="log (the connector's log); sink (records on notification.sink.topic.name, in the pipeline's output "
+           "exactly once); see docs/signals.md"),
+    _P("notification.sink.topic.name", required_with=("notification.enabled.channels", "sink"), check=_topic_prefix,
+       doc="the topic of the sink channel's notification records"),
     # events and runtime behaviour
     _P("provide.transaction.metadata", "false", "bool"),
     _P("heartbeat.interval.ms", "0", "int", check=_non_negative),
@@ -445,7 +451,8 @@ FAMILIES: list[Family] = [
                "`sparkcdc signal` to produce; Java (de)serializer classes are ignored with a warning"),
     Family(re.compile(r"signal\..+"), "signal.*", WARNED, _SIGNALS),
     Family(re.compile(r"notification\..+"), "notification.*", WARNED,
-           "has no effect yet: notifications are not implemented in sparkcdc (issue 11)"),
+           "has no effect here: sparkcdc's notification channels are log and sink, configured by "
+           "notification.enabled.channels and notification.sink.topic.name"),
     Family(re.compile(r"driver\..+"), "driver.*", WARNED,
            "has no effect here: pgjdbc driver settings; sparkcdc connects with libpq (database.* properties)"),
     Family(re.compile(r"(key|value)\.converter"), "key.converter, value.converter", WARNED,

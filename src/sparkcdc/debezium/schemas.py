@@ -1,11 +1,11 @@
 """The fixed Connect schemas of Debezium's PostgreSQL events: source block, transaction block,
-envelope, logical decoding messages, heartbeats and transaction metadata records."""
+envelope, logical decoding messages, heartbeats, transaction metadata and notification records."""
 
 from __future__ import annotations
 
 from functools import cache
 
-from .connect import ConnectSchema, array, bytes_, int64, string, struct
+from .connect import ConnectSchema, array, bytes_, int64, map_, string, struct
 
 __all__ = [
     "ENVELOPE_VERSION",
@@ -16,6 +16,8 @@ __all__ = [
     "heartbeat_value_schema",
     "message_key_schema",
     "message_value_schema",
+    "notification_key_schema",
+    "notification_value_schema",
     "source_schema",
     "transaction_block_schema",
     "transaction_key_schema",
@@ -143,3 +145,24 @@ def transaction_value_schema() -> ConnectSchema:
         version=1,
     )
 
+
+
+@cache
+def notification_key_schema() -> ConnectSchema:
+    return struct([("id", string())], name="io.debezium.connector.common.NotificationKey", version=1)
+
+
+@cache
+def notification_value_schema() -> ConnectSchema:
+    """Debezium's ``SchemaFactory.notificationValueSchema``: every field required but the map."""
+    return struct(
+        [
+            ("id", string()),
+            ("type", string()),
+            ("aggregate_type", string()),
+            ("additional_data", map_(string(), string(), optional=True)),
+            ("timestamp", int64()),
+        ],
+        name="io.debezium.connector.common.Notification",
+        version=1,
+    )

@@ -131,7 +131,8 @@ class ChunkWindow:
 class IncrementalState:
     """A running incremental snapshot. ``collections[0]`` is the table being read; ``last_key`` is
     the last key of its chunks already read (None: none yet); ``max_key`` its largest key when the
-    table's first chunk was planned (None: not yet known)."""
+    table's first chunk was planned (None: not yet known); ``rows`` the rows of its chunks planned so
+    far (Debezium's ``total_rows_scanned``: rows queried, the chunk in flight included)."""
 
     id: str  # the execute-snapshot signal's id (Debezium's correlation id)
     collections: tuple[SnapshotCollection, ...]
@@ -140,6 +141,7 @@ class IncrementalState:
     paused: bool = False
     chunk: ChunkWindow | None = None
     chunks: int = 0  # chunks planned so far
+    rows: int = 0
 
     @property
     def current(self) -> SnapshotCollection | None:
@@ -157,19 +159,19 @@ class IncrementalState:
             return self, False
         finished = chunk.upto == self.max_key
         if finished:
-            return replace(self, collections=self.collections[1:], last_key=None, max_key=None, chunk=None), True
+            return self.table_done(), True
         return replace(self, last_key=chunk.upto, chunk=None), False
 
     def table_done(self) -> IncrementalState:
         """The current table needs no (more) chunks: it is empty or its last chunk was read."""
-        return replace(self, collections=self.collections[1:], last_key=None, max_key=None, chunk=None)
+        return replace(self, collections=self.collections[1:], last_key=None, max_key=None, chunk=None, rows=0)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id, "collections": [c.to_dict() for c in self.collections],
             "last_key": None if self.last_key is None else list(self.last_key),
             "max_key": None if self.max_key is None else list(self.max_key), "paused": self.paused,
-            "chunk": None if self.chunk is None else self.chunk.to_dict(), "chunks": self.chunks,
+            "chunk": None if self.chunk is None else self.chunk.to_dict(), "chunks": self.chunks, "rows": self.rows,
         }
 
     @classmethod
@@ -177,5 +179,5 @@ class IncrementalState:
         return cls(
             str(raw["id"]), tuple(SnapshotCollection.from_dict(c) for c in raw["collections"]), _key(raw.get("last_key")),
             _key(raw.get("max_key")), bool(raw.get("paused", False)),
-            ChunkWindow.from_dict(raw["chunk"]) if raw.get("chunk") else None, int(raw.get("chunks", 0)),
+            ChunkWindow.from_dict(raw["chunk"]) if raw.get("chunk") else None, int(raw.get("chunks", 0)), int(raw.get("rows", 0)),
         )

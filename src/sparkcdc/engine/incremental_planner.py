@@ -60,7 +60,7 @@ from .signals import (
     signal_table_of,
 )
 
-__all__ = ["BlockingRequest", "IncrementalSnapshots"]
+__all__ = ["BlockingRequest", "IncrementalSnapshots", "NoKeyError"]
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,10 @@ class BlockingRequest:
     id: str
     tables: tuple[tuple[str, str], ...]
     filters: tuple[tuple[str, str], ...]
+
+
+class NoKeyError(SignalError):
+    """The table has no primary key and the signal names no surrogate key (Debezium's NO_PRIMARY_KEY)."""
 
 
 class IncrementalSnapshots:
@@ -96,12 +100,10 @@ class IncrementalSnapshots:
         (one per batch: a second one in the same batch is refused, to be sent again)."""
         self.blocking = None
         if state is not None and state.chunk is not None:
-            chunk = state.chunk
+            before = state
             state, finished = state.chunk_read()
-            self.notifier.incremental(state.id, "IN_PROGRESS", {"data_collections": _names(state), "current_collection_in_progress": f"{chunk.schema}.{chunk.table}",
-                                                                "maximum_key": _key_text(state.max_key), "last_processed_key": _key_text(chunk.upto)})
             if finished:
-                self.notifier.incremental(state.id, "TABLE_SCAN_COMPLETED", {"data_collection": f"{chunk.schema}.{chunk.table}", "scanned_collection": f"{chunk.schema}.{chunk.table}", "status": "SUCCEEDED"})
+                self._table_scan_completed(before, "SUCCEEDED")
         for signal in signals:
             try:
                 state = self._act(state, signal, tables)
@@ -122,12 +124,12 @@ class IncrementalSnapshots:
         if isinstance(action, PauseSnapshot):
             if state is None:
                 raise SignalError(f"{signal.describe()}: no incremental snapshot is running to pause")
-            self.notifier.incremental(state.id, "PAUSED", {})
+            self.notifier.incremental(state.id, "PAUSED", {"data_collections": _names(state)})
             return replace(state, paused=True)
         if isinstance(action, ResumeSnapshot):
             if state is None:
                 raise SignalError(f"{signal.describe()}: no incremental snapshot is running to resume")
-            self.notifier.incremental(state.id, "RESUMED", {})
+            self.notifier.incremental(state.id, "RESUMED", {"data_collections": _names(state)})
             return replace(state, paused=False)
         if isinstance(action, StopSnapshot):
             return self._stop(state, signal, action)
@@ -180,14 +182,14 @@ class IncrementalSnapshots:
             names = [(c.schema, c.table) for c in state.collections]
             matched, _ = match_collections(action.collections, names)
             stopped = tuple(c for c in state.collections if (c.schema, c.table) in matched)
-        for collection in stopped:
-            self.notifier.incremental(state.id, "ABORTED", {"data_collections": collection.name})
+        if stopped:
+            self.notifier.incremental(state.id, "ABORTED", {"data_collections": ",".join(c.name for c in stopped)})
         kept = tuple(c for c in state.collections if c not in stopped)
         log.info("%s: stopped the incremental snapshot of %s", signal.describe(), ", ".join(c.name for c in stopped) or "nothing")
         current_kept = bool(kept) and bool(state.collections) and kept[0] == state.collections[0]
         if current_kept:
             return replace(state, collections=kept)
-        return replace(state, collections=kept, last_key=None, max_key=None)
+        return replace(state, collections=kept, last_key=None, max_key=None, rows=0)
 
     # -- planning a chunk (writes watermarks, exports a snapshot) --------------------------------
     def plan_chunk(self, state: IncrementalState) -> tuple[IncrementalState | None, int]:
@@ -200,29 +202,43 @@ class IncrementalSnapshots:
                 if state.max_key is None:
                     largest = maximum_key(self.admin, collection.schema, collection.table, keys, collection.condition)
                     if largest is None:
-                        self.notifier.incremental(state.id, "TABLE_SCAN_COMPLETED", {"data_collection": collection.name, "scanned_collection": collection.name, "status": "EMPTY"})
+                        self._table_scan_completed(state, "EMPTY")
                         state = state.table_done()
                         continue
                     state = replace(state, max_key=largest)
                 assert state.max_key is not None
-                chunk, high = self._open_window(state, collection, keys, types)
+                chunk, rows, high = self._open_window(state, collection, keys, types)
             except (SignalError, psycopg.Error) as exc:
                 message = str(exc).strip()
                 log.error("incremental snapshot %s: table %s cannot be snapshotted: %s", state.id, collection.name, message)
-                self.notifier.incremental(state.id, "ABORTED", {"data_collections": collection.name, "error": message})
+                status = "SQL_EXCEPTION" if isinstance(exc, psycopg.Error) else "NO_PRIMARY_KEY" if isinstance(exc, NoKeyError) else "SKIPPED"
+                self._table_scan_completed(state, status)
                 state = state.table_done()
                 continue
-            return replace(state, chunk=chunk, chunks=state.chunks + 1), high
+            # Debezium reports a chunk when it is queried, before its rows are emitted: here, where
+            # its key range is fixed, so the batch that reads it carries the report.
+            self.notifier.incremental(state.id, "IN_PROGRESS", {
+                "data_collections": _names(state), "current_collection_in_progress": collection.name,
+                "maximum_key": _key_text(state.max_key), "last_processed_key": _key_text(chunk.upto)})
+            return replace(state, chunk=chunk, chunks=state.chunks + 1, rows=state.rows + rows), high
         if state.done:
             self.notifier.incremental(state.id, "COMPLETED", {})
             return None, 0
         return state, 0
 
+    def _table_scan_completed(self, state: IncrementalState, status: str) -> None:
+        """TABLE_SCAN_COMPLETED of ``state``'s current table (Debezium sends it before moving on, so
+        ``data_collections`` still lists that table)."""
+        assert state.current is not None
+        self.notifier.incremental(state.id, "TABLE_SCAN_COMPLETED", {
+            "data_collections": _names(state), "scanned_collection": state.current.name,
+            "total_rows_scanned": state.rows, "status": status})
+
     def _key(self, collection: SnapshotCollection) -> tuple[tuple[str, ...], tuple[str, ...]]:
         info = Catalog(self.admin).table_by_name(collection.schema, collection.table)
         keys = (collection.surrogate_key,) if collection.surrogate_key else info.key_columns
         if not keys:
-            raise SignalError(f"table {collection.name} has no primary key; name a column to order its chunks by with "
+            raise NoKeyError(f"table {collection.name} has no primary key; name a column to order its chunks by with "
                               "\"surrogate-key\" in the execute-snapshot signal")
         declared = Catalog(self.admin).declared_types(info.oid)
         for key in keys:
@@ -234,7 +250,8 @@ class IncrementalSnapshots:
         return tuple(keys), tuple(declared[k] for k in keys)
 
     def _open_window(self, state: IncrementalState, collection: SnapshotCollection, keys: tuple[str, ...],
-                     types: tuple[str, ...]) -> tuple[ChunkWindow, int]:
+                     types: tuple[str, ...]) -> tuple[ChunkWindow, int, int]:
+        """The chunk planned, the rows it holds, and the WAL position its batch must reach."""
         window = str(uuid.uuid4())
         opened_at = _instant()
         if not self.read_only:
@@ -248,8 +265,8 @@ class IncrementalSnapshots:
                 xmin, xmax, xip = current_snapshot(tx.conn)
                 visibility = Visibility(xmin, xmax, xip, current_wal_insert_lsn(tx.conn))
             assert state.max_key is not None
-            upper = chunk_upper_bound(tx.conn, collection.schema, collection.table, keys, types, state.last_key, state.max_key,
-                                      collection.condition, self.chunk_size) or state.max_key
+            upper, rows = chunk_upper_bound(tx.conn, collection.schema, collection.table, keys, types, state.last_key, state.max_key,
+                                            collection.condition, self.chunk_size)
         except BaseException:
             tx.close()
             raise
@@ -261,11 +278,11 @@ class IncrementalSnapshots:
                 insert_signal(self.admin, self.signal_table, f"{window}-close", WINDOW_CLOSE,
                               json.dumps({"openWindowTimestamp": opened_at, "closeWindowTimestamp": _instant()}))
         self._windows[window] = tx
-        chunk = ChunkWindow(window, collection.schema, collection.table, keys, types, state.last_key, tuple(upper),
+        chunk = ChunkWindow(window, collection.schema, collection.table, keys, types, state.last_key, tuple(upper or state.max_key),
                             collection.condition, name, state.chunks, visibility)
         high = visibility.high if visibility is not None else current_wal_insert_lsn(self.admin)
         log.info("incremental snapshot %s: %s planned", state.id, chunk.describe())
-        return chunk, high
+        return chunk, rows, high
 
     # -- after the batch ----------------------------------------------------------------------------
     def release(self, state: IncrementalState | None) -> None:
@@ -285,8 +302,9 @@ def _names(state: IncrementalState) -> str:
     return ",".join(c.name for c in state.collections)
 
 
-def _key_text(key: Sequence[str] | None) -> str | None:
-    return None if key is None else json.dumps(list(key))
+def _key_text(key: Sequence[str] | None) -> str:
+    """A key as Debezium's notifications write it: its values joined by commas."""
+    return '"<null>"' if key is None else ",".join(key)
 
 
 def _instant() -> str:

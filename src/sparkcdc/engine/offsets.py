@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import PipelineError
 from ..lsn import format_lsn
 from .incremental import IncrementalState
+from .notifications import Notification
 
 __all__ = ["OFFSET_VERSION", "OffsetError", "SnapshotSpec", "SourceOffset"]
 
@@ -64,6 +65,12 @@ class SourceOffset:
     incremental: IncrementalState | None = None
     #: Positions in the signal channels the driver reads (``file``: lines consumed; ``kafka``: offsets).
     signal_cursor: dict[str, Any] | None = None
+    #: The notifications the batch ending here emits (the ``sink`` channel; see engine/notifications.py),
+    #: and how many the connector has emitted up to here, these included: it numbers them, so that
+    #: their records' positions increase from batch to batch even where batches start at one LSN.
+    #: Neither is part of the position: offsets that differ only in these name the same place.
+    notifications: tuple[Notification, ...] = field(default=(), compare=False)
+    notified: int = field(default=0, compare=False)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -81,6 +88,10 @@ class SourceOffset:
             out["incremental"] = self.incremental.to_dict()
         if self.signal_cursor:
             out["signal_cursor"] = self.signal_cursor
+        if self.notifications:
+            out["notifications"] = [n.to_dict() for n in self.notifications]
+        if self.notified:
+            out["notified"] = self.notified
         return out
 
     @classmethod
@@ -99,6 +110,8 @@ class SourceOffset:
                 heartbeat=int(raw.get("hb", 0)),
                 incremental=IncrementalState.from_dict(raw["incremental"]) if raw.get("incremental") else None,
                 signal_cursor=raw.get("signal_cursor") or None,
+                notifications=tuple(Notification.from_dict(n) for n in raw.get("notifications") or ()),
+                notified=int(raw.get("notified", 0)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, OffsetError):
@@ -121,3 +134,13 @@ class SourceOffset:
 
     def with_heartbeat(self) -> SourceOffset:
         return replace(self, heartbeat=self.heartbeat + 1)
+
+    def emitting(self, notifications: tuple[Notification, ...], start: SourceOffset) -> SourceOffset:
+        """This offset as the end of the batch from ``start`` that emits ``notifications`` (and none
+        inherited from the offset it was derived from)."""
+        return replace(self, notifications=notifications, notified=start.notified + len(notifications))
+
+    @property
+    def first_notification(self) -> int:
+        """The number of the first notification of :attr:`notifications` (from 0, over the connector's life)."""
+        return self.notified - len(self.notifications)

@@ -41,7 +41,7 @@ from .connection import conninfo_from_config, sql_connection
 from .heartbeat import HeartbeatTimer
 from .incremental import IncrementalState
 from .incremental_planner import BlockingRequest, IncrementalSnapshots
-from .notifications import Notifier
+from .notifications import Notifier, notification_pieces
 from .offsets import SnapshotSpec, SourceOffset
 from .setup import apply_replica_identities, captured_tables, ensure_publication_for
 from .signal_channels import enabled_channels, polled_channels
@@ -93,7 +93,8 @@ class ConnectorPlanner:
         self._floor_lsn = 0
         self._initial: dict[str, Any] | None = None
         self.tables: list[tuple[str, str]] = []
-        self.notifier = Notifier(config.get("notification.enabled.channels"))
+        self.notifier = Notifier(config.get("notification.enabled.channels"), config.topic_prefix)
+        self.notification_topic = config.get("notification.sink.topic.name") if self.notifier.sinks else None
         self.signal_table = signal_table_of(config)
         self.source_signals = "source" in enabled_channels(config) and self.signal_table is not None
         # file and kafka: polled from the start offset's cursor when a batch is planned (_poll_channels)
@@ -117,6 +118,7 @@ class ConnectorPlanner:
                 self._initial = self._begin_snapshot().to_dict()
             else:
                 slot = self._ensure_slot()
+                self.notifier.initial("SKIPPED")
                 self._initial = SourceOffset(self.slot_name, self.database, slot.confirmed_flush_lsn or 0).to_dict()
         return self._initial
 
@@ -200,9 +202,13 @@ class ConnectorPlanner:
             self._checked_resume = True
             resumed = self._resume(start)
             if resumed is not None:
-                return resumed.to_dict()
+                return self._ending(start, resumed)
         if start.phase == "snapshot":
-            return start.streaming_from(start.lsn).to_dict()  # the snapshot batch; streaming then starts at its LSN
+            # The snapshot batch; streaming then starts at its LSN. Its notifications are fixed now,
+            # with the batch: STARTED before its chunks, COMPLETED after them (see partitions).
+            self.notifier.initial("STARTED")
+            self.notifier.initial("COMPLETED")
+            return self._ending(start, start.streaming_from(start.lsn))
         if not self.streams:
             return start_raw
         if not self._streaming_delayed:
@@ -223,12 +229,18 @@ class ConnectorPlanner:
             end = end.with_heartbeat().at(max(self._insert_lsn(), base))
         end = self._signals_and_snapshots(start, end)
         if end == start:  # a moved signal cursor alone is a change: its batch commits the position
-            return start_raw
-        out = end.to_dict()
+            return start_raw  # no batch: notifications made meanwhile wait for the next end
+        out = self._ending(start, end)
         if (end.phase == "snapshot" or (end.incremental is not None and end.incremental.chunk is not None)
                 or end.signal_cursor != start.signal_cursor):
             self._planned = (start_raw, out)  # acted on: asked again for this start, the answer stays
         return out
+
+    def _ending(self, start: SourceOffset, end: SourceOffset) -> dict[str, Any]:
+        """``end`` as the end of a new batch from ``start``, with the notifications made since the
+        last one. Called exactly when a new end is returned, so each notification is in one batch's
+        end offset."""
+        return end.emitting(self.notifier.take(), start).to_dict()
 
     # -- blocking snapshots ------------------------------------------------------------------------
     def _begin_blocking(self, request: BlockingRequest, end: SourceOffset) -> SourceOffset:
@@ -309,6 +321,8 @@ class ConnectorPlanner:
         if start.phase == "stream" and self._snapshot_wanted(fresh=False, slot=slot):
             log.warning("snapshot.mode=%s: a new initial snapshot at restart", self.mode)
             return self._begin_snapshot()
+        if start.phase == "stream":
+            self.notifier.initial("SKIPPED")  # as Debezium, at every start that takes no snapshot
         if start.phase == "snapshot" or not self.streams:
             return None  # an interrupted snapshot batch is read again (see partitions); no slot to check otherwise
         state = self.state_store.read(start.lsn)
@@ -343,7 +357,11 @@ class ConnectorPlanner:
 
     # -- planning --------------------------------------------------------------------------------
     def partitions(self, start_raw: dict[str, Any], end_raw: dict[str, Any]) -> list[Any]:
+        """The batch's pieces of work, with its notifications (the ``sink`` channel) around them."""
         start, end = self.parse(start_raw), self.parse(end_raw)
+        return notification_pieces(self.notification_topic, start.lsn, end.notifications, end.first_notification, self._work(start, end))
+
+    def _work(self, start: SourceOffset, end: SourceOffset) -> list[Any]:
         if start.phase == "snapshot":
             return self._snapshot_partitions(start, end)
         if end.phase == "snapshot" and end.snapshot is not None and end.snapshot.kind == "blocking":
@@ -352,7 +370,7 @@ class ConnectorPlanner:
         reads_chunk = end.incremental is not None and end.incremental.chunk is not None
         if end.phase == "snapshot" or (end.lsn <= start.lsn and end.heartbeat == start.heartbeat and not reads_chunk):
             return []
-        return [StreamRange(start.to_dict(), end.to_dict(), self.state_location)]
+        return [StreamRange(replace(start, notifications=()).to_dict(), replace(end, notifications=()).to_dict(), self.state_location)]
 
     def _snapshot_partitions(self, start: SourceOffset, end: SourceOffset) -> list[Any]:
         assert start.snapshot is not None

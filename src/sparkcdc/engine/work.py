@@ -1,4 +1,5 @@
-"""Reading one planned piece of work — a snapshot chunk or a stream range — as encoded batches.
+"""Reading one planned piece of work — a snapshot chunk, a stream range or a batch's notifications —
+as encoded batches.
 
 The planner (:class:`~sparkcdc.engine.planner.ConnectorPlanner`) cuts the connector's work into
 pieces; this is the one function that reads a piece, wherever it runs: a Spark task of the
@@ -16,6 +17,7 @@ from ..debezium.config import ConnectorConfig
 from ..debezium.serialization import JsonSerializer
 from .encoded import Constant, EncodedBatch, encode_records
 from .lines import encode_lines
+from .notifications import NotificationPiece, notification_records
 from .offsets import SourceOffset
 from .planner import StreamRange
 from .snapshot_plan import SnapshotChunk
@@ -30,12 +32,14 @@ def serializer_for(config: ConnectorConfig) -> JsonSerializer:
 
 
 def read_work(config: ConnectorConfig, work: Any, *, run_id: str, lines: bool = False) -> Iterator[EncodedBatch]:
-    """The records of ``work`` (a :class:`StreamRange` or a :class:`SnapshotChunk`), serialized.
+    """The records of ``work`` (a :class:`StreamRange`, a :class:`SnapshotChunk` or a
+    :class:`NotificationPiece`), serialized.
 
     ``lines``: the batches carry each record's topic-files line where the reader can build it
     (the ``lines`` output layout). ``run_id`` is the ``__debezium.context.runId`` header: one per run.
     """
     serializer = serializer_for(config)
+    encode = encode_lines if lines else encode_records
     if isinstance(work, StreamRange):
         from .batch_reader import read_stream_range
 
@@ -43,12 +47,14 @@ def read_work(config: ConnectorConfig, work: Any, *, run_id: str, lines: bool = 
             config, SourceOffset.from_dict(work.start), SourceOffset.from_dict(work.end),
             run_id=run_id, state_store=StreamStateStore(work.state_location),
         )
-        return (encode_lines if lines else encode_records)(records, serializer)
+        return encode(records, serializer)
     if isinstance(work, SnapshotChunk):
         from .snapshot_rendered import read_encoded_chunk
 
         batches = read_encoded_chunk(config, work, run_id=run_id, serializer=serializer, lines=lines)
         return batches if work.kind == "initial" else _marked(batches, work.kind)
+    if isinstance(work, NotificationPiece):
+        return encode(notification_records(work), serializer)
     raise TypeError(f"not a planned piece of work: {type(work).__name__}")
 
 

@@ -66,13 +66,20 @@ def maximum_key(conn: psycopg.Connection, schema: str, table: str, keys: Sequenc
 def chunk_upper_bound(
     conn: psycopg.Connection, schema: str, table: str, keys: Sequence[str], types: Sequence[str], after: Key | None, upto: Key,
     condition: str | None, size: int,
-) -> tuple[str, ...] | None:
-    """The key of the ``size``-th row after ``after`` (not beyond ``upto``); None when fewer remain."""
+) -> tuple[tuple[str, ...] | None, int]:
+    """The key of the ``size``-th row after ``after`` (not beyond ``upto``; None when fewer remain),
+    and how many rows the chunk ending there holds: ``size``, or the rows left (what Debezium's
+    ``total_rows_scanned`` adds up)."""
     text = _key_texts(keys)
-    query = (f"SELECT {text} FROM {qualified_name(schema, table)}{_where(_bounds(conn, keys, types, after, upto, condition))}"
-             f" ORDER BY {_columns(keys)} LIMIT 1 OFFSET {int(size) - 1}")
+    ordered = _columns(keys)
+    query = (f"SELECT * FROM (SELECT {text}, row_number() OVER (ORDER BY {ordered}) AS chunk_rows"
+             f" FROM {qualified_name(schema, table)}{_where(_bounds(conn, keys, types, after, upto, condition))}"
+             f" ORDER BY {ordered} LIMIT {int(size)}) AS chunk ORDER BY chunk_rows DESC LIMIT 1")
     row = conn.execute(query.encode()).fetchone()
-    return None if row is None else tuple(row)
+    if row is None:
+        return None, 0
+    rows = int(row[-1])
+    return (tuple(row[:-1]) if rows == size else None), rows
 
 
 def chunk_query(
