@@ -143,11 +143,7 @@ class IncrementalSnapshots:
         if not self.read_only and self.signal_table is None:
             raise SignalError(f"{signal.describe()}: an incremental snapshot writes its watermarks to the signal table; "
                               "set signal.data.collection (or read.only=true)")
-        matched, unmatched = match_collections(action.collections, tables)
-        for pattern in unmatched:
-            log.warning("%s: data collection %r matches no captured table; it is not snapshotted", signal.describe(), pattern)
-        if not matched:
-            raise SignalError(f"{signal.describe()}: none of the data collections {list(action.collections)} is a captured table")
+        matched = _captured(signal, action, tables)
         collections = [SnapshotCollection(s, t, action.condition_for(f"{s}.{t}"), action.surrogate_key) for s, t in matched]
         if state is None:
             state = IncrementalState(signal.id, ())
@@ -162,11 +158,7 @@ class IncrementalSnapshots:
         if self.blocking is not None:
             raise SignalError(f"{signal.describe()}: blocking snapshot {self.blocking.id!r} was asked for in the same batch; "
                               "send this one again when it has completed")
-        matched, unmatched = match_collections(action.collections, tables)
-        for pattern in unmatched:
-            log.warning("%s: data collection %r matches no captured table; it is not snapshotted", signal.describe(), pattern)
-        if not matched:
-            raise SignalError(f"{signal.describe()}: none of the data collections {list(action.collections)} is a captured table")
+        matched = _captured(signal, action, tables)
         # A blocking snapshot's additional condition is a whole SELECT statement, as in Debezium.
         filters = tuple((f"{s}.{t}", c) for s, t in matched if (c := action.condition_for(f"{s}.{t}")))
         self.blocking = BlockingRequest(signal.id, tuple(matched), filters)
@@ -296,6 +288,16 @@ class IncrementalSnapshots:
         for tx in self._windows.values():
             tx.close()
         self._windows.clear()
+
+
+def _captured(signal: Signal, action: ExecuteSnapshot, tables: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The captured tables an execute-snapshot names; patterns naming none are logged, none at all is an error."""
+    matched, unmatched = match_collections(action.collections, tables)
+    for pattern in unmatched:
+        log.warning("%s: data collection %r matches no captured table; it is not snapshotted", signal.describe(), pattern)
+    if not matched:
+        raise SignalError(f"{signal.describe()}: none of the data collections {list(action.collections)} is a captured table")
+    return matched
 
 
 def _names(state: IncrementalState) -> str:
