@@ -3,12 +3,14 @@ running ``sparkcdc run --once`` as a subprocess and checking what it wrote."""
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import json
 import os
 import platform
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -89,10 +91,23 @@ class SparkcdcRun:
     batch_ms: tuple[int, ...]  # Spark's triggerExecution time of each micro-batch
     records: int
     apply_seconds: dict[str, dict[str, float]] = field(default_factory=dict)  # target -> phase -> driver seconds
+    batch_ids: tuple[int, ...] = ()  # of each micro-batch, from the same progress: its id,
+    batch_rows: tuple[int, ...] = ()  # its input rows,
+    batch_started: tuple[float, ...] = ()  # and when its trigger began (epoch seconds)
 
     @property
     def processing_seconds(self) -> float:
         return sum(self.batch_ms) / 1000
+
+    def batch(self, batch_id: int) -> int:
+        """The index of micro-batch ``batch_id`` in this run's lists."""
+        if batch_id not in self.batch_ids:
+            raise SystemExit(f"batch {batch_id} is not among this run's batches {list(self.batch_ids)}")
+        return self.batch_ids.index(batch_id)
+
+    def batch_window(self, index: int) -> tuple[float, float]:
+        """When micro-batch ``index`` ran: its trigger's start and end, in epoch seconds."""
+        return self.batch_started[index], self.batch_started[index] + self.batch_ms[index] / 1000
 
 
 def write_properties(path: Path, props: Mapping[str, str]) -> Path:
@@ -142,7 +157,14 @@ def run_sparkcdc(config: Path, output: Path | None, checkpoint: Path, *, master:
         raise SystemExit(f"sparkcdc run failed (exit code {code}):\n{tail}")
     data = json.loads(summary.read_text())
     return SparkcdcRun(wall, float(data["startup_seconds"]), tuple(int(ms) for ms in data["batch_durations_ms"]),
-                       int(data["records"]), data.get("apply_seconds") or {})
+                       int(data["records"]), data.get("apply_seconds") or {},
+                       batch_ids=tuple(data["batch_ids"]), batch_rows=tuple(data["batch_input_rows"]),
+                       batch_started=tuple(_epoch(stamp) for stamp in data["batch_timestamps"]))
+
+
+def _epoch(timestamp: str) -> float:
+    """Spark's progress timestamp (ISO 8601, UTC, ``Z``) in epoch seconds."""
+    return dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
 @dataclass
@@ -214,6 +236,59 @@ def drop_slot_when_free(conn: psycopg.Connection, slot: str, timeout: float = 60
     from sparkcdc.postgres import drop_slot
 
     drop_slot(conn, slot, wait=timeout)
+
+
+# -- the whole machine's CPU --------------------------------------------------------------------
+
+class MachineCpu:
+    """Busy CPU seconds of the whole machine (every core: PostgreSQL, the JVMs, Python, the writer,
+    and anything else running), sampled from ``/proc/stat`` every ``interval`` seconds while the
+    block runs, so that the busy time of a window known only afterwards (a Spark batch's trigger,
+    from its progress) can be read off: ``with MachineCpu() as cpu: ...; cpu.busy_between(t0, t1)``.
+
+    Busy is user + nice + system + irq + softirq + steal (guest time is inside user); idle and
+    iowait are not. Between two samples the busy time is taken as linear, so a window is exact to
+    about ``interval`` at either end."""
+
+    def __init__(self, interval: float = 0.1) -> None:
+        self.interval = interval
+        self.samples: list[tuple[float, float]] = []  # (epoch seconds, busy CPU seconds since boot)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True, name="machine-cpu")
+        self._tick = os.sysconf("SC_CLK_TCK")
+
+    def _busy(self) -> float:
+        with open("/proc/stat", "rb") as handle:
+            fields = handle.readline().split()  # cpu user nice system idle iowait irq softirq steal guest guest_nice
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[1:9])
+        return (user + nice + system + irq + softirq + steal) / self._tick
+
+    def _sample(self) -> None:
+        while True:
+            self.samples.append((time.time(), self._busy()))
+            if self._stop.wait(self.interval):  # a sampling period, not a synchronisation
+                self.samples.append((time.time(), self._busy()))
+                return
+
+    def __enter__(self) -> MachineCpu:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def busy_between(self, start: float, end: float) -> float:
+        """Busy CPU seconds of the machine from ``start`` to ``end`` (epoch seconds, inside the block)."""
+        if not self.samples or start < self.samples[0][0] - self.interval or end > self.samples[-1][0] + self.interval:
+            raise SystemExit(f"no CPU samples cover {start:.1f} to {end:.1f}")
+        return self._busy_at(end) - self._busy_at(start)
+
+    def _busy_at(self, moment: float) -> float:
+        times = [t for t, _ in self.samples]
+        i = min(max(bisect.bisect_left(times, moment), 1), len(times) - 1)
+        (t0, b0), (t1, b1) = self.samples[i - 1], self.samples[i]
+        return b0 + (b1 - b0) * min(max((moment - t0) / (t1 - t0), 0.0), 1.0) if t1 > t0 else b1
 
 
 # -- Debezium vs sparkcdc: the figures, printed and recorded ----------------------------------------

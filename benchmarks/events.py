@@ -18,7 +18,10 @@ import resource
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -82,28 +85,52 @@ def properties(cluster: ThrowawayCluster, slot: str, publication: str) -> dict[s
     }
 
 
-def run_debezium(props: dict[str, str], expected: int) -> tuple[float, float]:
-    """Returns (seconds from start to the first record, seconds from the first record to the last)."""
+class EmbeddedDebezium:
+    """One running engine as :func:`embedded_debezium` yields it: when it started, and a wait for its consumer."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.stopped: str | None = None  # the completion callback's message, once the engine has ended
+        self.satisfied = False  # the consumer has what it waited for
+        self._wake = threading.Event()
+
+    def wait(self, what: Callable[[], str], timeout: float = 1800) -> None:
+        """Until the consumer has what it wanted; a clear exit if the engine stops first or ``timeout``
+        passes (``what()`` says how far it got)."""
+        if not self._wake.wait(timeout):
+            raise SystemExit(f"Debezium did not finish in {timeout / 60:.0f} minutes: {what()}")
+        if not self.satisfied:
+            raise SystemExit(f"the Debezium engine stopped: {self.stopped}; {what()}")
+
+
+@contextmanager
+def embedded_debezium(props: dict[str, str], handle_batch: Callable[[Any], bool]) -> Iterator[EmbeddedDebezium]:
+    """Debezium's embedded engine running in a thread, JsonConverter for key, value and headers, with
+    ``handle_batch(records)`` (the Java list, not converted: no per-record Python call unless it makes
+    one) as its consumer, each batch marked finished after it; ``handle_batch`` returns True once it
+    has what it waits for, which ends :meth:`EmbeddedDebezium.wait`. Closed on exit."""
     import jpype
 
     from tests.conformance.oracle import _ensure_jvm
 
     _ensure_jvm()
-    counted = 0
-    first_at: float | None = None
-    done = threading.Event()
+    run = EmbeddedDebezium()
 
     @jpype.JImplements("io.debezium.engine.DebeziumEngine$ChangeConsumer")
-    class CountingConsumer:
+    class BatchConsumer:
         @jpype.JOverride
         def handleBatch(self, records, committer):  # noqa: N802 - Java interface method
-            nonlocal counted, first_at
-            if first_at is None:
-                first_at = time.perf_counter()
-            counted += records.size()
+            if handle_batch(records):
+                run.satisfied = True
+                run._wake.set()
             committer.markBatchFinished()
-            if counted >= expected:
-                done.set()
+
+    @jpype.JImplements("io.debezium.engine.DebeziumEngine$CompletionCallback")
+    class Completion:
+        @jpype.JOverride
+        def handle(self, success, message, error):
+            run.stopped = f"{'succeeded' if success else 'failed'}: {message}{'' if error is None else f' ({error})'}"
+            run._wake.set()
 
     java_props = jpype.JClass("java.util.Properties")()
     for key, value in props.items():
@@ -111,18 +138,35 @@ def run_debezium(props: dict[str, str], expected: int) -> tuple[float, float]:
     json_format = jpype.JClass("io.debezium.engine.format.Json")
     engine = (
         jpype.JClass("io.debezium.engine.DebeziumEngine").create(json_format, json_format, json_format)
-        .using(java_props).notifying(CountingConsumer()).build()
+        .using(java_props).using(Completion()).notifying(BatchConsumer()).build()
     )
-    started = time.perf_counter()
+    run.started = time.perf_counter()
     thread = threading.Thread(target=engine.run, daemon=True)
     thread.start()
-    if not done.wait(1800):
-        raise SystemExit(f"Debezium delivered {counted} of {expected} records in 30 minutes")
-    finished = time.perf_counter()
-    engine.close()
-    thread.join(60)
-    assert first_at is not None
-    return first_at - started, finished - first_at
+    try:
+        yield run
+    finally:
+        engine.close()
+        thread.join(60)
+
+
+def run_debezium(props: dict[str, str], expected: int) -> tuple[float, float]:
+    """Returns (seconds from start to the first record, seconds from the first record to the last)."""
+    counted = 0
+    first_at = finished_at = 0.0
+
+    def count(records: Any) -> bool:  # whole batches: no per-record Python call
+        nonlocal counted, first_at, finished_at
+        if not counted:
+            first_at = time.perf_counter()
+        counted += records.size()
+        if counted >= expected and not finished_at:
+            finished_at = time.perf_counter()
+        return counted >= expected
+
+    with embedded_debezium(props, count) as engine:
+        engine.wait(lambda: f"{counted:,} of {expected:,} records delivered")
+    return first_at - engine.started, finished_at - first_at
 
 
 def run_sparkcdc(props: dict[str, str], expected: int) -> tuple[float, float, float]:

@@ -31,3 +31,16 @@ def test_debezium_vs_sparkcdc_benchmark_runs(script: str, size: str) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ratio sparkcdc / Debezium" in result.stdout
     assert "sparkcdc wall" in result.stdout
+
+
+@pytest.mark.slow
+def test_blocking_snapshot_benchmark_runs() -> None:
+    """Debezium's and sparkcdc's blocking snapshots under the writer, and sparkcdc's initial snapshot, on
+    2,000 rows; the script checks sparkcdc's output (no gap, no overlap) and Debezium's count."""
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "blocking_snapshot.py"), "--rows", "2000", "--repeat", "1"],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ratio blocking sparkcdc / Debezium blocking" in result.stdout
+    assert "ratio blocking sparkcdc / initial sparkcdc" in result.stdout

@@ -16,6 +16,8 @@ import pytest
 
 from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.engine.connector import LocalConnector
+from sparkcdc.engine.planner import ConnectorPlanner
+from sparkcdc.engine.work import read_work
 from sparkcdc.postgres import get_slot
 
 from ..support.waiting import wait_until
@@ -202,3 +204,37 @@ def test_blocking_snapshot_while_streaming(db, pg_cluster, tables, tmp_path) -> 
     assert all(r.commit_lsn < point for r in streamed if out.index(r) < first)
     assert all(r.commit_lsn >= point for r in streamed if out.index(r) > last)
     assert any(out.index(r) > last for r in streamed) and any(out.index(r) < first for r in streamed)
+
+
+def test_blocking_snapshot_in_sparks_call_order(db, pg_cluster, tables, tmp_path) -> None:
+    """Spark commits batch N-1 after it has planned batch N (MicroBatchExecution), not before as
+    LocalConnector does: the commit of the batch before a blocking snapshot comes after the snapshot
+    was exported, and must not close it. The snapshot batch then reads the snapshot taken at the
+    point its offset names, not a new one taken later (which would stream changes it already holds)."""
+    name = tables
+    config = _config(pg_cluster, name, tmp_path)
+    planner = ConnectorPlanner(config)
+    try:
+        offset = planner.initial_offset()
+        db.execute(f"INSERT INTO {name}_signal VALUES ('blk-spark', 'execute-snapshot', %s)",
+                   (json.dumps({"data-collections": [f"public.{name}_a"], "type": "blocking"}),))
+        previous, planned, blocking = None, None, []
+        for _ in range(10):
+            end = planner.latest_offset(offset)
+            if end == offset:
+                continue  # Spark constructs no batch, and commits nothing
+            if previous is not None:
+                planner.commit(previous)  # the batch before, committed once this one is planned
+            if end.get("phase") == "snapshot":
+                planned = end["snapshot"]["lsn"]
+            records = [r for piece in planner.partitions(offset, end)
+                       for batch in read_work(config, piece, run_id=planner.run_id) for r in batch.records()]
+            blocking += [r for r in records if r.snapshot == "blocking"]
+            previous, offset = end, end
+            if blocking:
+                break
+        planner.commit(previous)
+    finally:
+        planner.stop()
+    assert planned is not None and len(blocking) == 40
+    assert {r.commit_lsn for r in blocking} == {planned}

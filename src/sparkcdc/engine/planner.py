@@ -86,6 +86,10 @@ class ConnectorPlanner:
         self._export_spec: SnapshotSpec | None = None
         self._snapshot_tx: SnapshotTransaction | None = None
         self._plan: list[SnapshotChunk] = []
+        # The snapshot batch was planned (its chunks handed out): only the commit after it may close
+        # the exported snapshot. Spark commits batch N-1 after planning batch N, so the commit that
+        # follows the planning of a blocking snapshot is the batch before it, which must not.
+        self._snapshot_planned = False
         self._checked_resume = False
         self._streaming_delayed = False  # streaming.delay.ms is waited once, before the first streaming batch
         # Streaming never starts before this LSN: the consistent point of a snapshot re-taken after
@@ -392,6 +396,7 @@ class ConnectorPlanner:
             before = self.state_store.read(end.lsn) if start.snapshot.kind == "blocking" else None
             last_commit, last_ts = (before.last_commit_lsn, before.last_commit_ts_us) if before else (None, self._export_spec.ts_us)
             self.state_store.write(end.lsn, StreamState(last_commit, last_ts, stream_from_lsn=self._export_spec.lsn))
+        self._snapshot_planned = True
         return list(self._plan)
 
     # -- after Spark committed a batch -----------------------------------------------------------
@@ -399,7 +404,7 @@ class ConnectorPlanner:
         end = self.parse(end_raw)
         if end.phase != "stream":
             return
-        if self._export is not None:
+        if self._export is not None and self._snapshot_planned:
             if self._export_spec is not None and self._export_spec.kind == "blocking":
                 self.notifier.notify("Initial Snapshot", "COMPLETED", {})
                 log.info("blocking snapshot %s committed", self._export_spec.id)
@@ -431,6 +436,7 @@ class ConnectorPlanner:
     # -- teardown --------------------------------------------------------------------------------
     def _close_snapshot(self) -> None:
         self._plan = []
+        self._snapshot_planned = False
         if self._snapshot_tx is not None:
             self._snapshot_tx.close()
             self._snapshot_tx = None

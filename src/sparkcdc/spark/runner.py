@@ -34,6 +34,11 @@ class RunSummary:
     restarts: int = 0  # streaming queries restarted after the server went away
     startup_seconds: float = 0.0  # from the call to the query's start: Spark's own start-up, mostly
     batch_durations_ms: tuple[int, ...] = ()  # Spark's triggerExecution time of each micro-batch
+    # Of each micro-batch too, from the same progress: its id (the topic files' part-<id>-* names), its
+    # input rows, and when its trigger began (Spark's ISO 8601 UTC timestamp): which batch did what, when.
+    batch_ids: tuple[int, ...] = ()
+    batch_input_rows: tuple[int, ...] = ()
+    batch_timestamps: tuple[str, ...] = ()
     applied: dict[str, dict[str, int]] | None = None  # apply target -> table -> events applied
     apply_seconds: dict[str, dict[str, float]] | None = None  # apply target -> phase -> driver seconds
 
@@ -45,6 +50,9 @@ class RunSummary:
             "restarts": self.restarts,
             "startup_seconds": round(self.startup_seconds, 3),
             "batch_durations_ms": list(self.batch_durations_ms),
+            "batch_ids": list(self.batch_ids),
+            "batch_input_rows": list(self.batch_input_rows),
+            "batch_timestamps": list(self.batch_timestamps),
             "applied": self.applied or {},
             "apply_seconds": self.apply_seconds or {},
         }
@@ -169,6 +177,9 @@ def run_pipeline(
         stopped_by_signal=stopped,
         startup_seconds=started - called,
         batch_durations_ms=tuple(int(p.get("durationMs", {}).get("triggerExecution", 0)) for p in progress),
+        batch_ids=tuple(int(p.get("batchId", -1)) for p in progress),
+        batch_input_rows=tuple(int(p.get("numInputRows", 0)) for p in progress),
+        batch_timestamps=tuple(str(p.get("timestamp", "")) for p in progress),
         applied={a.target.description: dict(a.stats.events) for a in appliers if a.stats.batches},
         apply_seconds={a.target.description: {k: round(v, 3) for k, v in a.stats.seconds.items()}
                        for a in appliers if a.stats.batches},
