@@ -238,3 +238,50 @@ def test_blocking_snapshot_in_sparks_call_order(db, pg_cluster, tables, tmp_path
         planner.stop()
     assert planned is not None and len(blocking) == 40
     assert {r.commit_lsn for r in blocking} == {planned}
+
+
+def test_blocking_snapshot_taken_again_after_the_driver_died_does_not_overlap(db, pg_cluster, tables, tmp_path) -> None:
+    """The driver that planned a blocking snapshot dies before the snapshot batch runs; the next one
+    takes the snapshot again, at a later point of the same slot. The changes between the two points
+    are in the new snapshot, so the stream after it must start at the new point, not the planned one."""
+    name = tables
+    config = _config(pg_cluster, name, tmp_path)
+    first = ConnectorPlanner(config)
+    try:
+        offset = first.initial_offset()
+        db.execute(f"INSERT INTO {name}_signal VALUES ('blk-dead', 'execute-snapshot', %s)",
+                   (json.dumps({"data-collections": [f"public.{name}_a"], "type": "blocking"}),))
+        for _ in range(10):
+            end = first.latest_offset(offset)
+            if end == offset:
+                continue
+            for piece in first.partitions(offset, end):
+                for _batch in read_work(config, piece, run_id=first.run_id):
+                    pass
+            first.commit(end)
+            offset = end
+            if end.get("phase") == "snapshot":
+                break
+        assert offset.get("phase") == "snapshot"
+    finally:
+        first.stop()  # the driver dies: its exported snapshot is gone
+    db.execute(f"UPDATE {name}_a SET v = 'between' WHERE id <= 5")  # after the planned point, before the new one
+    second = ConnectorPlanner(config)
+    out = []
+    try:
+        end = second.latest_offset(offset)
+        for piece in second.partitions(offset, end):
+            out += [r for batch in read_work(config, piece, run_id=second.run_id) for r in batch.records()]
+        second.commit(end)
+        offset = end
+        db.execute(f"UPDATE {name}_a SET v = 'after' WHERE id = 6")
+        end = second.latest_offset(offset)
+        for piece in second.partitions(offset, end):
+            out += [r for batch in read_work(config, piece, run_id=second.run_id) for r in batch.records()]
+        second.commit(end)
+    finally:
+        second.stop()
+    snapshot = [r for r in out if r.snapshot == "blocking"]
+    streamed = [r for r in out if r.op in ("c", "u", "d")]
+    assert len(snapshot) == 40 and {json.loads(r.value)["after"]["v"] for r in snapshot if json.loads(r.key)["id"] <= 5} == {"between"}
+    assert [json.loads(r.value)["after"]["v"] for r in streamed if r.topic.endswith(f"{name}_a")] == ["after"]

@@ -81,8 +81,11 @@ def read_stream_range(
         watch = None
         if processor.signal_table is not None or chunk is not None:
             watch = StreamSignals(chunk, chunk_reader(config, events, factory), end_lsn=end.lsn)
-        if end.lsn > start.lsn:
-            records = _read(config, conninfo, processor, start.lsn, end.lsn, stall_timeout)
+        # A snapshot taken again after the driver died sits at a later point than the checkpoint says:
+        # the changes up to it are in the snapshot, so the stream starts there (no overlap).
+        first_lsn = max(start.lsn, state.stream_from_lsn or 0) if state is not None else start.lsn
+        if end.lsn > first_lsn:
+            records = _read(config, conninfo, processor, first_lsn, end.lsn, stall_timeout)
             yield from (records if watch is None else watch.filter(records))
         elif watch is not None:
             yield from watch.filter(())  # a read-only chunk in a batch without WAL: emitted at once
