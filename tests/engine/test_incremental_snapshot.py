@@ -9,62 +9,24 @@ from __future__ import annotations
 
 import json
 import threading
-from pathlib import Path
 
 import psycopg
 import pytest
 
-from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.engine.connector import LocalConnector
 from sparkcdc.postgres import drop_slot, get_slot
 
+from ..support.incremental import KEYS, create_tables, local_config, local_events, reads_twice, replay, send_signal, table_rows
 from ..support.waiting import wait_until
-
-SIGNAL_DDL = "CREATE TABLE {name}_signal (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048))"
-
-
-def _config(pg_cluster, name: str, tmp_path: Path, **extra: str) -> ConnectorConfig:
-    return ConnectorConfig({
-        "database.hostname": pg_cluster.host, "database.port": pg_cluster.port, "database.user": "postgres",
-        "database.dbname": "postgres", "topic.prefix": "srv", "slot.name": name, "publication.name": name,
-        "table.include.list": rf"public\.{name}_a,public\.{name}_b", "publication.autocreate.mode": "filtered",
-        "snapshot.mode": "no_data", "signal.data.collection": f"public.{name}_signal",
-        "incremental.snapshot.chunk.size": "7", "key.converter.schemas.enable": "false",
-        "value.converter.schemas.enable": "false", "sparkcdc.state.location": str(tmp_path / "state"), **extra,
-    })
 
 
 @pytest.fixture
 def tables(db, unique_name):
-    db.execute(SIGNAL_DDL.format(name=unique_name))
-    db.execute(f"CREATE TABLE {unique_name}_a (id int PRIMARY KEY, v text)")
-    db.execute(f"CREATE TABLE {unique_name}_b (k1 int, k2 text, v int, PRIMARY KEY (k1, k2))")
-    db.execute(f"INSERT INTO {unique_name}_a SELECT g, 'a' || g FROM generate_series(1, 40) g")
-    db.execute(f"INSERT INTO {unique_name}_b SELECT g % 5, 'k' || g, g FROM generate_series(1, 33) g")
+    create_tables(db, unique_name, rows_a=40, rows_b=33)
     yield unique_name
     if get_slot(db, unique_name) is not None:
         drop_slot(db, unique_name, wait=30)
     db.execute(f'DROP PUBLICATION IF EXISTS "{unique_name}"')
-
-
-def _replay(records, topic_suffix: str, key_columns: tuple[str, ...]) -> dict:
-    """Records of one table applied in order: the table's rows by key."""
-    rows: dict = {}
-    for record in records:
-        if not record.topic.endswith(topic_suffix) or record.value is None:
-            continue
-        value = json.loads(record.value)
-        key = tuple(json.loads(record.key)[c] for c in key_columns)
-        if value["op"] == "d":
-            rows.pop(key, None)
-        elif value["op"] in ("c", "u", "r"):
-            rows[key] = value["after"]
-    return rows
-
-
-def _table(db, name: str, key_columns: tuple[str, ...]) -> dict:
-    cursor = db.cursor(row_factory=psycopg.rows.dict_row)
-    return {tuple(r[c] for c in key_columns): r for r in cursor.execute(f"SELECT * FROM {name}").fetchall()}
 
 
 def _drain(connector: LocalConnector, out: list, until) -> None:
@@ -75,7 +37,7 @@ def _drain(connector: LocalConnector, out: list, until) -> None:
                          ids=["insert_insert", "insert_delete", "read_only"])
 def test_incremental_snapshot_under_a_concurrent_writer(db, pg_cluster, tables, tmp_path, extra) -> None:
     name = tables
-    config = _config(pg_cluster, name, tmp_path, **extra)
+    config = local_config(pg_cluster, name, tmp_path, **extra)
     stop = threading.Event()
 
     def writer() -> None:
@@ -93,8 +55,7 @@ def test_incremental_snapshot_under_a_concurrent_writer(db, pg_cluster, tables, 
         connector.poll(0.5)
         thread = threading.Thread(target=writer, daemon=True)
         thread.start()
-        db.execute(f"INSERT INTO {name}_signal VALUES ('sig-1', 'execute-snapshot', %s)",
-                   (json.dumps({"data-collections": [f"public.{name}_a", f"public.{name}_b"]}),))
+        send_signal(db, name, "sig-1", "execute-snapshot", {"data-collections": [f"public.{name}_a", f"public.{name}_b"]})
 
         def reads_done(records) -> bool:
             return connector.planner.incremental is not None and any(
@@ -108,12 +69,12 @@ def test_incremental_snapshot_under_a_concurrent_writer(db, pg_cluster, tables, 
         end_lsn = db.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
         _drain(connector, out, lambda _: connector.planner.parse(connector._offset).lsn >= _lsn(end_lsn))
 
-    reads = [json.loads(r.value) for r in out if r.value is not None and json.loads(r.value)["op"] == "r"]
-    assert reads and all(r["source"]["snapshot"] == "incremental" for r in reads)
-    assert _replay(out, f"{name}_a", ("id",)) == _table(db, f"{name}_a", ("id",))
-    assert _replay(out, f"{name}_b", ("k1", "k2")) == _table(db, f"{name}_b", ("k1", "k2"))
-    read_keys = [(r["source"]["table"], json.dumps(r["after"])) for r in reads]
-    assert len(read_keys) == len(set(read_keys)), "a row was read twice"
+    for table, keys in KEYS.items():
+        events = local_events(out, name, table)
+        reads = [e for e in events if e is not None and e["op"] == "r"]
+        assert reads and all(e["source"]["snapshot"] == "incremental" for e in reads)
+        assert replay(events, keys) == table_rows(db, f"{name}_{table}", keys)
+        assert not reads_twice(events, keys), "a row was read twice"
     if extra.get("read.only") == "true":
         watermarks = db.execute(f"SELECT count(*) FROM {name}_signal WHERE type LIKE 'snapshot-window-%%'").fetchone()[0]
         assert watermarks == 0
@@ -122,3 +83,35 @@ def test_incremental_snapshot_under_a_concurrent_writer(db, pg_cluster, tables, 
 def _lsn(text: str) -> int:
     high, low = text.split("/")
     return (int(high, 16) << 32) + int(low, 16)
+
+
+def test_chunks_wait_for_a_backlog_beyond_the_batch_cap(db, pg_cluster, tables, tmp_path) -> None:
+    """A chunk's window is written at the end of the WAL and its batch must reach past it: planned
+    while a backlog larger than ``sparkcdc.max.batch.wal.bytes`` waits, that batch would take the
+    whole backlog at once. Chunks are planned once the stream has caught up to within one batch."""
+    name = tables
+    cap = 32768
+    config = local_config(pg_cluster, name, tmp_path, **{"sparkcdc.max.batch.wal.bytes": str(cap)})
+    batches: list[tuple[int, int]] = []
+    with LocalConnector(config) as connector:
+        plan = connector.planner.partitions
+
+        def recorded(start, end):  # every batch's WAL range, as the planner hands it out
+            batches.append((start["lsn"], end["lsn"]))
+            return plan(start, end)
+
+        connector.planner.partitions = recorded  # type: ignore[method-assign]
+        connector.poll(0.2)
+        send_signal(db, name, "sig-1", "execute-snapshot", {"data-collections": [f"public.{name}_a", f"public.{name}_b"]})
+        for _ in range(10):  # a backlog of some ten batches, behind the signal
+            db.execute(f"UPDATE {name}_a SET v = v || repeat('x', 60)")
+        out: list = []
+        _drain(connector, out, lambda records: any(
+            json.loads(r.value)["op"] == "r" for r in records if r.topic.endswith(f"{name}_b") and r.value is not None
+        ) and connector._offset.get("incremental") is None)
+    assert len(batches) > 10
+    watermarks = 2048  # the window's own rows, written after the batch's end was chosen
+    assert max(end - start for start, end in batches) <= cap + watermarks, batches
+    for table, keys in KEYS.items():
+        events = local_events(out, name, table)
+        assert replay(events, keys) == table_rows(db, f"{name}_{table}", keys)

@@ -45,6 +45,14 @@ def _key_row(columns: Sequence[str]) -> str:
     return "ROW(" + _columns(columns) + ")"
 
 
+def _order(schema: str, table: str, keys: Sequence[str], direction: str = "") -> str:
+    """ORDER BY the key columns, qualified by the table: a bare name in ORDER BY means the output
+    column of that name first, and the key queries output each key as ``<key>::text`` under the
+    key's own name, which would order text-wise (``'99' > '120'``)."""
+    table_name = qualified_name(schema, table)
+    return " ORDER BY " + ", ".join(f"{table_name}.{sql.Identifier(k).as_string(None)}{direction}" for k in keys)
+
+
 def _where(parts: Sequence[str]) -> str:
     return (" WHERE " + " AND ".join(f"({p})" for p in parts)) if parts else ""
 
@@ -52,8 +60,8 @@ def _where(parts: Sequence[str]) -> str:
 def maximum_key(conn: psycopg.Connection, schema: str, table: str, keys: Sequence[str], condition: str | None) -> tuple[str, ...] | None:
     """The largest key (as text values) of the rows the condition selects; None for no rows."""
     text = ", ".join(f"{sql.Identifier(k).as_string(None)}::text" for k in keys)
-    order = ", ".join(f"{sql.Identifier(k).as_string(None)} DESC" for k in keys)
-    query = f"SELECT {text} FROM {qualified_name(schema, table)}{_where([condition] if condition else [])} ORDER BY {order} LIMIT 1"
+    query = (f"SELECT {text} FROM {qualified_name(schema, table)}{_where([condition] if condition else [])}"
+             f"{_order(schema, table, keys, ' DESC')} LIMIT 1")
     row = conn.execute(query.encode()).fetchone()
     return None if row is None else tuple(row)
 
@@ -65,7 +73,7 @@ def chunk_upper_bound(
     """The key of the ``size``-th row after ``after`` (not beyond ``upto``); None when fewer remain."""
     text = ", ".join(f"{sql.Identifier(k).as_string(None)}::text" for k in keys)
     query = (f"SELECT {text} FROM {qualified_name(schema, table)}{_where(_bounds(conn, keys, types, after, upto, condition))}"
-             f" ORDER BY {_columns(keys)} LIMIT 1 OFFSET {int(size) - 1}")
+             f"{_order(schema, table, keys)} LIMIT 1 OFFSET {int(size) - 1}")
     row = conn.execute(query.encode()).fetchone()
     return None if row is None else tuple(row)
 
