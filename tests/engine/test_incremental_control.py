@@ -26,7 +26,8 @@ from sparkcdc.postgres import drop_slot, get_slot
 from ..support.incremental import KEYS, create_tables, local_config, local_events, reads_twice, replay, send_signal, table_rows
 from ..support.waiting import wait_until
 
-ROWS_A, ROWS_B = 120, 90  # chunks of 10: 12 + 9 batches
+ROWS_A, ROWS_B = 120, 90  # chunks of 20: 6 + 5 batches
+CHUNK = 20
 
 
 @pytest.fixture
@@ -80,7 +81,7 @@ class Run:
 
 @pytest.fixture
 def run(pg_cluster, name, tmp_path):
-    with LocalConnector(local_config(pg_cluster, name, tmp_path, chunk_size=10)) as connector:
+    with LocalConnector(local_config(pg_cluster, name, tmp_path, chunk_size=CHUNK)) as connector:
         connector.poll(0.2)  # the slot exists: signals from now on reach the stream
         yield Run(connector, name)
 
@@ -95,7 +96,7 @@ def both(name: str) -> dict[str, Any]:
 
 def test_pause_stops_the_chunks_not_the_stream_and_resume_completes(db, name, run) -> None:
     send_signal(db, name, "snap", "execute-snapshot", both(name))
-    run.until(lambda: run.reads("a") >= 20, "two chunks of the first table")
+    run.until(lambda: run.reads("a") >= 2 * CHUNK, "two chunks of the first table")
     send_signal(db, name, "pause", "pause-snapshot")
     run.until(lambda: run.state is not None and run.state["paused"] and run.state["chunk"] is None, "the pause")
     paused_at = run.reads("a"), run.reads("b")
@@ -114,11 +115,11 @@ def test_pause_stops_the_chunks_not_the_stream_and_resume_completes(db, name, ru
 
 def test_stop_of_one_table_stops_its_reads_and_the_other_completes(db, name, run) -> None:
     send_signal(db, name, "snap", "execute-snapshot", both(name))
-    run.until(lambda: run.reads("a") >= 20, "two chunks of the first table")
+    run.until(lambda: run.reads("a") >= 2 * CHUNK, "two chunks of the first table")
     send_signal(db, name, "stop", "stop-snapshot", {"data-collections": [f"public.{name}_a"], "type": "incremental"})
     run.until(lambda: run.state is None and run.reads("b") > 0, "the snapshot of the other table to complete")
     stopped_at = run.reads("a")
-    assert 20 <= stopped_at < ROWS_A and run.reads("b") == ROWS_B
+    assert 2 * CHUNK <= stopped_at < ROWS_A and run.reads("b") == ROWS_B
     # The stopped table's reads all come before the other table's first.
     order = [r.topic.rsplit("_", 1)[1] for r in run.out if r.value is not None and json.loads(r.value)["op"] == "r"]
     assert order == ["a"] * stopped_at + ["b"] * ROWS_B
