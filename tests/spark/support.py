@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from sparkcdc.embedded_postgres import ThrowawayCluster
 from sparkcdc.spark.runner import run_pipeline
 
@@ -78,6 +80,14 @@ def checkpoint_batches(checkpoint: Path, kind: str) -> list[int]:
 def checkpoint_offset(checkpoint: Path, batch: int) -> dict[str, Any]:
     """The source offset the checkpoint's offset log holds for ``batch`` (the file's last line)."""
     return json.loads((checkpoint / "offsets" / str(batch)).read_text().splitlines()[-1])
+
+
+def server_now(db: psycopg.Connection) -> object:
+    """The server's clock: compared with ``pg_stat_activity.backend_start``, it tells a run's backends from
+    those of a killed run, which can outlive it for a moment."""
+    row = db.execute("SELECT clock_timestamp()").fetchone()
+    assert row is not None
+    return row[0]
 
 
 def start_run(config: Path, output: Path, checkpoint: Path, log: Path, once: bool = False, summary: Path | None = None) -> GroupProcess:

@@ -23,11 +23,11 @@ from sparkcdc.postgres import drop_slot, get_slot
 
 from ..support.incremental import KEYS, create_tables, reads_twice, replay, send_signal, table_rows
 from ..support.waiting import wait_until
-from .support import checkpoint_batches, checkpoint_offset, events_of, incremental_properties, output_lines, start_run
+from .support import checkpoint_batches, checkpoint_offset, events_of, incremental_properties, output_lines, server_now, start_run
 
 KILLS = 10
-ROWS = 3000  # per table; chunks of CHUNK rows: 60 chunks, one per micro-batch
-CHUNK = 100
+ROWS = 3000  # per table, in chunks of CHUNK rows (fewer as the writer deletes): one chunk a micro-batch
+CHUNK = 150
 
 
 def _last_chunk_batch(checkpoint: Path) -> int:
@@ -43,6 +43,15 @@ def _in_flight(checkpoint: Path) -> bool:
     """A chunk's batch is logged (its key range fixed) and not committed: it is being read."""
     offsets, commits = checkpoint_batches(checkpoint, "offsets"), checkpoint_batches(checkpoint, "commits")
     return bool(offsets) and (not commits or offsets[-1] > commits[-1]) and _last_chunk_batch(checkpoint) == offsets[-1]
+
+
+def _streaming(db: psycopg.Connection, slot: str, since: object) -> bool:
+    """A walsender started after ``since`` (by a task of the run started then) holds the slot: a batch is being read."""
+    row = db.execute(
+        "SELECT count(*) FROM pg_replication_slots s JOIN pg_stat_activity a ON a.pid = s.active_pid "
+        "WHERE s.slot_name = %s AND a.backend_type = 'walsender' AND a.backend_start > %s", (slot, since),
+    ).fetchone()
+    return bool(row and row[0])
 
 
 def _committed_lines(output: Path, checkpoint: Path) -> list[dict]:
@@ -102,19 +111,22 @@ def test_sigkill_during_an_incremental_snapshot(db: psycopg.Connection, pg_clust
         send_signal(db, name, "snapshot-1", "execute-snapshot", {"data-collections": [f"public.{name}_a", f"public.{name}_b"]})
         writer.start()
         for kill in range(KILLS):
+            since = server_now(db)
             if kill:
                 run = start_run(config, output, checkpoint, log)
-            before = _last_chunk_batch(checkpoint)
-            # The run is up: it planned a chunk of its own (after re-reading an interrupted one, if any).
-            wait_until(lambda run=run, before=before: _last_chunk_batch(checkpoint) > before or run.process.poll() is not None,
-                       timeout=180, what=f"run {kill + 1} to plan a chunk\n{context()}")
             if kill % 2:
-                # Into a chunk's batch: its range is in the offset log, its rows are being read and written.
-                wait_until(lambda run=run: _in_flight(checkpoint) or run.process.poll() is not None,
-                           timeout=60, what=f"a chunk's batch in flight\n{context()}")
+                # Mid-chunk: this run's task reads a chunk's batch (its range fixed in the offset log): the
+                # one the last kill interrupted, read again, or a new one.
+                wait_until(lambda run=run, since=since: (_in_flight(checkpoint) and _streaming(db, name, since))
+                           or run.process.poll() is not None, timeout=180, what=f"run {kill + 1} to read a chunk\n{context()}")
                 time.sleep(rnd.uniform(0.0, 0.3))
             else:
-                time.sleep(rnd.uniform(0.0, 1.5))  # anywhere: planning, reading, publishing, committing, idle
+                # Once the run planned a chunk of its own (after reading an interrupted one, if any), anywhere:
+                # planning, reading, publishing, committing, idle.
+                before = _last_chunk_batch(checkpoint)
+                wait_until(lambda run=run, before=before: _last_chunk_batch(checkpoint) > before or run.process.poll() is not None,
+                           timeout=180, what=f"run {kill + 1} to plan a chunk\n{context()}")
+                time.sleep(rnd.uniform(0.0, 1.5))
             assert run.process.poll() is None, f"sparkcdc run exited:\n{context()}"
             run.kill()
             kinds.append("in a chunk's batch" if _in_flight(checkpoint) else "between batches")
@@ -151,6 +163,8 @@ def test_sigkill_during_an_incremental_snapshot(db: psycopg.Connection, pg_clust
           f"{len(opened - logged)} windows planned but never logged, {len(logged)} chunks, {written[0]} writer transactions; "
           f"kills {killed:.0f} s, final run {time.monotonic() - began - killed:.0f} s", flush=True)
     assert in_chunk >= KILLS // 4, kinds
-    # Each batch killed in flight was read again by the next run, its window's snapshot gone with the killed driver.
-    assert log.read_text(errors="replace").count("reading the chunk as the table is now") >= in_chunk
+    # A batch killed in flight is read again by the next run, its window's snapshot gone with the killed driver;
+    # to the end when that run waits for a chunk of its own (an even one) or is the last.
+    reread = sum(1 for i, kind in enumerate(kinds) if kind == "in a chunk's batch" and ((i + 1) % 2 == 0 or i == KILLS - 1))
+    assert log.read_text(errors="replace").count("reading the chunk as the table is now") >= reread > 0
     drop_slot(db, name, wait=30)

@@ -19,7 +19,7 @@ import pytest
 from sparkcdc.postgres import drop_slot, get_slot
 
 from ..support.waiting import wait_until
-from .support import checkpoint_batches, checkpoint_offset, output_lines, payload, properties, start_run
+from .support import checkpoint_batches, checkpoint_offset, output_lines, payload, properties, server_now, start_run
 
 KILLS_PER_PHASE = 10
 
@@ -41,12 +41,6 @@ def _copying(db: psycopg.Connection, since: object) -> bool:
         (since,),
     ).fetchone()
     return bool(row and row[0])
-
-
-def _server_now(db: psycopg.Connection) -> object:
-    row = db.execute("SELECT clock_timestamp()").fetchone()
-    assert row is not None
-    return row[0]
 
 
 def _ids(output: Path) -> list[int]:
@@ -88,7 +82,7 @@ def test_sigkill_during_snapshot_and_streaming(spark, db: psycopg.Connection, pg
     # -- during the snapshot ---------------------------------------------------------------------
     snapshot_kills = 0
     while snapshot_kills < KILLS_PER_PHASE:
-        since = _server_now(db)
+        since = server_now(db)
         run = start_run(config, output, checkpoint, log)
         wait_until(lambda run=run, since=since: _copying(db, since) or 0 in checkpoint_batches(checkpoint, "commits")
                    or run.process.poll() is not None,
