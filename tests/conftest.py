@@ -79,7 +79,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 _LOG_OFFSET = pytest.StashKey[int]()
 
 #: Test modules that SIGKILL pipelines over and over (minutes each): left out of `make test-fast`.
-_KILL_TEST_MODULES = frozenset({"test_kill_restart.py", "test_apply_kill.py"})
+_KILL_TEST_MODULES = frozenset({"test_kill_restart.py", "test_apply_kill.py", "test_incremental_snapshot_kill.py"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -20,6 +20,7 @@ from sparkcdc.engine.planner import ConnectorPlanner
 from sparkcdc.engine.work import read_work
 from sparkcdc.postgres import get_slot
 
+from ..support.incremental import KEYS, local_config, local_events, replay, send_signal, table_rows
 from ..support.waiting import wait_until
 
 
@@ -285,3 +286,35 @@ def test_blocking_snapshot_taken_again_after_the_driver_died_does_not_overlap(db
     streamed = [r for r in out if r.op in ("c", "u", "d")]
     assert len(snapshot) == 40 and {json.loads(r.value)["after"]["v"] for r in snapshot if json.loads(r.key)["id"] <= 5} == {"between"}
     assert [json.loads(r.value)["after"]["v"] for r in streamed if r.topic.endswith(f"{name}_a")] == ["after"]
+
+
+def test_chunks_wait_for_a_backlog_beyond_the_batch_cap(db, pg_cluster, tables, tmp_path) -> None:
+    """A chunk's window is written at the end of the WAL and its batch must reach past it: planned
+    while a backlog larger than ``sparkcdc.max.batch.wal.bytes`` waits, that batch would take the
+    whole backlog at once. Chunks are planned once the stream has caught up to within one batch."""
+    name = tables
+    cap = 32768
+    config = local_config(pg_cluster, name, tmp_path, **{"sparkcdc.max.batch.wal.bytes": str(cap)})
+    batches: list[tuple[int, int]] = []
+    with LocalConnector(config) as connector:
+        plan = connector.planner.partitions
+
+        def recorded(start, end):  # every batch's WAL range, as the planner hands it out
+            batches.append((start["lsn"], end["lsn"]))
+            return plan(start, end)
+
+        connector.planner.partitions = recorded  # type: ignore[method-assign]
+        connector.poll(0.2)
+        send_signal(db, name, "sig-1", "execute-snapshot", {"data-collections": [f"public.{name}_a", f"public.{name}_b"]})
+        for _ in range(10):  # a backlog of some ten batches, behind the signal
+            db.execute(f"UPDATE {name}_a SET v = v || repeat('x', 60)")
+        out: list = []
+        _drain(connector, out, lambda records: any(
+            json.loads(r.value)["op"] == "r" for r in records if r.topic.endswith(f"{name}_b") and r.value is not None
+        ) and connector._offset.get("incremental") is None)
+    assert len(batches) > 10
+    watermarks = 2048  # the window's own rows, written after the batch's end was chosen
+    assert max(end - start for start, end in batches) <= cap + watermarks, batches
+    for table, keys in KEYS.items():
+        events = local_events(out, name, table)
+        assert replay(events, keys) == table_rows(db, f"{name}_{table}", keys)

@@ -62,6 +62,8 @@ def test_other_signal_types(kind, data, expected) -> None:
     ("execute-snapshot", {"data-collections": ["public.("]}, "not a valid regular expression"),
     ("execute-snapshot", {"data-collections": ["public.a"], "type": "sideways"}, "snapshot type 'sideways'"),
     ("execute-snapshot", {"data-collections": ["public.a"], "additional-conditions": [{"filter": "x"}]}, "\"data-collection\""),
+    ("execute-snapshot", {"data-collections": ["public.a"], "additional-conditions": [{"data-collection": "public.(", "filter": "x"}]},
+     "'public.(' is not a valid regular expression"),
     ("log", {}, "\"message\""),
     ("execute-snapshot", "[1]", "must be a JSON object"),
 ])

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from sparkcdc.embedded_postgres import ThrowawayCluster
 from sparkcdc.spark.runner import run_pipeline
+
+from ..support.processes import GroupProcess
 
 
 def properties(cluster: ThrowawayCluster, name: str, tables: list[str], **overrides: Any) -> dict[str, str]:
@@ -30,10 +35,26 @@ def properties(cluster: ThrowawayCluster, name: str, tables: list[str], **overri
     return props
 
 
-def output_lines(output: Path) -> list[dict[str, Any]]:
-    """Every line under the topic directories, in commit order."""
+def incremental_properties(cluster: ThrowawayCluster, name: str, *, chunk_size: int, **overrides: Any) -> dict[str, str]:
+    """The incremental snapshot tests' connector: ``<name>_a`` and ``<name>_b`` captured without an
+    initial snapshot, signals through ``<name>_signal`` (see tests/support/incremental.py)."""
+    return properties(cluster, name, [rf"public\.{name}_a", rf"public\.{name}_b"], **{
+        "snapshot.mode": "no_data", "signal.data.collection": f"public.{name}_signal",
+        "incremental.snapshot.chunk.size": str(chunk_size), **overrides,
+    })
+
+
+def events_of(lines: list[dict[str, Any]], name: str, table: str) -> list[dict[str, Any] | None]:
+    """The payloads (None: a tombstone) of the topic of table ``<name>_<table>``, in commit order."""
+    return [payload(line) for line in lines if line["topic"] == f"srv.public.{name}_{table}"]
+
+
+def output_lines(output: Path, *, up_to_batch: int | None = None) -> list[dict[str, Any]]:
+    """Every line under the topic directories (of batches up to ``up_to_batch``), in commit order."""
     lines = []
     for path in sorted(output.glob("*/part-*.jsonl")):
+        if up_to_batch is not None and int(path.name.split("-")[1]) > up_to_batch:
+            continue
         for raw in path.read_text(encoding="utf-8").split("\n")[:-1]:  # each line ends with \n
             line = json.loads(raw)
             line["topic"] = path.parent.name
@@ -48,3 +69,30 @@ def payload(line: dict[str, Any]) -> dict[str, Any] | None:
 
 def run_once(props: dict[str, str], output: Path, checkpoint: Path) -> object:
     return run_pipeline(props, output=output, checkpoint=checkpoint, once=True, master="local[2]")
+
+
+def checkpoint_batches(checkpoint: Path, kind: str) -> list[int]:
+    """The batch ids in the checkpoint's ``offsets`` or ``commits`` log, ascending."""
+    folder = checkpoint / kind
+    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit()) if folder.is_dir() else []
+
+
+def checkpoint_offset(checkpoint: Path, batch: int) -> dict[str, Any]:
+    """The source offset the checkpoint's offset log holds for ``batch`` (the file's last line)."""
+    return json.loads((checkpoint / "offsets" / str(batch)).read_text().splitlines()[-1])
+
+
+def server_now(db: psycopg.Connection) -> object:
+    """The server's clock: compared with ``pg_stat_activity.backend_start``, it tells a run's backends from
+    those of a killed run, which can outlive it for a moment."""
+    row = db.execute("SELECT clock_timestamp()").fetchone()
+    assert row is not None
+    return row[0]
+
+
+def start_run(config: Path, output: Path, checkpoint: Path, log: Path, once: bool = False, summary: Path | None = None) -> GroupProcess:
+    """One ``sparkcdc run`` process in its own process group (so that a SIGKILL takes its Spark with it)."""
+    argv = [sys.executable, "-m", "sparkcdc.cli", "run", str(config), "--output", str(output),
+            "--checkpoint", str(checkpoint), "--master", "local[2]"] + (["--once"] if once else [])
+    argv += ["--summary", str(summary)] if summary else []
+    return GroupProcess(argv, log)

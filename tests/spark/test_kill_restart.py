@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 import threading
 import time
 from collections import Counter
@@ -19,23 +18,17 @@ import pytest
 
 from sparkcdc.postgres import drop_slot, get_slot
 
-from ..support.processes import GroupProcess
 from ..support.waiting import wait_until
-from .support import output_lines, payload, properties
+from .support import checkpoint_batches, checkpoint_offset, output_lines, payload, properties, server_now, start_run
 
 KILLS_PER_PHASE = 10
 
 
-def _batches(checkpoint: Path, kind: str) -> list[int]:
-    folder = checkpoint / kind
-    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit()) if folder.is_dir() else []
-
-
 def _committed_end_lsn(checkpoint: Path) -> int | None:
-    committed = _batches(checkpoint, "commits")
+    committed = checkpoint_batches(checkpoint, "commits")
     if not committed:
         return None
-    return int(json.loads((checkpoint / "offsets" / str(committed[-1])).read_text().splitlines()[-1])["lsn"])
+    return int(checkpoint_offset(checkpoint, committed[-1])["lsn"])
 
 
 def _copying(db: psycopg.Connection, since: object) -> bool:
@@ -48,12 +41,6 @@ def _copying(db: psycopg.Connection, since: object) -> bool:
         (since,),
     ).fetchone()
     return bool(row and row[0])
-
-
-def _server_now(db: psycopg.Connection) -> object:
-    row = db.execute("SELECT clock_timestamp()").fetchone()
-    assert row is not None
-    return row[0]
 
 
 def _ids(output: Path) -> list[int]:
@@ -69,16 +56,8 @@ def _check_committed_output(output: Path, checkpoint: Path, db: psycopg.Connecti
     assert sorted(ids) == list(range(1, len(ids) + 1)), "the committed output has a gap"
     state = get_slot(db, slot)
     committed = _committed_end_lsn(checkpoint)
-    if state is not None and committed is not None and _batches(checkpoint, "commits")[-1] >= 1:
+    if state is not None and committed is not None and checkpoint_batches(checkpoint, "commits")[-1] >= 1:
         assert (state.confirmed_flush_lsn or 0) <= committed, "the slot passed a batch Spark had not committed"
-
-
-def _run(config: Path, output: Path, checkpoint: Path, log: Path, once: bool = False, summary: Path | None = None) -> GroupProcess:
-    """One ``sparkcdc run`` process in its own process group."""
-    argv = [sys.executable, "-m", "sparkcdc.cli", "run", str(config), "--output", str(output),
-            "--checkpoint", str(checkpoint), "--master", "local[2]"] + (["--once"] if once else [])
-    argv += ["--summary", str(summary)] if summary else []
-    return GroupProcess(argv, log)
 
 
 @pytest.mark.slow
@@ -103,14 +82,14 @@ def test_sigkill_during_snapshot_and_streaming(spark, db: psycopg.Connection, pg
     # -- during the snapshot ---------------------------------------------------------------------
     snapshot_kills = 0
     while snapshot_kills < KILLS_PER_PHASE:
-        since = _server_now(db)
-        run = _run(config, output, checkpoint, log)
-        wait_until(lambda run=run, since=since: _copying(db, since) or 0 in _batches(checkpoint, "commits")
+        since = server_now(db)
+        run = start_run(config, output, checkpoint, log)
+        wait_until(lambda run=run, since=since: _copying(db, since) or 0 in checkpoint_batches(checkpoint, "commits")
                    or run.process.poll() is not None,
                    timeout=180, interval=0.02, what=f"the snapshot tasks to start\n{context()}")
         assert run.process.poll() is None, f"sparkcdc run exited:\n{context()}"
         time.sleep(rnd.uniform(0.0, 1.0))  # a random moment within the snapshot batch: this is the test's point
-        during = 0 not in _batches(checkpoint, "commits")
+        during = 0 not in checkpoint_batches(checkpoint, "commits")
         run.kill()
         print(f"snapshot kill {snapshot_kills + 1}: inside the snapshot batch: {during}", flush=True)
         snapshot_kills += during
@@ -137,24 +116,24 @@ def test_sigkill_during_snapshot_and_streaming(spark, db: psycopg.Connection, pg
     streaming_kills = 0
     try:
         while streaming_kills < KILLS_PER_PHASE:
-            run = _run(config, output, checkpoint, log)
-            committed_before = len(_batches(checkpoint, "commits"))
+            run = start_run(config, output, checkpoint, log)
+            committed_before = len(checkpoint_batches(checkpoint, "commits"))
             # Let it get into the stream: at least one more batch committed, then a random moment.
-            wait_until(lambda run=run, before=committed_before: len(_batches(checkpoint, "commits")) > before
+            wait_until(lambda run=run, before=committed_before: len(checkpoint_batches(checkpoint, "commits")) > before
                        or run.process.poll() is not None,
                        timeout=180, interval=0.05, what=f"a streaming batch\n{context()}")
             assert run.process.poll() is None, f"sparkcdc run exited:\n{context()}"
             time.sleep(rnd.uniform(0.0, 2.0))
-            streaming_kills += 0 in _batches(checkpoint, "commits")
+            streaming_kills += 0 in checkpoint_batches(checkpoint, "commits")
             run.kill()
-            print(f"streaming kill {streaming_kills}: {len(_batches(checkpoint, 'commits'))} batches committed", flush=True)
+            print(f"streaming kill {streaming_kills}: {len(checkpoint_batches(checkpoint, 'commits'))} batches committed", flush=True)
             _check_committed_output(output, checkpoint, db, unique_name)
     finally:
         stop_writer.set()
         writer.join(30)
 
     # -- a final, uninterrupted run delivers everything exactly once ------------------------------
-    final = _run(config, output, checkpoint, log, once=True, summary=tmp_path / "summary.json")
+    final = start_run(config, output, checkpoint, log, once=True, summary=tmp_path / "summary.json")
     assert final.wait(600) == 0, context()
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["batches"] == len(summary["batch_durations_ms"]) >= 1 and summary["startup_seconds"] > 0

@@ -222,16 +222,16 @@ class ConnectorPlanner:
         if self._planned is not None and self._planned[0] == start_raw:
             return self._planned[1]
         base = max(start.lsn, self._floor_lsn)
-        end_lsn = self._insert_lsn()
+        end_lsn = reachable = self._insert_lsn()
+        if self.available_now_target is not None:
+            end_lsn = reachable = min(end_lsn, max(self.available_now_target, base))
         if self.max_batch_bytes > 0:
             end_lsn = min(end_lsn, base + self.max_batch_bytes)
-        if self.available_now_target is not None:
-            end_lsn = min(end_lsn, max(self.available_now_target, base))
         end = start.at(max(end_lsn, base))
         if self.available_now_target is None and self.heartbeat.due():
             self._beat()
             end = end.with_heartbeat().at(max(self._insert_lsn(), base))
-        end = self._signals_and_snapshots(start, end)
+        end = self._signals_and_snapshots(start, end, backlog=end_lsn < reachable)
         if end == start:  # a moved signal cursor alone is a change: its batch commits the position
             return start_raw  # no batch: notifications made meanwhile wait for the next end
         out = self._ending(start, end)
@@ -276,10 +276,13 @@ class ConnectorPlanner:
         self._plan = plan_snapshot_chunks(self._snapshot_tx.conn, config, spec, self._export.snapshot_name)
         return spec
 
-    def _signals_and_snapshots(self, start: SourceOffset, end: SourceOffset) -> SourceOffset:
+    def _signals_and_snapshots(self, start: SourceOffset, end: SourceOffset, *, backlog: bool) -> SourceOffset:
         """``end`` with the signals that arrived up to ``start`` (the signal table's) and those the
         polled channels hold now acted on, their positions moved; and, while an incremental snapshot
-        runs, its next chunk window planned (the batch then reaches past the window)."""
+        runs, its next chunk window planned (the batch then reaches past the window).
+
+        No window is planned while a ``backlog`` (more WAL than ``sparkcdc.max.batch.wal.bytes``)
+        waits: the window is written at the end of the WAL, and its batch would take all of it."""
         signals: list[Signal] = []
         cursor = dict(start.signal_cursor or {})
         if self.source_signals and cursor.get("source") != start.lsn:
@@ -295,7 +298,7 @@ class ConnectorPlanner:
         if blocking is not None:
             return self._begin_blocking(blocking, replace(end, incremental=incremental, signal_cursor=cursor or None))
         high = 0
-        if incremental is not None and incremental.chunk is None and not incremental.paused:
+        if incremental is not None and incremental.chunk is None and not incremental.paused and not backlog:
             incremental, high = self.incremental.plan_chunk(incremental)
         end = replace(end, incremental=incremental, signal_cursor=cursor or None)
         return end.at(max(end.lsn, high)) if high else end

@@ -176,10 +176,7 @@ def _collections(signal: Signal, raw: Any, *, required: bool) -> tuple[str, ...]
     if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
         raise SignalError(f"{signal.describe()}: \"data-collections\" must be a list of schema.table patterns")
     for item in raw:
-        try:
-            _pattern(item)
-        except re.error as exc:
-            raise SignalError(f"{signal.describe()}: data collection {item!r} is not a valid regular expression: {exc}") from None
+        _check_pattern(signal, item)
     if required and not raw:
         raise SignalError(f"{signal.describe()}: \"data-collections\" is empty: there is nothing to snapshot")
     return tuple(item.strip() for item in raw)
@@ -199,8 +196,18 @@ def _conditions(signal: Signal, data: dict[str, Any], collections: tuple[str, ..
     for entry in entries:
         if not isinstance(entry, dict) or not isinstance(entry.get("data-collection"), str) or not isinstance(entry.get("filter"), str):
             raise SignalError(f"{signal.describe()}: each additional condition needs a \"data-collection\" and a \"filter\" string: {entry!r}")
-        out.append((entry["data-collection"].strip(), entry["filter"]))
+        out.append((_check_pattern(signal, entry["data-collection"]).strip(), entry["filter"]))
     return tuple(out)
+
+
+def _check_pattern(signal: Signal, item: str) -> str:
+    """``item``, a data collection pattern of ``signal``; :class:`SignalError` if it does not compile
+    (every pattern is checked here, so acting on the signal never meets an ``re.error``)."""
+    try:
+        _pattern(item)
+    except re.error as exc:
+        raise SignalError(f"{signal.describe()}: data collection {item!r} is not a valid regular expression: {exc}") from None
+    return item
 
 
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
