@@ -200,7 +200,11 @@ class IncrementalSnapshots:
                     state = replace(state, max_key=largest)
                 assert state.max_key is not None
                 chunk, rows, high = self._open_window(state, collection, keys, types)
-            except (SignalError, psycopg.Error) as exc:
+            except (SignalError, psycopg.errors.ProgrammingError, psycopg.errors.DataError) as exc:
+                # What the table or the signal's condition is at fault for (no key, a filter that is not
+                # valid SQL, a value that does not cast) ends this table's snapshot. A server that went
+                # away is not the table's fault: that error fails the batch, and the restarted query plans
+                # the same chunk again (sparkcdc run's restarts, errors.max.retries).
                 message = str(exc).strip()
                 log.error("incremental snapshot %s: table %s cannot be snapshotted: %s", state.id, collection.name, message)
                 status = "SQL_EXCEPTION" if isinstance(exc, psycopg.Error) else "NO_PRIMARY_KEY" if isinstance(exc, NoKeyError) else "SKIPPED"
