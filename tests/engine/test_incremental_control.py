@@ -159,3 +159,14 @@ def test_bad_signals_are_logged_and_change_nothing_else(db, name, run, caplog) -
     run.until(lambda: run.state is None and run.reads("b") == ROWS_B, "the good signal's snapshot")
     assert run.reads("a") == ROWS_A
     run.check_replay(db)
+
+
+def test_a_log_signal_writes_its_message_to_the_log_and_nothing_else(db, name, run, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="sparkcdc.engine.incremental_planner")
+    send_signal(db, name, "hello-1", "log", {"message": "hello from the operator"})
+    run.until(lambda: any("hello from the operator" in r.getMessage() for r in caplog.records), "the log signal")
+    logged = [r for r in caplog.records if "hello from the operator" in r.getMessage()]
+    assert len(logged) == 1 and logged[0].levelno == logging.INFO and "signal hello-1 (log)" in logged[0].getMessage()
+    run.changed(db, "after-log")  # acted on once: later batches do not log it again
+    assert len([r for r in caplog.records if "hello from the operator" in r.getMessage()]) == 1
+    assert run.state is None and run.reads("a") == 0
