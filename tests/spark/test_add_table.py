@@ -5,6 +5,7 @@ already holds rows the pipeline never saw. The user adds ``customers`` to ``tabl
 restarts from the same checkpoint (the filtered publication gains the table), and signals an
 incremental snapshot of it. ``orders`` keeps streaming from where it was (no second snapshot of it);
 ``customers`` is mirrored from the snapshot's reads and the changes streamed since the restart.
+A blocking snapshot of ``customers`` afterwards leaves ``orders`` as it is in the mirrors.
 """
 
 from __future__ import annotations
@@ -65,8 +66,21 @@ def test_add_a_table_signal_its_snapshot_and_mirror_it(pg_cluster, db, tmp_path,
     result = run_pipeline(after, output=None, checkpoint=checkpoint, once=True, master="local[2]", apply_to=targets)
     assert result.records >= 2500 - 101
 
+    _assert_mirrored(pg_cluster, db, mirror, tmp_path / "delta", (orders, customers))
+
+    # 3. A blocking snapshot of customers later on: its rows update that table only (an initial
+    #    snapshot's rows would be the image of every table, emptying orders in the mirrors).
+    db.execute(f"INSERT INTO {signal} VALUES ('again-customers', 'execute-snapshot', %s)",
+               (json.dumps({"data-collections": [f"public.{customers}"], "type": "blocking"}),))
+    db.execute(f"UPDATE {customers} SET tier = 7 WHERE id BETWEEN 100 AND 120")
+    db.execute(f"UPDATE {orders} SET amount = -1 WHERE id = 1")
+    run_pipeline(after, output=None, checkpoint=checkpoint, once=True, master="local[2]", apply_to=targets)
+    _assert_mirrored(pg_cluster, db, mirror, tmp_path / "delta", (orders, customers))
+
+
+def _assert_mirrored(pg_cluster, db, mirror: str, delta: Path, tables: tuple[str, ...]) -> None:
     with psycopg.connect(pg_cluster.conninfo(mirror), autocommit=True) as m:
-        for table in (orders, customers):
+        for table in tables:
             assert _rows(m, f"public.{table}") == _rows(db, table), f"the PostgreSQL mirror of {table} differs"
-    for table in (orders, customers):
-        assert _delta_rows(tmp_path / "delta", table) == _rows(db, table), f"the Delta mirror of {table} differs"
+    for table in tables:
+        assert _delta_rows(delta, table) == _rows(db, table), f"the Delta mirror of {table} differs"
