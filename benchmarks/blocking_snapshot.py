@@ -160,11 +160,12 @@ class Snapshot:
 
     @property
     def rate(self) -> float:
-        return self.rows / self.seconds
+        # A small table can reach the consumer in one batch: first and last record at the same instant.
+        return self.rows / max(self.seconds, 1e-6)
 
     @property
     def per_cpu_second(self) -> float:
-        return self.rows / self.cpu_seconds
+        return self.rows / max(self.cpu_seconds, 1e-6)
 
 
 @dataclass
