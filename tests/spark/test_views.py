@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pyarrow as pa
 import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
@@ -187,12 +188,15 @@ _EXPECTED_TYPES = {
 }
 
 
-def test_many_types_snapshot_and_stream(spark, db, pg_cluster, unique_name: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("layout", ["columns", "changes"])
+def test_many_types_snapshot_and_stream(spark, db, pg_cluster, unique_name: str, tmp_path: Path, layout: str) -> None:
+    """Both layouts the views read: Debezium JSON (columns) and typed blocks (changes)."""
     table = f"t_{unique_name}"
     db.execute(_TYPES_DDL.format(name=table))
     _insert(db, table, _ROW_1)
     _insert(db, table, _ROW_2)
-    props = properties(pg_cluster, unique_name, [f"public.{table}"], **{"skipped.operations": "none"})
+    props = properties(pg_cluster, unique_name, [f"public.{table}"],
+                       **{"skipped.operations": "none", "sparkcdc.output.layout": layout})
     view = describe_table(props, table)
     checkpoint = tmp_path / "checkpoint"
 
@@ -427,7 +431,34 @@ def _static_changes(spark: Any, config: ConnectorConfig, columns: list[tuple[str
     rows.append((schema.topic, None, None, [], None, "public", "s", 99, 99, 99, None, None, None))  # a tombstone
     rows.append((schema.topic, None, '{"status":"BEGIN"}', [], None, None, None, 0, 0, 0, None, None, None))  # transaction
     frame = spark.createDataFrame(rows, DDL_SCHEMA)
-    return view, _ordered([r.asDict(recursive=True) for r in table_changes(frame, view).collect()])
+    from_json = _ordered([r.asDict(recursive=True) for r in table_changes(frame, view).collect()])
+    typed = _ordered([r.asDict(recursive=True) for r in table_changes(_changes_frame(spark, config, schema, events), view).collect()])
+    # The typed layout (no JSON) gives the same rows as the columns layout's JSON, value for value.
+    assert [_comparable(r) for r in typed] == [_comparable(r) for r in from_json]
+    return view, from_json
+
+
+def _changes_frame(spark: Any, config: ConnectorConfig, schema: Any,
+                   events: list[tuple[str, tuple[Any, ...] | None, tuple[Any, ...] | None]]) -> DataFrame:
+    """The same events as records (with their table schema), laid out as the ``changes`` layout's blocks."""
+    from sparkcdc.debezium.records import ChangeRecord
+    from sparkcdc.spark.changes_layout import change_blocks
+
+    records = []
+    for ordinal, (op, old, new) in enumerate(events):
+        before = schema.row(old) if old is not None else None
+        after = schema.row(new) if new is not None else None
+        key = schema.key(new if new is not None else old) if op != "t" else None
+        envelope = {"before": before, "after": after, "source": {}, "op": op}
+        records.append(ChangeRecord(schema.topic, key, schema.key_schema, envelope, schema.envelope_schema, (), op, "public", "s",
+                                    ordinal, ordinal, ordinal, 7, 0, None, schema))
+    records.append(ChangeRecord(schema.topic, None, None, None, None, (), None, "public", "s", 99, 99, 99))  # a tombstone
+    batches = list(change_blocks(records, config, block_rows=2))
+    return spark.createDataFrame(pa.Table.from_batches(batches))
+
+
+def _comparable(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: ("nan" if isinstance(v, float) and v != v else v) for k, v in row.items() if k != "__source_ts"}
 
 
 def _normalise(column: str, value: Any) -> Any:

@@ -181,6 +181,7 @@ class EventFactory:
             op=op,
             schema=table.schema_name,
             table=table.table_name,
+            table_schema=table,
         )
 
     def streamed_change(
@@ -225,7 +226,7 @@ class EventFactory:
         return ChangeRecord(
             table.topic, key, None if op == "t" else table.key_schema, value, table.envelope_schema,
             headers + self.context_headers if headers else self.context_headers, op, table.schema_name, table.table_name,
-            lsn, commit_lsn, ordinal, tx_id, ts_us,
+            lsn, commit_lsn, ordinal, tx_id, ts_us, None, table,
         )
 
     def _new_source_template(

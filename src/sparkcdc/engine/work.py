@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..debezium.config import ConnectorConfig
+from ..debezium.records import ChangeRecord
 from ..debezium.serialization import JsonSerializer
 from .encoded import Constant, EncodedBatch, encode_records
 from .lines import encode_lines
@@ -23,7 +24,7 @@ from .planner import StreamRange
 from .snapshot_plan import SnapshotChunk
 from .state_store import StreamStateStore
 
-__all__ = ["read_work", "serializer_for"]
+__all__ = ["read_work", "read_work_records", "serializer_for"]
 
 
 def serializer_for(config: ConnectorConfig) -> JsonSerializer:
@@ -56,6 +57,36 @@ def read_work(config: ConnectorConfig, work: Any, *, run_id: str, lines: bool = 
     if isinstance(work, NotificationPiece):
         return encode(notification_records(work), serializer)
     raise TypeError(f"not a planned piece of work: {type(work).__name__}")
+
+
+def read_work_records(config: ConnectorConfig, work: Any, *, run_id: str) -> Iterator[ChangeRecord]:
+    """The records of ``work``, not serialized: what the typed ``changes`` layout reads (each row
+    change carries its ``TableSchema``, through which its columns are typed without JSON).
+
+    A snapshot chunk is read through the Python converters (the server-rendered path makes JSON);
+    a blocking or incremental chunk's rows are marked with their kind, as :func:`read_work` marks them.
+    """
+    if isinstance(work, StreamRange):
+        from .batch_reader import read_stream_range
+
+        return read_stream_range(
+            config, SourceOffset.from_dict(work.start), SourceOffset.from_dict(work.end),
+            run_id=run_id, state_store=StreamStateStore(work.state_location),
+        )
+    if isinstance(work, SnapshotChunk):
+        from .snapshot_reader import read_snapshot_chunk
+
+        records = read_snapshot_chunk(config, work, run_id=run_id)
+        return records if work.kind == "initial" else _marked_records(records, work.kind)
+    if isinstance(work, NotificationPiece):
+        return notification_records(work)
+    raise TypeError(f"not a planned piece of work: {type(work).__name__}")
+
+
+def _marked_records(records: Iterator[ChangeRecord], kind: str) -> Iterator[ChangeRecord]:
+    for record in records:
+        record.snapshot = kind
+        yield record
 
 
 def _marked(batches: Iterator[EncodedBatch], kind: str) -> Iterator[EncodedBatch]:

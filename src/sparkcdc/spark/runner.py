@@ -114,8 +114,10 @@ def run_pipeline(
     def start() -> Any:
         """The streaming query, from the checkpoint: the first start and every restart alike."""
         if appliers:
-            # Applying needs the typed columns: the columns layout, and one persisted read per batch.
-            frame = spark.readStream.format("postgres-cdc").options(**options_for(properties)).load()
+            # Applying reads each table's typed changes: the changes layout (no JSON) unless topic
+            # files are written too (they need each record's JSON); one persisted read per batch.
+            layout = properties if topic_files is not None else {**properties, "sparkcdc.output.layout": "changes"}
+            frame = spark.readStream.format("postgres-cdc").options(**options_for(layout)).load()
             writer = frame.writeStream.foreachBatch(_BatchFanOut(topic_files, appliers))
         else:
             # The topic files need only each record's line: the reader builds it (see sparkcdc.spark.lines).

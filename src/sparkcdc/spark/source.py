@@ -84,7 +84,13 @@ def read_partition(partition: _Partition) -> Iterator[Any]:
 
     use_throughput_gc()  # this Python worker does nothing but turn changes into records
     config = ConnectorConfig(partition.properties)
-    lines = config.get("sparkcdc.output.layout") == "lines"
+    layout = config.get("sparkcdc.output.layout")
+    if layout == "changes":
+        from ..engine.work import read_work_records
+        from .changes_layout import change_blocks
+
+        return change_blocks(read_work_records(config, partition.work, run_id=partition.run_id), config)
+    lines = layout == "lines"
     convert = line_batch if lines else to_arrow
     return (convert(batch) for batch in read_work(config, partition.work, run_id=partition.run_id, lines=lines))
 
@@ -98,6 +104,10 @@ class PostgresCdcDataSource(DataSource):
 
     def schema(self) -> str:
         layout = config_from_options(self.options).get("sparkcdc.output.layout")
+        if layout == "changes":
+            from .changes_layout import CHANGES_DDL_SCHEMA
+
+            return CHANGES_DDL_SCHEMA
         return LINES_DDL_SCHEMA if layout == "lines" else DDL_SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:  # noqa: N802

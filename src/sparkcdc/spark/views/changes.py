@@ -52,6 +52,10 @@ def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[
         if properties is None:
             raise TypeError(f"table_changes({table!r}): pass the connector properties, or a TableView from describe_table")
         view = describe_table(properties, table)
+    from ..changes_layout import is_changes_layout, typed_changes
+
+    if is_changes_layout(frame):
+        return typed_changes(frame, view)
     missing = [name for name in _SOURCE_COLUMNS if name not in frame.columns]
     if missing:
         raise TableViewError(

@@ -1,0 +1,314 @@
+"""The ``changes`` output layout: each table's row changes as typed Arrow blocks, without JSON.
+
+Why: the ``columns`` layout renders every change as Debezium JSON (about 3.7 KB with schemas),
+which ``table_changes`` then parses back with ``from_json``: measured, producing and parsing that
+JSON was about 80 % of ``apply_changes``' time (benchmarks/RESULTS.md, apply). One streaming source
+has one schema, so it cannot give each table its own columns; it carries, per row, a *block*: up to
+:data:`BLOCK_ROWS` consecutive changes of one table as an Arrow IPC stream whose columns are the
+table's own (docs/typed-change-path.md has the candidates measured and why this one).
+
+A block's columns are the *raw* values of the typed view's codecs (:mod:`.views.type_map`: what
+``from_json`` would have read — an int for a MicroTimestamp, base64 text for bytes ...), so one
+set of codecs (Spark SQL expressions) types both layouts; the unchanged-TOAST placeholders are
+already taken out in the reader (``__unchanged`` lists the columns) and key columns are filled from
+the event key. Then the metadata columns of the view (``__op``, the sequence, ``__snapshot``,
+``__old_key`` ...). :func:`typed_changes` decodes one table's blocks with ``mapInArrow`` and applies
+the codecs: the result has exactly the columns of ``table_changes`` on the ``columns`` layout.
+
+The source's rows in this layout: ``topic, schema, table, op, commit_lsn, lsn, ordinal, snapshot,
+rows, block``; the positions and ``op``/``snapshot`` are those of the block's first change (what
+``apply_changes``' census needs), ``rows`` its number of changes. Only row changes (c, u, d, r, t)
+are carried: heartbeats, transaction records, logical messages and notifications are not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..debezium.config import ConnectorConfig
+from ..debezium.records import ChangeRecord
+from .views.expressions import quote_name, sql_literal
+from .views.model import CHANGE_OPS, METADATA_COLUMNS, OLD_KEY, TableView, view_of
+from .views.reader import ColumnReader
+
+__all__ = [
+    "BLOCK_ROWS",
+    "CHANGES_ARROW_SCHEMA",
+    "CHANGES_DDL_SCHEMA",
+    "change_blocks",
+    "is_changes_layout",
+    "typed_changes",
+]
+
+#: Changes per block: big enough that a block's fixed costs (an IPC stream, a Spark row) vanish,
+#: small enough that a block of wide rows stays a few MiB.
+BLOCK_ROWS = 4096
+
+CHANGES_DDL_SCHEMA = (
+    "topic string, schema string, table string, op string, commit_lsn long, lsn long, ordinal long, snapshot string, "
+    "rows int, block binary"
+)
+CHANGES_ARROW_SCHEMA = pa.schema([
+    ("topic", pa.string()), ("schema", pa.string()), ("table", pa.string()), ("op", pa.string()),
+    ("commit_lsn", pa.int64()), ("lsn", pa.int64()), ("ordinal", pa.int64()), ("snapshot", pa.string()),
+    ("rows", pa.int32()), ("block", pa.binary()),
+])
+_OLD_KEY_HEADER = "__debezium.oldkey"
+_SOURCE_TS = pa.timestamp("us", tz="UTC")
+
+
+def is_changes_layout(frame: DataFrame) -> bool:
+    return "block" in frame.columns and "rows" in frame.columns
+
+
+def _arrow_type(spark_type: T.DataType) -> pa.DataType:
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    return to_arrow_type(spark_type)
+
+
+# -- the reader's side: records -> blocks -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How one table version's records become a block (built once per ``TableSchema``)."""
+
+    view: TableView
+    readers: tuple[ColumnReader, ...]
+    schema: pa.Schema  # the block's columns
+    key_names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, table_schema: Any, config: ConnectorConfig) -> _Plan:
+        view = view_of(table_schema, config)
+        readers = tuple(ColumnReader.of(column) for column in view.columns)
+        return cls(view, readers, block_schema(readers), tuple(r.column.name for r in readers if r.key_codec is not None))
+
+
+def block_schema(readers: Sequence[ColumnReader]) -> pa.Schema:
+    """The Arrow schema of a table's blocks: raw data columns, then the metadata columns."""
+    fields = [pa.field(f"__r{i}", _arrow_type(_raw_type(r))) for i, r in enumerate(readers)]
+    fields += [
+        pa.field("__op", pa.string()), pa.field("__commit_lsn", pa.int64()), pa.field("__lsn", pa.int64()),
+        pa.field("__ordinal", pa.int64()), pa.field("__tx_id", pa.int64()), pa.field("__source_ts", _SOURCE_TS),
+        pa.field("__snapshot", pa.string()), pa.field("__unchanged", pa.list_(pa.string())),
+    ]
+    key_fields = [pa.field(r.column.name, _arrow_type(r.key_codec.raw)) for r in readers if r.key_codec is not None]
+    if key_fields:  # a table without a key has no old key (and Spark takes no empty struct from Arrow)
+        fields.append(pa.field(OLD_KEY, pa.struct(key_fields)))
+    return pa.schema(fields)
+
+
+def _raw_type(reader: ColumnReader) -> T.DataType:
+    """What a column's block values are: the codec's raw type (of the key codec for a key column the
+    value leaves out)."""
+    if reader.column.in_value:
+        return reader.codec.raw
+    assert reader.key_codec is not None
+    return reader.key_codec.raw
+
+
+def _snapshot_class(marker: str | None) -> str:
+    """Blocks do not mix streamed changes with snapshot rows, nor snapshot kinds (the census reads
+    a block's first marker)."""
+    if marker is None or marker == "false":
+        return ""
+    return marker if marker in ("incremental", "blocking") else "initial"
+
+
+def change_blocks(records: Iterable[ChangeRecord], config: ConnectorConfig, block_rows: int = BLOCK_ROWS) -> Iterator[pa.RecordBatch]:
+    """The row changes of ``records`` as rows of :data:`CHANGES_ARROW_SCHEMA`, a record batch per
+    run of blocks; records that are not row changes are left out."""
+    plans: dict[int, tuple[Any, _Plan]] = {}  # id(TableSchema) -> (the schema, kept alive; its plan)
+    pending: list[ChangeRecord] = []
+    pending_key: tuple[int, str] | None = None
+    out: list[tuple[ChangeRecord, int, bytes]] = []
+
+    def flush() -> None:
+        if pending:
+            table_schema = pending[0].table_schema
+            entry = plans.get(id(table_schema))
+            if entry is None:
+                entry = plans[id(table_schema)] = (table_schema, _Plan.of(table_schema, config))
+            out.append((pending[0], len(pending), _encode_block(entry[1], pending)))
+            pending.clear()
+
+    for record in records:
+        if record.table_schema is None or record.op not in CHANGE_OPS or record.value is None:
+            continue
+        key = (id(record.table_schema), _snapshot_class(record.snapshot))
+        if key != pending_key or len(pending) >= block_rows:
+            flush()
+            pending_key = key
+            if len(out) >= 4:
+                yield _blocks_batch(out)
+                out = []
+        pending.append(record)
+    flush()
+    if out:
+        yield _blocks_batch(out)
+
+
+def _blocks_batch(blocks: list[tuple[ChangeRecord, int, bytes]]) -> pa.RecordBatch:
+    firsts = [first for first, _, _ in blocks]
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([r.topic for r in firsts], pa.string()),
+            pa.array([r.schema for r in firsts], pa.string()),
+            pa.array([r.table for r in firsts], pa.string()),
+            pa.array([r.op for r in firsts], pa.string()),
+            pa.array([r.commit_lsn for r in firsts], pa.int64()),
+            pa.array([r.lsn for r in firsts], pa.int64()),
+            pa.array([r.ordinal for r in firsts], pa.int64()),
+            pa.array([r.snapshot for r in firsts], pa.string()),
+            pa.array([rows for _, rows, _ in blocks], pa.int32()),
+            pa.array([block for _, _, block in blocks], pa.binary()),
+        ],
+        schema=CHANGES_ARROW_SCHEMA,
+    )
+
+
+def _encode_block(plan: _Plan, records: Sequence[ChangeRecord]) -> bytes:
+    size = len(records)
+    ops = [r.op for r in records]
+    keys = [r.key for r in records]
+    images = [(None if v is None else v["before"] if op == "d" else v["after"]) for v, op in
+              zip([r.value for r in records], ops, strict=True)]
+    unchanged: list[list[str] | None] = [None] * size
+    arrays: list[pa.Array] = []
+    for reader, field in zip(plan.readers, plan.schema, strict=False):
+        column = reader.column
+        name = column.name
+        if column.in_value:
+            values = [None if image is None else image.get(name) for image in images]
+            placeholder = column.placeholder
+            if placeholder is not None:
+                for i, value in enumerate(values):
+                    # A create carries placeholders only as the second half of a primary-key change.
+                    if value is not None and value == placeholder and ops[i] in ("u", "c"):
+                        values[i] = None
+                        if reader.key_codec is None or keys[i] is None or keys[i].get(name) is None:
+                            names = unchanged[i]
+                            if names is None:
+                                names = unchanged[i] = []
+                            names.append(name)
+            if reader.key_codec is not None:
+                values = [k.get(name) if v is None and k is not None else v for v, k in zip(values, keys, strict=True)]
+        else:
+            values = [None if k is None else k.get(name) for k in keys]
+        arrays.append(_array(values, field.type, name))
+    arrays += [
+        pa.array(ops, pa.string()),
+        pa.array([r.commit_lsn for r in records], pa.int64()),
+        pa.array([r.lsn for r in records], pa.int64()),
+        pa.array([r.ordinal for r in records], pa.int64()),
+        pa.array([r.tx_id for r in records], pa.int64()),
+        pa.array([r.source_ts_us for r in records], _SOURCE_TS),
+        pa.array([r.snapshot for r in records], pa.string()),
+        pa.array([u or [] for u in unchanged], pa.list_(pa.string())),
+    ]
+    if plan.key_names:
+        arrays.append(_array([_old_key(r) for r in records], plan.schema.field(OLD_KEY).type, OLD_KEY))
+    batch = pa.RecordBatch.from_arrays(arrays, schema=plan.schema)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, plan.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+def _old_key(record: ChangeRecord) -> Any:
+    for header in record.headers:
+        if header.name == _OLD_KEY_HEADER:
+            return header.value
+    return None
+
+
+def _array(values: list[Any], arrow_type: pa.DataType, name: str) -> pa.Array:
+    try:
+        return pa.array(values, arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([_conformed(v, arrow_type) for v in values], arrow_type)
+
+
+def _conformed(value: Any, arrow_type: pa.DataType) -> Any:
+    """A JSON-ready value as Arrow takes it: Debezium writes NaN and infinities of floats as text,
+    and maps as objects."""
+    if value is None:
+        return None
+    if pa.types.is_floating(arrow_type) and isinstance(value, str):
+        return float(value.replace("Infinity", "inf"))
+    if pa.types.is_map(arrow_type) and isinstance(value, dict):
+        return [(k, _conformed(v, arrow_type.item_type)) for k, v in value.items()]
+    if pa.types.is_list(arrow_type) and isinstance(value, list):
+        return [_conformed(v, arrow_type.value_type) for v in value]
+    if pa.types.is_struct(arrow_type) and isinstance(value, dict):
+        return {f.name: _conformed(value.get(f.name), f.type) for f in arrow_type}
+    return value
+
+
+# -- the query's side: blocks -> typed rows -----------------------------------------------------------
+
+
+def _decoder(schema: pa.Schema) -> Any:
+    """The ``mapInArrow`` function: each block's IPC stream, conformed by name to ``schema`` (a
+    block written for an older or newer version of the table lacks or has columns: missing ones are
+    null, extra ones dropped, as ``from_json`` reads JSON)."""
+
+    def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for block in batch.column(0):
+                with pa.ipc.open_stream(block.as_buffer()) as reader:
+                    for written in reader:
+                        yield _conform(written, schema)
+
+    return decode
+
+
+def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    if batch.schema.equals(schema):
+        return batch
+    names = batch.schema.names
+    columns = []
+    for field in schema:
+        if field.name in names:
+            column = batch.column(field.name)
+            columns.append(column if column.type == field.type else column.cast(field.type))
+        else:
+            columns.append(pa.nulls(batch.num_rows, field.type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def typed_changes(frame: DataFrame, view: TableView) -> DataFrame:
+    """One table's changes from a ``changes``-layout frame: the columns of ``table_changes``."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    readers = [ColumnReader.of(column) for column in view.columns]
+    schema = block_schema(readers)
+    blocks = frame.where((F.col("schema") == view.schema_name) & (F.col("table") == view.table_name)).select("block")
+    decoded = blocks.mapInArrow(_decoder(schema), from_arrow_schema(schema))
+    data = []
+    for index, reader in enumerate(readers):
+        column = reader.column
+        raw = f"__r{index}"
+        codec = reader.codec if column.in_value else reader.key_codec
+        assert codec is not None
+        value = codec.apply(raw)
+        if column.in_value and not column.in_delete_image:  # a delete's before-image lacks it: Debezium's fallback, not data
+            value = f"CASE WHEN __op = 'd' THEN NULL ELSE {value} END"
+        data.append(f"CAST({value} AS {column.spark_type.simpleString()}) AS {quote_name(column.name)}")
+    old_key_fields = [
+        f"{sql_literal(r.column.name)}, CAST({r.key_codec.apply(f'{OLD_KEY}.{quote_name(r.column.name)}')} AS {r.column.spark_type.simpleString()})"
+        for r in readers if r.key_codec is not None
+    ]
+    old_key = (f"CASE WHEN {OLD_KEY} IS NULL THEN NULL ELSE named_struct({', '.join(old_key_fields)}) END" if old_key_fields
+               else "CAST(NULL AS STRUCT<>)")
+    meta = [name for name, _ in METADATA_COLUMNS]
+    return decoded.selectExpr(*data, *meta, f"{old_key} AS {OLD_KEY}")
