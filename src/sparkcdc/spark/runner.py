@@ -110,6 +110,9 @@ def run_pipeline(
     spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}")
     register(spark)
     topic_files = None if output is None or not appliers else TopicFilesBatchWriter(output)
+    # batch id -> its changes, where the source's rows are blocks of changes (the changes layout):
+    # Spark's numInputRows counts blocks there.
+    changes_by_batch: dict[int, int] = {}
 
     def start() -> Any:
         """The streaming query, from the checkpoint: the first start and every restart alike."""
@@ -118,7 +121,7 @@ def run_pipeline(
             # files are written too (they need each record's JSON); one persisted read per batch.
             layout = properties if topic_files is not None else {**properties, "sparkcdc.output.layout": "changes"}
             frame = spark.readStream.format("postgres-cdc").options(**options_for(layout)).load()
-            writer = frame.writeStream.foreachBatch(_BatchFanOut(topic_files, appliers))
+            writer = frame.writeStream.foreachBatch(_BatchFanOut(topic_files, appliers, changes_by_batch))
         else:
             # The topic files need only each record's line: the reader builds it (see sparkcdc.spark.lines).
             lines = {**properties, "sparkcdc.output.layout": "lines"}
@@ -172,15 +175,18 @@ def run_pipeline(
         _stop_quietly(spark)
         for applier in appliers:
             applier.close()
+    def input_rows(p: dict[str, Any]) -> int:
+        return changes_by_batch.get(int(p.get("batchId", -1)), int(p.get("numInputRows", 0)))
+
     return RunSummary(
         batches=len(progress),
         restarts=restarted,
-        records=sum(int(p.get("numInputRows", 0)) for p in progress),
+        records=sum(input_rows(p) for p in progress),
         stopped_by_signal=stopped,
         startup_seconds=started - called,
         batch_durations_ms=tuple(int(p.get("durationMs", {}).get("triggerExecution", 0)) for p in progress),
         batch_ids=tuple(int(p.get("batchId", -1)) for p in progress),
-        batch_input_rows=tuple(int(p.get("numInputRows", 0)) for p in progress),
+        batch_input_rows=tuple(input_rows(p) for p in progress),
         batch_timestamps=tuple(str(p.get("timestamp", "")) for p in progress),
         applied={a.target.description: dict(a.stats.events) for a in appliers if a.stats.batches},
         apply_seconds={a.target.description: {k: round(v, 3) for k, v in a.stats.seconds.items()}
@@ -205,15 +211,21 @@ def _appliers(config: ConnectorConfig, checkpoint: Path, apply_to: Sequence[str 
 class _BatchFanOut:
     """One micro-batch to the topic files and every apply target, reading the source once."""
 
-    def __init__(self, topic_files: Any, appliers: Sequence[Any]) -> None:
+    def __init__(self, topic_files: Any, appliers: Sequence[Any], changes_by_batch: dict[int, int]) -> None:
         self.topic_files = topic_files
         self.appliers = list(appliers)
+        self.changes_by_batch = changes_by_batch
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        from .changes_layout import is_changes_layout
 
         batch = batch.persist(StorageLevel.MEMORY_AND_DISK)
         try:
+            if is_changes_layout(batch):
+                self.changes_by_batch[batch_id] = int(batch.agg(F.sum("rows")).first()[0] or 0)
             if self.topic_files is not None:
                 self.topic_files(batch, batch_id)
             for applier in self.appliers:
