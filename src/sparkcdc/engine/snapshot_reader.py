@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import psycopg
 
@@ -50,6 +51,7 @@ from .snapshot import (
     ORDINAL_CHUNK_SHIFT,
     ORDINAL_TABLE_SHIFT,
     ROWS_PER_CHUNK_LIMIT,
+    SnapshotContext,
     snapshot_marker,
     snapshot_ordinal,
     snapshot_record,
@@ -61,8 +63,10 @@ __all__ = [
     "SnapshotChunkError",
     "SnapshotUnavailableError",
     "TableRewrittenError",
+    "ChunkRows",
     "chunk_records",
     "open_chunk_transaction",
+    "read_chunk_rows",
     "read_snapshot_chunk",
 ]
 
@@ -124,13 +128,25 @@ def chunk_records(
         yield from opened_chunk_records(tx, config, events, chunk, *opened)
 
 
-def opened_chunk_records(
-    tx: SnapshotTransaction, config: ConnectorConfig, events: EventFactory, chunk: SnapshotChunk, table: TableSchema,
-    first_of_table: bool,
-) -> Iterator[ChangeRecord]:
-    """The records of a chunk that :func:`open_chunk` opened."""
+@dataclass(frozen=True)
+class ChunkRows:
+    """A run of a chunk's rows as the server sent them (text values), with what places them: the
+    first row's ordinal (the others follow) and each row's ``snapshot`` marker."""
+
+    table: TableSchema
+    context: SnapshotContext
+    rows: list[tuple[str | None, ...]]
+    first_ordinal: int
+    markers: list[str]
+
+
+def opened_chunk_rows(
+    tx: SnapshotTransaction, config: ConnectorConfig, chunk: SnapshotChunk, table: TableSchema, first_of_table: bool,
+    batch_rows: int = 4096,
+) -> Iterator[ChunkRows]:
+    """The rows of a chunk that :func:`open_chunk` opened, ``batch_rows`` at a time: for readers
+    that type whole columns (the ``changes`` layout) rather than make a record per row."""
     context = chunk.context
-    first_ordinal = _ordinal(chunk, 0)
     row_limit = _row_limit(chunk)
     rows = _chunk_rows(tx, chunk)
     current = next(rows, None)
@@ -139,15 +155,41 @@ def opened_chunk_records(
     # Every row but the chunk's last: its marker depends only on whether it is its table's first.
     marker = snapshot_marker(table_index=chunk.table_index, first_of_table=first_of_table, last_of_table=False, final=False)
     row = 0
+    taken: list[tuple[str | None, ...]] = []
+    markers: list[str] = []
     for following in rows:
-        yield snapshot_record(events, context, table, current, marker, first_ordinal + row)
+        taken.append(current)
+        markers.append(marker)
         marker = "true"
         current = following
         row += 1
         if row >= row_limit:
             raise SnapshotChunkError(f"{chunk.describe()} holds more rows than its ordinals can number; plan smaller chunks")
-    marker = last_row_marker(tx, config, chunk, first_of_table=row == 0 and first_of_table)
-    yield snapshot_record(events, context, table, current, marker, first_ordinal + row)
+        if len(taken) >= batch_rows:
+            yield ChunkRows(table, context, taken, _ordinal(chunk, row - len(taken)), markers)
+            taken, markers = [], []
+    taken.append(current)
+    markers.append(last_row_marker(tx, config, chunk, first_of_table=row == 0 and first_of_table))
+    yield ChunkRows(table, context, taken, _ordinal(chunk, row + 1 - len(taken)), markers)
+
+
+def opened_chunk_records(
+    tx: SnapshotTransaction, config: ConnectorConfig, events: EventFactory, chunk: SnapshotChunk, table: TableSchema,
+    first_of_table: bool,
+) -> Iterator[ChangeRecord]:
+    """The records of a chunk that :func:`open_chunk` opened."""
+    for run in opened_chunk_rows(tx, config, chunk, table, first_of_table):
+        for offset, (values, marker) in enumerate(zip(run.rows, run.markers, strict=True)):
+            yield snapshot_record(events, run.context, table, values, marker, run.first_ordinal + offset)
+
+
+def read_chunk_rows(config: ConnectorConfig, chunk: SnapshotChunk, *, run_id: str) -> Iterator[ChunkRows]:
+    """A chunk's rows in runs (see :func:`opened_chunk_rows`); connects, imports the snapshot,
+    closes when done."""
+    with chunk_session(config, chunk, run_id=run_id) as (tx, _events, resolver):
+        opened = open_chunk(tx, config, resolver, chunk)
+        if opened is not None:
+            yield from opened_chunk_rows(tx, config, chunk, *opened)
 
 
 def open_chunk(

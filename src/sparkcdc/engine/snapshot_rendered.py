@@ -33,7 +33,7 @@ from ..debezium.topic_line import escape, text_template
 from ..debezium.topic_line import segments as line_segments
 from ..errors import PipelineError
 from ..postgres.replication import quote_ident
-from ..postgres.snapshot import SnapshotTransaction
+from ..postgres.snapshot import COPY_NULL, SnapshotTransaction, copy_text
 from .encoded import BATCH_BYTES, Constant, EncodedBatch, Joined, encode_records, joined
 from .lines import encode_lines
 from .snapshot import SnapshotContext, snapshot_change, snapshot_marker
@@ -54,9 +54,7 @@ _KEY = "\x00sparkcdc:key\x00"
 _AFTER = "\x00sparkcdc:after\x00"
 _CLOCK_NS = 1_111_111_111_111_111_111  # the sentinel clock of the templates (2005-03-18)
 _KEY_ALIAS, _ROW_ALIAS = "__sparkcdc_key", "__sparkcdc_row"
-_NULL = b"\\N"
-_COPY_ESCAPES = {b"\\": b"\\", b"b": b"\b", b"f": b"\f", b"n": b"\n", b"r": b"\r", b"t": b"\t", b"v": b"\v"}
-_COPY_ESCAPE = re.compile(rb"\\(.)")
+_NULL = COPY_NULL
 BLOCK_BYTES = 983040  # COPY data handled per step; a batch ends at the first step boundary past batch_rows
 
 
@@ -343,18 +341,9 @@ def _converted_payloads(table: TableSchema, positions: list[int], raw: bytes) ->
     """Key and row payloads of a row the SQL did not render, through the Python converters."""
     values: list[str | None] = [None] * (max(positions) + 1 if positions else 0)
     for position, field in zip(positions, raw.split(b"\t"), strict=True):
-        values[position] = _copy_text(field)
+        values[position] = copy_text(field)
     key = table.key(values)
     return (None if key is None else orjson.dumps(key)), orjson.dumps(table.row(values))
-
-
-def _copy_text(field: bytes) -> str | None:
-    """A field of COPY's text format: ``\\N`` is NULL; the output escapes only \\, \\b \\f \\n \\r \\t \\v."""
-    if field == _NULL:
-        return None
-    if b"\\" in field:
-        field = _COPY_ESCAPE.sub(lambda m: _COPY_ESCAPES.get(m.group(1), m.group(1)), field)
-    return field.decode("utf-8")
 
 
 def read_encoded_chunk(

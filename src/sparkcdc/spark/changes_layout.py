@@ -16,13 +16,15 @@ the event key. Then the metadata columns of the view (``__op``, the sequence, ``
 the codecs: the result has exactly the columns of ``table_changes`` on the ``columns`` layout.
 
 The source's rows in this layout: ``topic, schema, table, op, commit_lsn, lsn, ordinal, snapshot,
-rows, block``; the positions and ``op``/``snapshot`` are those of the block's first change (what
-``apply_changes``' census needs), ``rows`` its number of changes. Only row changes (c, u, d, r, t)
+rows, shape, block``; the positions and ``op``/``snapshot`` are those of the block's first change (what
+``apply_changes``' census needs), ``rows`` its number of changes, ``shape`` the version of the table's view it was written for
+(:func:`view_shape`: a described view can be reused until a block of another shape arrives). Only row changes (c, u, d, r, t)
 are carried: heartbeats, transaction records, logical messages and notifications are not.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,8 +45,10 @@ __all__ = [
     "CHANGES_ARROW_SCHEMA",
     "CHANGES_DDL_SCHEMA",
     "change_blocks",
+    "chunk_blocks",
     "is_changes_layout",
     "typed_changes",
+    "view_shape",
 ]
 
 #: Changes per block: big enough that a block's fixed costs (an IPC stream, a Spark row) vanish,
@@ -53,12 +57,12 @@ BLOCK_ROWS = 4096
 
 CHANGES_DDL_SCHEMA = (
     "topic string, schema string, table string, op string, commit_lsn long, lsn long, ordinal long, snapshot string, "
-    "rows int, block binary"
+    "rows int, shape string, block binary"
 )
 CHANGES_ARROW_SCHEMA = pa.schema([
     ("topic", pa.string()), ("schema", pa.string()), ("table", pa.string()), ("op", pa.string()),
     ("commit_lsn", pa.int64()), ("lsn", pa.int64()), ("ordinal", pa.int64()), ("snapshot", pa.string()),
-    ("rows", pa.int32()), ("block", pa.binary()),
+    ("rows", pa.int32()), ("shape", pa.string()), ("block", pa.binary()),
 ])
 _OLD_KEY_HEADER = "__debezium.oldkey"
 _SOURCE_TS = pa.timestamp("us", tz="UTC")
@@ -85,12 +89,21 @@ class _Plan:
     readers: tuple[ColumnReader, ...]
     schema: pa.Schema  # the block's columns
     key_names: tuple[str, ...]
+    shape: str  # a digest of the view's columns: changes when a Relation message changes the table's shape
 
     @classmethod
     def of(cls, table_schema: Any, config: ConnectorConfig) -> _Plan:
         view = view_of(table_schema, config)
         readers = tuple(ColumnReader.of(column) for column in view.columns)
-        return cls(view, readers, block_schema(readers), tuple(r.column.name for r in readers if r.key_codec is not None))
+        schema = block_schema(readers)
+        return cls(view, readers, schema, tuple(r.column.name for r in readers if r.key_codec is not None), view_shape(view))
+
+
+def view_shape(view: TableView) -> str:
+    """What identifies a version of a table's view: its columns' names, types, keys and placeholders.
+    The same on the reader's side (from the Relation message) and the driver's (from the catalog)."""
+    described = [(c.name, c.spark_type.simpleString(), c.is_key, c.in_value, repr(c.placeholder)) for c in view.columns]
+    return hashlib.sha1(repr(described).encode()).hexdigest()[:16]
 
 
 def block_schema(readers: Sequence[ColumnReader]) -> pa.Schema:
@@ -130,7 +143,7 @@ def change_blocks(records: Iterable[ChangeRecord], config: ConnectorConfig, bloc
     plans: dict[int, tuple[Any, _Plan]] = {}  # id(TableSchema) -> (the schema, kept alive; its plan)
     pending: list[ChangeRecord] = []
     pending_key: tuple[int, str] | None = None
-    out: list[tuple[ChangeRecord, int, bytes]] = []
+    out: list[tuple[ChangeRecord, int, str, bytes]] = []
 
     def flush() -> None:
         if pending:
@@ -138,7 +151,7 @@ def change_blocks(records: Iterable[ChangeRecord], config: ConnectorConfig, bloc
             entry = plans.get(id(table_schema))
             if entry is None:
                 entry = plans[id(table_schema)] = (table_schema, _Plan.of(table_schema, config))
-            out.append((pending[0], len(pending), _encode_block(entry[1], pending)))
+            out.append((pending[0], len(pending), entry[1].shape, _encode_block(entry[1], pending)))
             pending.clear()
 
     for record in records:
@@ -157,8 +170,8 @@ def change_blocks(records: Iterable[ChangeRecord], config: ConnectorConfig, bloc
         yield _blocks_batch(out)
 
 
-def _blocks_batch(blocks: list[tuple[ChangeRecord, int, bytes]]) -> pa.RecordBatch:
-    firsts = [first for first, _, _ in blocks]
+def _blocks_batch(blocks: list[tuple[Any, int, str, bytes]]) -> pa.RecordBatch:
+    firsts = [first for first, _, _, _ in blocks]
     return pa.RecordBatch.from_arrays(
         [
             pa.array([r.topic for r in firsts], pa.string()),
@@ -169,19 +182,39 @@ def _blocks_batch(blocks: list[tuple[ChangeRecord, int, bytes]]) -> pa.RecordBat
             pa.array([r.lsn for r in firsts], pa.int64()),
             pa.array([r.ordinal for r in firsts], pa.int64()),
             pa.array([r.snapshot for r in firsts], pa.string()),
-            pa.array([rows for _, rows, _ in blocks], pa.int32()),
-            pa.array([block for _, _, block in blocks], pa.binary()),
+            pa.array([rows for _, rows, _, _ in blocks], pa.int32()),
+            pa.array([shape for _, _, shape, _ in blocks], pa.string()),
+            pa.array([block for _, _, _, block in blocks], pa.binary()),
         ],
         schema=CHANGES_ARROW_SCHEMA,
     )
 
 
 def _encode_block(plan: _Plan, records: Sequence[ChangeRecord]) -> bytes:
-    size = len(records)
     ops = [r.op for r in records]
-    keys = [r.key for r in records]
     images = [(None if v is None else v["before"] if op == "d" else v["after"]) for v, op in
               zip([r.value for r in records], ops, strict=True)]
+    metadata = [
+        pa.array(ops, pa.string()),
+        pa.array([r.commit_lsn for r in records], pa.int64()),
+        pa.array([r.lsn for r in records], pa.int64()),
+        pa.array([r.ordinal for r in records], pa.int64()),
+        pa.array([r.tx_id for r in records], pa.int64()),
+        pa.array([r.source_ts_us for r in records], _SOURCE_TS),
+        pa.array([r.snapshot for r in records], pa.string()),
+    ]
+    old_keys = [_old_key(r) for r in records] if plan.key_names else None
+    return _block_bytes(plan, ops, [r.key for r in records], images, metadata, old_keys)
+
+
+def _block_bytes(
+    plan: _Plan, ops: Sequence[str] | None, keys: Sequence[Any], images: Sequence[Any], metadata: list[pa.Array],
+    old_keys: Sequence[Any] | None,
+) -> bytes:
+    """A block's IPC bytes from its changes' event keys and images (``after``; ``before`` for a
+    delete) and the metadata arrays (``__op`` to ``__snapshot``). ``ops`` None: every change is a
+    snapshot read (no placeholder can occur)."""
+    size = len(images)
     unchanged: list[list[str] | None] = [None] * size
     arrays: list[pa.Array] = []
     for reader, field in zip(plan.readers, plan.schema, strict=False):
@@ -190,7 +223,7 @@ def _encode_block(plan: _Plan, records: Sequence[ChangeRecord]) -> bytes:
         if column.in_value:
             values = [None if image is None else image.get(name) for image in images]
             placeholder = column.placeholder
-            if placeholder is not None:
+            if placeholder is not None and ops is not None:
                 for i, value in enumerate(values):
                     # A create carries placeholders only as the second half of a primary-key change.
                     if value is not None and value == placeholder and ops[i] in ("u", "c"):
@@ -205,23 +238,68 @@ def _encode_block(plan: _Plan, records: Sequence[ChangeRecord]) -> bytes:
         else:
             values = [None if k is None else k.get(name) for k in keys]
         arrays.append(_array(values, field.type, name))
-    arrays += [
-        pa.array(ops, pa.string()),
-        pa.array([r.commit_lsn for r in records], pa.int64()),
-        pa.array([r.lsn for r in records], pa.int64()),
-        pa.array([r.ordinal for r in records], pa.int64()),
-        pa.array([r.tx_id for r in records], pa.int64()),
-        pa.array([r.source_ts_us for r in records], _SOURCE_TS),
-        pa.array([r.snapshot for r in records], pa.string()),
-        pa.array([u or [] for u in unchanged], pa.list_(pa.string())),
-    ]
+    arrays += metadata
+    if ops is None:
+        arrays.append(pa.array([[]] * size, pa.list_(pa.string())))
+    else:
+        arrays.append(pa.array([u or [] for u in unchanged], pa.list_(pa.string())))
     if plan.key_names:
-        arrays.append(_array([_old_key(r) for r in records], plan.schema.field(OLD_KEY).type, OLD_KEY))
+        old_key_type = plan.schema.field(OLD_KEY).type
+        arrays.append(pa.nulls(size, old_key_type) if old_keys is None else _array(list(old_keys), old_key_type, OLD_KEY))
     batch = pa.RecordBatch.from_arrays(arrays, schema=plan.schema)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, plan.schema) as writer:
         writer.write_batch(batch)
     return sink.getvalue().to_pybytes()
+
+
+def chunk_blocks(runs: Iterable[Any], config: ConnectorConfig, *, kind: str = "initial") -> Iterator[pa.RecordBatch]:
+    """A snapshot chunk's rows (:class:`sparkcdc.engine.snapshot_reader.ChunkRows` runs) as blocks,
+    without a record per row: each row's key and ``after`` payloads straight from its text values.
+    ``kind``: a blocking or incremental chunk's rows are marked with it instead of their markers."""
+    plans: dict[int, tuple[Any, _Plan]] = {}
+    out: list[tuple[Any, int, str, bytes]] = []
+    for run in runs:
+        table = run.table
+        entry = plans.get(id(table))
+        if entry is None:
+            entry = plans[id(table)] = (table, _Plan.of(table, config))
+        plan = entry[1]
+        size = len(run.rows)
+        pairs = [table.key_and_row(values) for values in run.rows]
+        context = run.context
+        markers = run.markers if kind == "initial" else [kind] * size
+        metadata = [
+            pa.repeat(pa.scalar("r", pa.string()), size),
+            pa.repeat(pa.scalar(context.lsn, pa.int64()), size),
+            pa.repeat(pa.scalar(context.lsn, pa.int64()), size),
+            pa.array(range(run.first_ordinal, run.first_ordinal + size), pa.int64()),
+            pa.repeat(pa.scalar(context.tx_id, pa.int64()), size),
+            pa.repeat(pa.scalar(context.ts_us, _SOURCE_TS), size),
+            pa.array(markers, pa.string()),
+        ]
+        block = _block_bytes(plan, None, [key for key, _ in pairs], [row for _, row in pairs], metadata, None)
+        first = _FirstRow(table.topic, table.schema_name, table.table_name, "r", context.lsn, context.lsn, run.first_ordinal, markers[0])
+        out.append((first, size, plan.shape, block))
+        if len(out) >= 4:
+            yield _blocks_batch(out)
+            out = []
+    if out:
+        yield _blocks_batch(out)
+
+
+@dataclass(frozen=True)
+class _FirstRow:
+    """What a block's row says of its first change (the fields of a record it reads)."""
+
+    topic: str
+    schema: str
+    table: str
+    op: str
+    commit_lsn: int
+    lsn: int
+    ordinal: int
+    snapshot: str | None
 
 
 def _old_key(record: ChangeRecord) -> Any:

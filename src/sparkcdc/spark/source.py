@@ -86,13 +86,23 @@ def read_partition(partition: _Partition) -> Iterator[Any]:
     config = ConnectorConfig(partition.properties)
     layout = config.get("sparkcdc.output.layout")
     if layout == "changes":
-        from ..engine.work import read_work_records
-        from .changes_layout import change_blocks
-
-        return change_blocks(read_work_records(config, partition.work, run_id=partition.run_id), config)
+        return _change_blocks(config, partition)
     lines = layout == "lines"
     convert = line_batch if lines else to_arrow
     return (convert(batch) for batch in read_work(config, partition.work, run_id=partition.run_id, lines=lines))
+
+
+def _change_blocks(config: Any, partition: _Partition) -> Iterator[Any]:
+    """The ``changes`` layout: a snapshot chunk's rows typed a run at a time, other work's records."""
+    from ..engine.snapshot_plan import SnapshotChunk
+    from ..engine.snapshot_reader import read_chunk_rows
+    from ..engine.work import read_work_records
+    from .changes_layout import change_blocks, chunk_blocks
+
+    work = partition.work
+    if isinstance(work, SnapshotChunk):
+        return chunk_blocks(read_chunk_rows(config, work, run_id=partition.run_id), config, kind=work.kind)
+    return change_blocks(read_work_records(config, work, run_id=partition.run_id), config)
 
 
 class PostgresCdcDataSource(DataSource):

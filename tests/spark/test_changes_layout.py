@@ -1,0 +1,69 @@
+"""The ``changes`` layout's two block builders agree: a snapshot chunk typed a run at a time from
+its text values (``chunk_blocks``) and the same chunk's records (``change_blocks``) give the same
+blocks, for several chunks, a keyless table and a blocking snapshot's kind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from sparkcdc.debezium.config import ConnectorConfig
+from sparkcdc.engine.planner import ConnectorPlanner
+from sparkcdc.engine.snapshot_plan import SnapshotChunk
+from sparkcdc.engine.snapshot_reader import read_chunk_rows
+from sparkcdc.engine.work import read_work_records
+from sparkcdc.postgres import drop_slot
+from sparkcdc.spark.changes_layout import CHANGES_ARROW_SCHEMA, change_blocks, chunk_blocks
+
+from .support import properties
+
+
+def _decoded(batches: list[pa.RecordBatch]) -> tuple[list[Any], pa.Table | None]:
+    """(the block rows without their payload, the changes of every block concatenated)."""
+    heads, tables = [], []
+    for batch in batches:
+        assert batch.schema.equals(CHANGES_ARROW_SCHEMA)
+        for row in batch.to_pylist():
+            tables.append(pa.ipc.open_stream(row.pop("block")).read_all())
+            heads.append(row)
+    return heads, pa.concat_tables(tables) if tables else None
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_chunk_blocks_equal_record_blocks(db, pg_cluster, unique_name: str, tmp_path: Path, keyed: bool) -> None:
+    table = f"t_{unique_name}"
+    key = "PRIMARY KEY" if keyed else ""
+    db.execute(f"CREATE TABLE {table} (id bigint {key}, label text, price numeric(10,2), at timestamptz, flags boolean[], raw bytea)")
+    db.execute(f"INSERT INTO {table} SELECT i, CASE WHEN i % 7 = 0 THEN NULL ELSE 'l' || i END, i / 3.0, "
+               f"'2026-01-01'::timestamptz + i * interval '1 second', ARRAY[i % 2 = 0], decode(md5(i::text), 'hex') "
+               f"FROM generate_series(1, 2500) i")
+    if not keyed:
+        db.execute(f"ALTER TABLE {table} REPLICA IDENTITY FULL")
+    props = properties(pg_cluster, unique_name, [f"public.{table}"], **{
+        "sparkcdc.snapshot.chunk.rows": "1000", "sparkcdc.state.location": str(tmp_path / "state")})
+    config = ConnectorConfig(props)
+    planner = ConnectorPlanner(config)
+    try:
+        start = planner.initial_offset()
+        works = [w for w in planner.partitions(start, planner.latest_offset(start)) if isinstance(w, SnapshotChunk)]
+        assert len(works) >= 2, "the table is read in several chunks"
+        rows = 0
+        for work in works:
+            for kind in ("initial", "blocking"):
+                typed = _decoded(list(chunk_blocks(read_chunk_rows(config, work, run_id="r"), config, kind=kind)))
+                records = read_work_records(config, work, run_id="r")
+                if kind != "initial":
+                    records = (setattr(r, "snapshot", kind) or r for r in records)
+                expected = _decoded(list(change_blocks(records, config)))
+                assert typed[0] == expected[0]
+                assert (typed[1] is None) == (expected[1] is None)
+                if typed[1] is not None:
+                    assert typed[1].equals(expected[1]), (typed[1].slice(0, 2).to_pylist(), expected[1].slice(0, 2).to_pylist())
+                    rows += typed[1].num_rows if kind == "initial" else 0
+        assert rows == 2500
+    finally:
+        planner.stop()
+        drop_slot(db, unique_name, wait=30)
