@@ -16,6 +16,7 @@ under ``spark.eventLog.dir`` (Spark 4 writes a directory ``eventlog_v2_<app id>`
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ class StageRun:
     details: str
     operators: tuple[str, ...]  # the stage's RDDs: their scope names (physical operators) and RDD names
     batch_id: int | None  # the micro-batch of the job that ran it (None: not a streaming job)
+    job_description: str  # spark.job.description of that job (a streaming batch's: query name, ids, batch)
     tasks: int  # task ends seen (retries and speculative copies included)
     executors: frozenset[str]
     workers: frozenset[str]  # of those executors; "?" for an executor no worker is known for
@@ -48,10 +50,11 @@ class StageRun:
         see :meth:`AppLog.source_stage`)."""
         return SOURCE_OPERATOR in self.operators
 
-    def mentions(self, *words: str) -> bool:
-        """Whether the stage's name, details or operators contain any of ``words`` (case-insensitive)."""
-        text = "\n".join((self.name, self.details, *self.operators)).lower()
-        return any(word.lower() in text for word in words)
+    def matches(self, pattern: str) -> bool:
+        """Whether the regular expression ``pattern`` (case-insensitive) is found in the stage's name,
+        details (its call site), operators or its job's description."""
+        text = "\n".join((self.name, self.details, self.job_description, *self.operators))
+        return re.search(pattern, text, re.IGNORECASE) is not None
 
     def describe(self) -> str:
         batch = "" if self.batch_id is None else f" batch {self.batch_id}"
@@ -112,6 +115,7 @@ def _read_app(events: Iterable[dict[str, Any]], worker_of: Callable[[str], str |
     app_id, start_ms = "?", 0
     log_urls: dict[str, str] = {}
     batch_of_stage: dict[int, int] = {}
+    description_of_stage: dict[int, str] = {}
     completed: dict[tuple[int, int], dict[str, Any]] = {}
     task_executors: dict[tuple[int, int], list[str]] = defaultdict(list)
     for event in events:
@@ -122,10 +126,11 @@ def _read_app(events: Iterable[dict[str, Any]], worker_of: Callable[[str], str |
             urls = event.get("Executor Info", {}).get("Log Urls", {})
             log_urls[str(event["Executor ID"])] = str(urls.get("stdout") or urls.get("stderr") or "")
         elif kind == "SparkListenerJobStart":
-            batch = (event.get("Properties") or {}).get("streaming.sql.batchId")
-            if batch is not None:
-                for stage_id in event.get("Stage IDs", []):
-                    batch_of_stage[int(stage_id)] = int(batch)
+            job = event.get("Properties") or {}
+            for stage_id in event.get("Stage IDs", []):
+                description_of_stage[int(stage_id)] = str(job.get("spark.job.description", ""))
+                if job.get("streaming.sql.batchId") is not None:
+                    batch_of_stage[int(stage_id)] = int(job["streaming.sql.batchId"])
         elif kind == "SparkListenerStageCompleted":
             info = event["Stage Info"]
             completed[(int(info["Stage ID"]), int(info.get("Stage Attempt ID", 0)))] = info
@@ -144,6 +149,7 @@ def _read_app(events: Iterable[dict[str, Any]], worker_of: Callable[[str], str |
         stages.append(StageRun(
             app_id=app_id, stage_id=key[0], attempt=key[1], name=str(info.get("Stage Name", "")),
             details=str(info.get("Details", "")), operators=tuple(operators), batch_id=batch_of_stage.get(key[0]),
+            job_description=description_of_stage.get(key[0], ""),
             tasks=len(executors), executors=frozenset(executors),
             workers=frozenset(worker_of(log_urls.get(e, "")) or "?" for e in executors),
         ))
