@@ -8,15 +8,17 @@ to the database before the start (snapshot included) is processed, then the quer
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from ..debezium.config import ConnectorConfig
-from ..errors import PipelineError  # the family; raised here when the streaming query fails, with Spark's cause
+from ..errors import ConfigurationError, PipelineError  # PipelineError: raised when the streaming query fails, with Spark's cause
 from .restarts import RestartPolicy, retriable_cause
 
 __all__ = ["PipelineError", "RunSummary", "run_pipeline"]
@@ -97,10 +99,10 @@ def run_pipeline(
         output = None if output is None else local_output_path(output)
     except ValueError as exc:
         raise PipelineError(str(exc)) from None
-    checkpoint = Path(checkpoint)
-    appliers = _appliers(config, checkpoint, apply_to, scd_type)
+    location = str(checkpoint)  # Spark's checkpointLocation, as given: a URI (s3a://, hdfs://) must not pass through Path
+    appliers = _appliers(config, location, apply_to, scd_type)
     properties = dict(config.raw)
-    properties.setdefault("sparkcdc.state.location", str(checkpoint / "sparkcdc-state"))
+    properties["sparkcdc.state.location"] = _state_location(properties.get("sparkcdc.state.location"), location)
     if appliers:
         # Applying folds each batch's changes of a table in the driver: smaller batches than the
         # topic files need (256 MiB of WAL made one batch of a million changes: the driver ran out).
@@ -128,7 +130,7 @@ def run_pipeline(
             frame = spark.readStream.format("postgres-cdc").options(**options_for(lines)).load()
             assert output is not None
             writer = topic_files_writer(frame, output)
-        writer = writer.option("checkpointLocation", str(checkpoint)).queryName(config.settings.name)
+        writer = writer.option("checkpointLocation", location).queryName(config.settings.name)
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger_interval)
         return writer.start()
 
@@ -194,18 +196,47 @@ def run_pipeline(
     )
 
 
-def _appliers(config: ConnectorConfig, checkpoint: Path, apply_to: Sequence[str | tuple[str, int]], scd_type: int) -> list[Any]:
+def _appliers(config: ConnectorConfig, checkpoint: str, apply_to: Sequence[str | tuple[str, int]], scd_type: int) -> list[Any]:
     """One applier per target, checked before Spark starts (a bad parameter names itself)."""
     if not apply_to:
         return []
     from .apply import ChangeApplier
 
-    pipeline_id = str(checkpoint.absolute())
+    # as apply_changes names a pipeline: a local checkpoint by its absolute path, a URI as it is
+    pipeline_id = checkpoint if "://" in checkpoint else str(Path(checkpoint).absolute())
     pairs = [(target, scd_type) if isinstance(target, str) else target for target in apply_to]
     return [
         ChangeApplier(target, config.raw, pipeline_id=pipeline_id, all_tables=True, defaults={"stored_as_scd_type": scd})
         for target, scd in pairs
     ]
+
+
+def _state_location(configured: str | None, checkpoint: str) -> str:
+    """``sparkcdc.state.location`` as an absolute local path (default: ``<checkpoint>/sparkcdc-state``).
+
+    The tasks that read the stream write the state there and the driver reads it back (signals, the
+    position to stream from), so every process must name the same directory. An executor resolves a
+    relative path against its own working directory (on a standalone worker
+    ``<work-dir>/<app id>/<executor id>``), not the driver's: ``--checkpoint ck`` would leave each
+    batch's state in the directory of whichever executor ran it. The state store writes with POSIX
+    calls, so a checkpoint URI (other than ``file:``) gives no default: the state then needs a
+    directory every node mounts, named by the property.
+    """
+    text = configured or checkpoint
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]+):", text)  # one letter would be a Windows drive
+    if scheme and scheme.group(1).lower() == "file":
+        parsed = urlsplit(text)
+        if parsed.netloc not in ("", "localhost"):
+            raise ConfigurationError(f"{text!r} is not a local path", prop="sparkcdc.state.location")
+        text = unquote(parsed.path)
+    elif scheme:
+        raise ConfigurationError(
+            f"the checkpoint {checkpoint!r} is not a local path and the streaming state is written with file system calls: "
+            "set it to a directory that the driver and every executor mount at the same path"
+            if configured is None else f"{text!r}: give a directory that the driver and every executor mount at the same path",
+            prop="sparkcdc.state.location")
+    path = Path(text).absolute()
+    return str(path if configured else path / "sparkcdc-state")
 
 
 class _BatchFanOut:
