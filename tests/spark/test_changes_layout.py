@@ -17,6 +17,7 @@ from sparkcdc.engine.snapshot_reader import read_chunk_rows
 from sparkcdc.engine.work import read_work_records
 from sparkcdc.postgres import drop_slot
 from sparkcdc.spark.changes_layout import CHANGES_ARROW_SCHEMA, change_blocks, chunk_blocks
+from sparkcdc.spark.views import DescribedViews, describe_table, view_shape
 
 from .support import properties
 
@@ -64,6 +65,18 @@ def test_chunk_blocks_equal_record_blocks(db, pg_cluster, unique_name: str, tmp_
                     assert typed[1].equals(expected[1]), (typed[1].slice(0, 2).to_pylist(), expected[1].slice(0, 2).to_pylist())
                     rows += typed[1].num_rows if kind == "initial" else 0
         assert rows == 2500
+        # The reader's shape (from the table schema it read with) is the one the catalog describes.
+        heads = _decoded(list(chunk_blocks(read_chunk_rows(config, works[0], run_id="r"), config)))[0]
+        views = DescribedViews(props)
+        described = views.get(f"public.{table}")
+        assert {h["shape"] for h in heads} == {view_shape(described)}
+        assert views.get(f"public.{table}", [h["shape"] for h in heads]) is described and views.described == 1
+        db.execute(f"ALTER TABLE {table} ADD COLUMN extra int")
+        changed = view_shape(describe_table(props, f"public.{table}"))
+        assert changed != view_shape(described)
+        assert views.get(f"public.{table}", [None]) is described  # no shape known: kept
+        again = views.get(f"public.{table}", [heads[0]["shape"], changed])  # a block of the new shape: described again
+        assert views.described == 2 and view_shape(again) == changed and again.column("extra") is not None
     finally:
         planner.stop()
         drop_slot(db, unique_name, wait=30)

@@ -24,7 +24,6 @@ are carried: heartbeats, transaction records, logical messages and notifications
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
@@ -38,7 +37,7 @@ from pyspark.sql import types as T
 from ..debezium.config import ConnectorConfig
 from ..debezium.records import ChangeRecord
 from .views.expressions import quote_name, sql_literal
-from .views.model import CHANGE_OPS, METADATA_COLUMNS, OLD_KEY, TableView, view_of
+from .views.model import CHANGE_OPS, METADATA_COLUMNS, OLD_KEY, TableView, view_of, view_shape
 from .views.reader import ColumnReader
 
 __all__ = [
@@ -49,7 +48,6 @@ __all__ = [
     "chunk_blocks",
     "is_changes_layout",
     "typed_changes",
-    "view_shape",
 ]
 
 #: Changes per block: big enough that a block's fixed costs (an IPC stream, a Spark row) vanish,
@@ -100,13 +98,6 @@ class _Plan:
         schema = block_schema(readers)
         return cls(view, readers, schema, tuple(r.column.name for r in readers if r.key_codec is not None),
                    tuple(r.column.name for r in readers if r.column.in_value), view_shape(view))
-
-
-def view_shape(view: TableView) -> str:
-    """What identifies a version of a table's view: its columns' names, types, keys and placeholders.
-    The same on the reader's side (from the Relation message) and the driver's (from the catalog)."""
-    described = [(c.name, c.spark_type.simpleString(), c.is_key, c.in_value, repr(c.placeholder)) for c in view.columns]
-    return hashlib.sha1(repr(described).encode()).hexdigest()[:16]
 
 
 def block_schema(readers: Sequence[ColumnReader]) -> pa.Schema:

@@ -7,12 +7,12 @@ the SQL itself is in :mod:`sparkcdc.postgres.catalog`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from .errors import TableNotCapturedError, UnknownTableError
-from .model import TableView, view_of
+from .model import TableView, view_of, view_shape
 
-__all__ = ["describe_table"]
+__all__ = ["DescribedViews", "describe_table"]
 
 
 def _split_table(table: str) -> tuple[str, str]:
@@ -64,3 +64,27 @@ def describe_table(properties: Mapping[str, str], table: str) -> TableView:
     return view_of(
         table_schema, config, declared_types=declared, replica_identity=info.replica_identity, identity_columns=identity
     )
+
+
+class DescribedViews:
+    """Views described once and reused: a table is described again only when changes of another
+    shape (``view_shape``; the ``changes`` layout's blocks carry theirs) show that a Relation
+    message changed it. Each description is a few catalog queries: per table and micro-batch they
+    added up."""
+
+    def __init__(self, properties: Mapping[str, str]) -> None:
+        self.properties = dict(properties)
+        self._views: dict[str, TableView] = {}
+        self.described = 0  # catalog descriptions made (what the tests count)
+
+    def get(self, table: str, shapes: Iterable[str | None] = ()) -> TableView:
+        """The view of ``table``; described again when ``shapes`` names one the cached view lacks
+        (None: the changes' shape is not known, as on the ``columns`` layout: kept as cached)."""
+        view = self._views.get(table)
+        if view is None or any(shape is not None and shape != view_shape(view) for shape in shapes):
+            view = self._views[table] = describe_table(self.properties, table)
+            self.described += 1
+        return view
+
+    def forget(self) -> None:
+        self._views.clear()

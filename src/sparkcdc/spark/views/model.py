@@ -7,6 +7,7 @@ events); it reads no database (:func:`~sparkcdc.spark.views.describe_table` does
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from ...debezium.config import ConnectorConfig
     from ...debezium.table import TableSchema
 
-__all__ = ["CHANGE_OPS", "METADATA_COLUMNS", "OLD_KEY", "TableView", "ViewColumn", "view_of"]
+__all__ = ["CHANGE_OPS", "METADATA_COLUMNS", "OLD_KEY", "TableView", "ViewColumn", "view_of", "view_shape"]
 
 #: The ``op`` values of row changes (snapshot read, create, update, delete, truncate).
 CHANGE_OPS = ("c", "u", "d", "r", "t")
@@ -166,6 +167,14 @@ def view_of(
         value_schemas_enable=config.value_schemas_enable,
         replica_identity=replica_identity,
     )
+
+
+def view_shape(view: TableView) -> str:
+    """What identifies a version of a table's view: its columns' names, types, keys and placeholders.
+    The same on the reader's side (from the Relation message) and the driver's (from the catalog),
+    so a described view is reused until a change block of another shape arrives."""
+    described = [(c.name, c.spark_type.simpleString(), c.is_key, c.in_value, repr(c.placeholder)) for c in view.columns]
+    return hashlib.sha1(repr(described).encode()).hexdigest()[:16]
 
 
 # Fixed-length types (pg_type.typlen > 0): PostgreSQL never TOASTs their values, so no placeholder
