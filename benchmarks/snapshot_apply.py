@@ -220,7 +220,8 @@ def apply_snapshot(cluster: ThrowawayCluster, conn: psycopg.Connection, work: Pa
     memory = DriverMemory()
     with MachineCpu() as cpu:
         began = time.time()
-        run = run_sparkcdc(config, None, checkpoint, apply_to=location, watch=lambda pid: driver_memory(pid, into=memory))
+        run = run_sparkcdc(config, None, checkpoint, apply_to=location, timeout=max(3600.0, rows / 500),
+                           watch=lambda pid: driver_memory(pid, into=memory))
         ended = time.time()
     memory.check(f"sparkcdc run --apply-to {location}")
     drop_slot_when_free(conn, name)  # initial_only uses a temporary slot; nothing should be left
@@ -257,6 +258,11 @@ def measure(rows: int) -> Size:
     return Size(rows, fill_seconds, debezium, debezium_cpu, tuple(applied))
 
 
+def phases(run: SparkcdcRun) -> str:
+    """The apply's driver seconds per phase, from ``--summary`` (one target per run here)."""
+    return "; ".join(", ".join(f"{k} {v:.1f}" for k, v in sorted(seconds.items())) for seconds in run.apply_seconds.values())
+
+
 def print_applied(done: Applied, debezium_steady: float, debezium_total: float) -> None:
     run = done.run
     batches = ", ".join(f"{ms / 1000:.1f}" for ms in run.batch_ms)
@@ -266,8 +272,7 @@ def print_applied(done: Applied, debezium_steady: float, debezium_total: float) 
     print(f"    {done.rows / max(done.batch_cpu_seconds, 1e-3):,.0f} rows per machine CPU-second over the micro-batches "
           f"({done.batch_cpu_seconds:.1f} CPU-s), {done.rows / max(done.wall_cpu_seconds, 1e-3):,.0f} over the whole command "
           f"({done.wall_cpu_seconds:.1f} CPU-s)")
-    for phases in run.apply_seconds.values():
-        print("    driver seconds per phase: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(phases.items())))
+    print(f"    driver seconds per phase: {phases(run)}")
     print(f"    peak memory: {done.memory.describe()}")
     ratio = done.processing_rate / debezium_steady
     print(f"    ratio sparkcdc → {done.target} / Debezium = {ratio:.2f} processing/steady (target >= {TARGET:g}: "
@@ -306,7 +311,8 @@ def size_rows(size: Size) -> list[tuple[str, str, str]]:
         found += [
             (f"{n}: sparkcdc → {done.target} processing (`run --apply-to --once`, local[2])", f"{done.processing_rate:,.0f} rows/s",
              f"{run.processing_seconds:.1f} s in {len(run.batch_ms)} micro-batch(es); {done.rows / max(done.batch_cpu_seconds, 1e-3):,.0f} "
-             f"rows per machine CPU-second ({done.batch_cpu_seconds:.1f} CPU-s); mirror equals the source"),
+             f"rows per machine CPU-second ({done.batch_cpu_seconds:.1f} CPU-s); driver seconds per phase: {phases(run)}; "
+             "mirror equals the source"),
             (f"{n}: sparkcdc → {done.target} wall", f"{done.wall_rate:,.0f} rows/s",
              f"{run.wall_seconds:.1f} s for the whole command, {run.startup_seconds:.1f} s to the query's start; "
              f"{done.rows / max(done.wall_cpu_seconds, 1e-3):,.0f} rows per machine CPU-second ({done.wall_cpu_seconds:.1f} CPU-s)"),
