@@ -14,6 +14,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -136,8 +137,12 @@ def sparkcdc_properties(cluster: ThrowawayCluster, name: str, snapshot_mode: str
 
 
 def run_sparkcdc(config: Path, output: Path | None, checkpoint: Path, *, master: str = "local[2]", timeout: float = 3600,
-                 apply_to: str | None = None) -> SparkcdcRun:
-    """``python -m sparkcdc.cli run CONFIG --once`` (``--output`` and/or ``--apply-to``); its log goes next to the checkpoint."""
+                 apply_to: str | None = None,
+                 watch: Callable[[int], AbstractContextManager[object]] | None = None) -> SparkcdcRun:
+    """``python -m sparkcdc.cli run CONFIG --once`` (``--output`` and/or ``--apply-to``); its log goes next to the checkpoint.
+
+    ``watch(pid)``, if given, is entered once the command has started (its process id: the driver's
+    Python process) and left when it has ended: to sample its memory while it runs, say."""
     summary = checkpoint.parent / f"{checkpoint.name}-summary.json"
     log = checkpoint.parent / f"{checkpoint.name}-run.log"
     argv = [sys.executable, "-m", "sparkcdc.cli", "run", str(config), "--checkpoint", str(checkpoint),
@@ -147,10 +152,16 @@ def run_sparkcdc(config: Path, output: Path | None, checkpoint: Path, *, master:
     summary.unlink(missing_ok=True)
     with open(log, "wb") as handle:
         started = time.perf_counter()
+        process = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT)
         try:
-            code = subprocess.run(argv, stdout=handle, stderr=subprocess.STDOUT, timeout=timeout).returncode
+            with watch(process.pid) if watch is not None else nullcontext():
+                code = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             raise SystemExit(f"sparkcdc run did not finish in {timeout:.0f} s; log: {log}") from None
+        finally:
+            if process.poll() is None:  # timed out, or the watch failed: no process left behind
+                process.kill()
+                process.wait()
         wall = time.perf_counter() - started
     if code != 0 or not summary.exists():
         tail = log.read_text(errors="replace")[-4000:]
@@ -297,6 +308,8 @@ class MachineCpu:
 class DebeziumRun:
     to_first_seconds: float  # engine start to the first record
     steady_seconds: float  # first record to the last
+    first_epoch: float = 0.0  # when the first and the last record arrived (epoch seconds, 0 if not
+    last_epoch: float = 0.0  # taken): the window to read the machine's CPU over (MachineCpu)
 
     @property
     def total_seconds(self) -> float:

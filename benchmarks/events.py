@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _common import machine_summary, record_result  # noqa: E402
+from _common import DebeziumRun, machine_summary, record_result  # noqa: E402
 
 import sparkcdc  # noqa: E402
 from sparkcdc.debezium.config import ConnectorConfig  # noqa: E402
@@ -152,21 +152,28 @@ def embedded_debezium(props: dict[str, str], handle_batch: Callable[[Any], bool]
 
 def run_debezium(props: dict[str, str], expected: int) -> tuple[float, float]:
     """Returns (seconds from start to the first record, seconds from the first record to the last)."""
+    run = time_debezium(props, expected)
+    return run.to_first_seconds, run.steady_seconds
+
+
+def time_debezium(props: dict[str, str], expected: int) -> DebeziumRun:
+    """:func:`run_debezium` with the first and last records' epoch times too, so that a caller can
+    read the machine's CPU over the steady window."""
     counted = 0
-    first_at = finished_at = 0.0
+    first_at = finished_at = first_epoch = finished_epoch = 0.0
 
     def count(records: Any) -> bool:  # whole batches: no per-record Python call
-        nonlocal counted, first_at, finished_at
+        nonlocal counted, first_at, finished_at, first_epoch, finished_epoch
         if not counted:
-            first_at = time.perf_counter()
+            first_at, first_epoch = time.perf_counter(), time.time()
         counted += records.size()
         if counted >= expected and not finished_at:
-            finished_at = time.perf_counter()
+            finished_at, finished_epoch = time.perf_counter(), time.time()
         return counted >= expected
 
     with embedded_debezium(props, count) as engine:
         engine.wait(lambda: f"{counted:,} of {expected:,} records delivered")
-    return first_at - engine.started, finished_at - first_at
+    return DebeziumRun(first_at - engine.started, finished_at - first_at, first_epoch, finished_epoch)
 
 
 def run_sparkcdc(props: dict[str, str], expected: int) -> tuple[float, float, float]:

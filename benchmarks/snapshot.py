@@ -47,7 +47,7 @@ from _common import (  # noqa: E402
     sparkcdc_properties,
     write_properties,
 )
-from events import TABLE_DDL, run_debezium  # noqa: E402
+from events import TABLE_DDL, time_debezium  # noqa: E402
 from events import properties as debezium_properties  # noqa: E402
 
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
@@ -70,10 +70,21 @@ def fill(conn: psycopg.Connection, rows: int, per_statement: int = 100_000) -> N
     conn.execute("VACUUM ANALYZE bench")
 
 
+def prepare_table(conn: psycopg.Connection, rows: int) -> float:
+    """The ``bench`` table of ``rows`` rows (:func:`fill`) and the publication Debezium's snapshots
+    read it through (:func:`snapshot_debezium`); returns the seconds it took."""
+    began = time.perf_counter()
+    conn.execute(TABLE_DDL)
+    fill(conn, rows)
+    conn.execute(f"CREATE PUBLICATION {DEBEZIUM_PUBLICATION} FOR TABLE bench")
+    return time.perf_counter() - began
+
+
 def snapshot_debezium(cluster: ThrowawayCluster, conn: psycopg.Connection, run: int, rows: int) -> DebeziumRun:
+    """Debezium's initial snapshot (``initial_only``) of the table :func:`prepare_table` made, timed."""
     slot = f"debezium_snapshot_{run}"
     props = debezium_properties(cluster, slot, DEBEZIUM_PUBLICATION) | {"snapshot.mode": "initial_only"}
-    result = DebeziumRun(*run_debezium(props, rows))
+    result = time_debezium(props, rows)
     drop_slot_when_free(conn, slot)
     return result
 
@@ -112,11 +123,7 @@ def main() -> None:
     our_runs: list[SparkcdcRun] = []
     with (ThrowawayCluster() as cluster, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
           tempfile.TemporaryDirectory(prefix="sparkcdc-bench-snapshot-") as tmp):
-        conn.execute(TABLE_DDL)
-        began = time.perf_counter()
-        fill(conn, rows)
-        conn.execute(f"CREATE PUBLICATION {DEBEZIUM_PUBLICATION} FOR TABLE bench")
-        print(f"table: {rows:,} rows in {time.perf_counter() - began:.1f} s")
+        print(f"table: {rows:,} rows in {prepare_table(conn, rows):.1f} s")
         for run in range(args.repeat):
             # Alternate the order: two busy processes on few cores do not always get them evenly.
             for side in (("debezium", "sparkcdc") if run % 2 == 0 else ("sparkcdc", "debezium")):

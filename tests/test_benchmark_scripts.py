@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,3 +45,22 @@ def test_blocking_snapshot_benchmark_runs() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ratio blocking sparkcdc / Debezium blocking" in result.stdout
     assert "ratio blocking sparkcdc / initial sparkcdc" in result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.oracle
+@pytest.mark.timeout(960)
+def test_snapshot_apply_benchmark_runs() -> None:
+    """Debezium's snapshot and `sparkcdc run --apply-to` into PostgreSQL and Delta, at two tiny sizes;
+    the script checks each mirror against the source, and the driver's memory is sampled."""
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "snapshot_apply.py"), "--rows", "2000", "6000"],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    for target in ("PostgreSQL", "Delta Lake"):
+        assert f"ratio sparkcdc → {target} / Debezium" in result.stdout
+        assert f"driver peak RSS growth → {target}, 6,000 vs 2,000 rows" in result.stdout
+    assert result.stdout.count("mirror equals the source") == 4
+    peaks = re.findall(r"peak memory: driver Python ([\d,]+) MB, driver JVM ([\d,]+) MB", result.stdout)
+    assert len(peaks) == 4 and all(int(p.replace(",", "")) > 20 for pair in peaks for p in pair), result.stdout
