@@ -19,6 +19,7 @@ __all__ = [
     "ends_of_runs",
     "flat_columns",
     "has_name",
+    "last_of_each",
     "later",
     "match_rows",
     "not_later",
@@ -69,6 +70,12 @@ def match_rows(left: pa.Table, right: pa.Table, names: Sequence[str]) -> pa.Arra
     found = np.full(left.num_rows, -1, dtype=np.int64)
     found[joined.column(_INDEX + "l").to_numpy()] = joined.column(_INDEX + "r").to_numpy()
     return pa.array(found, mask=found < 0)
+
+
+def last_of_each(rows: pa.Table, names: Sequence[str]) -> np.ndarray:
+    """Whether each row is the last of the rows with its values of ``names`` (structs by field)."""
+    index = match_rows(rows, rows, names).to_numpy(zero_copy_only=False)
+    return np.asarray(index == np.arange(rows.num_rows), dtype=bool)
 
 
 def flat_columns(table: pa.Table, names: Sequence[str]) -> list[pa.ChunkedArray]:

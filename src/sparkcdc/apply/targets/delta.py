@@ -53,7 +53,7 @@ from ..errors import TargetError
 from ..fold import END_AT, START_AT, Key
 from ..spec import ResolvedSpec
 from ..staged import DELETE, SEGMENT, UNCHANGED, StagedBatch
-from ..vector import cast_column, match_rows
+from ..vector import cast_column, last_of_each
 from . import shared
 from .base import TargetColumn
 from .shared import DELETED_AT, SEQUENCE, LakeTarget, TableLayout
@@ -396,12 +396,6 @@ def _rows_of_keys(
 def _reader(schema: pa.Schema, batches: Iterator[Any], convert: Callable[[Any], pa.RecordBatch]) -> pa.RecordBatchReader:
     """The staged batches, each converted to ``schema``, as a stream deltalake's merge reads."""
     return pa.RecordBatchReader.from_batches(schema, (convert(batch) for batch in batches))
-
-
-def last_of_each(rows: pa.Table, names: Sequence[str]) -> Any:
-    """Whether each row is the last of the rows with its values of ``names`` (structs by field)."""
-    index = match_rows(rows, rows, names)
-    return pc.equal(index, pa.array(range(rows.num_rows), type=pa.int64())).to_numpy(zero_copy_only=False)
 
 
 def _arrow_schema(handle: DeltaTable) -> pa.Schema:
