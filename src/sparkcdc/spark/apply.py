@@ -1,46 +1,73 @@
 """``apply_changes``: the ``postgres-cdc`` source applied to mirror tables, exactly once.
 
-Each micro-batch runs in ``foreachBatch``: the batch is persisted (the source would otherwise
-decode the WAL again for every table), each table's typed changes (``views.table_changes``) are
-collected as Arrow, folded per key (``sparkcdc.apply.fold``) and handed to the target, which writes
-them atomically with the batch id. Batches are applied in order and a batch at or below the
-recorded id is skipped, so a batch Spark re-executes after a crash changes nothing.
+Each micro-batch runs in ``foreachBatch``; the driver plans and commits, executors move data:
+
+1. **Plan (driver).** One job over the batch (persisted: the source would otherwise decode the WAL
+   again for every job) finds its tables and whether it is an initial snapshot. Per table: the
+   catalog's description, the parameters resolved, the target's recorded batch (a batch at or below
+   it is skipped: a batch Spark re-executes after a crash changes nothing), the target table and
+   its staging prepared. One more job counts each table's typed changes (``views.table_changes``,
+   cached for the next step) and whether the fold needs the table's batch whole: a truncate, or a
+   primary-key change whose new row lacks columns (unchanged TOAST) it must take from the old key's.
+2. **Fold and stage (executors).** Each table's changes are hash-partitioned by key (into
+   ``defaultParallelism`` partitions; one when the batch is needed whole) and ``mapInArrow`` runs
+   :class:`StageTask` on each partition: it folds the partition's events against the target's
+   state of their keys and stages the result in the target's staging under a tag of its own
+   (:mod:`sparkcdc.apply.partition`), answering one small summary row. All tables' partitions run
+   in one job; no change row reaches the driver.
+3. **Commit (driver).** Per table, the target commits the staged parts of the tags the driver
+   collected, atomically with the batch id, and removes the batch's staging (a failed or
+   speculative task attempt's tag included: it is never committed).
 
 The initial snapshot's batch is the tables' whole image: it replaces every applied table (rows the
 image lacks are deleted, SCD2 versions closed), and it is applied again when Spark re-executes it,
 because the source may then have taken a newer snapshot and streams on from that one (see
 ``sparkcdc.apply.targets.base``). Tables the image has no row of are emptied.
-
-The fold needs each table's changes of one batch in the driver (a micro-batch's worth, not the
-table's): bound it with the source's batch size when tables change in bulk.
 """
 
 from __future__ import annotations
 
 import logging
+import pickle
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming import DataStreamWriter
 
-from ..apply.errors import ApplySpecError
-from ..apply.fold import DELETE_FLAG, OLD_KEY, TRUNCATE_FLAG, UNCHANGED, fold_changes
+from ..apply.errors import ApplyError, ApplySpecError
+from ..apply.fold import DELETE_FLAG, OLD_KEY, TRUNCATE_FLAG, UNCHANGED, fold_arrow
+from ..apply.partition import stage_partition, with_target
 from ..apply.spec import DEFAULT_SEQUENCE, ApplySpec, ResolvedSpec
+from ..apply.staged import StagedBatch, StagedPart
 from ..apply.targets import ApplyTarget, TargetColumn, already_applied, target_for
 from .views import CHANGE_OPS, describe_table, table_changes
 
-__all__ = ["ApplyStats", "ChangeApplier", "apply_changes"]
+__all__ = ["ApplyStats", "ChangeApplier", "StageTask", "apply_changes"]
 
 log = logging.getLogger(__name__)
+
+#: What a :class:`StageTask` answers per partition: the table (its index in the batch's plan), the
+#: tag, counts, and the pickled :class:`~sparkcdc.apply.staged.StagedPart`.
+SUMMARY = T.StructType([
+    T.StructField("table", T.IntegerType(), False), T.StructField("tag", T.StringType(), False),
+    T.StructField("events", T.LongType(), False), T.StructField("dropped_late", T.LongType(), False),
+    T.StructField("rows", T.LongType(), False), T.StructField("part", T.BinaryType(), False),
+])
+_SUMMARY_ARROW = pa.schema([("table", pa.int32()), ("tag", pa.string()), ("events", pa.int64()), ("dropped_late", pa.int64()),
+                            ("rows", pa.int64()), ("part", pa.binary())])
+
 
 @dataclass
 class ApplyStats:
@@ -51,8 +78,9 @@ class ApplyStats:
     applied_batches_skipped: int = 0
     dropped_late: int = 0
     images: int = 0  # initial-snapshot batches applied (again, when re-executed) as the tables' whole image
-    #: Driver seconds per phase: census (which tables, snapshot?), describe (the catalog), read (the
-    #: typed view collected as Arrow: Spark's work), fold, write (target reads and the write itself).
+    #: Driver seconds per phase: census (which tables, snapshot?), describe (the catalog and the
+    #: target's position), plan (the count of each table's changes: Spark's work), stage (the
+    #: executors' fold and staging), commit (the target's commit of the staged rows).
     seconds: dict[str, float] = field(default_factory=dict)
 
     @contextmanager
@@ -72,9 +100,57 @@ class _Census:
     image_at: tuple[int, int, int] | None  # the batch is an initial snapshot taken at (commit_lsn, lsn, ordinal)
 
 
+@dataclass
+class _Plan:
+    """One table of a batch, as the driver plans it."""
+
+    index: int
+    resolved: ResolvedSpec
+    columns: list[TargetColumn]
+    sequence: list[TargetColumn]
+    schema: pa.Schema  # the typed changes as Arrow (what the fold reads)
+    changes: DataFrame | None  # None: the table has no row in the batch
+    events: int = 0
+    whole: bool = False  # the fold needs the table's batch in one partition
+
+
+class StageTask:
+    """The function ``mapInArrow`` runs on each partition of a table's changes, in an executor:
+    fold the partition's events against the target and stage the result (see the module doc)."""
+
+    def __init__(self, index: int, location: str, options: dict[str, Any], plan: _Plan, *, pipeline_id: str, batch_id: int,
+                 image: bool) -> None:
+        self.index = index
+        self.location = location
+        self.options = options
+        self.resolved = plan.resolved
+        self.columns = plan.columns
+        self.sequence = plan.sequence
+        self.schema = plan.schema
+        self.pipeline_id = pipeline_id
+        self.batch_id = batch_id
+        self.image = image
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        gathered = [batch for batch in batches if batch.num_rows]
+        if not gathered:
+            return
+        events = pa.Table.from_batches(gathered).cast(self.schema)
+        part = with_target(self.location, self.options, lambda target: stage_partition(
+            target, self.resolved, self.columns, self.sequence, events, pipeline_id=self.pipeline_id, batch_id=self.batch_id,
+            image=self.image))
+        yield pa.RecordBatch.from_pylist([{
+            "table": self.index, "tag": part.tag, "events": part.events, "dropped_late": part.dropped_late,
+            "rows": sum(part.rows_per_segment), "part": pickle.dumps(part),
+        }], schema=_SUMMARY_ARROW)
+
+
 class ChangeApplier:
     """The ``foreachBatch`` function. ``specs``: tables with their own parameters; with
     ``all_tables`` every other captured table found in a batch is applied with ``defaults``."""
+
+    #: The executors' function (a subclass may wrap it; it must be importable by the workers).
+    stage_task: type[StageTask] = StageTask
 
     def __init__(
         self,
@@ -125,13 +201,21 @@ class ChangeApplier:
         persisted = batch.storageLevel == StorageLevel.NONE
         if persisted:
             batch = batch.persist(StorageLevel.MEMORY_AND_DISK)
+        plans: list[_Plan] = []
         try:
             with self.stats.timed("census"):
                 census = _census(batch)
-            images = [self._apply_table(batch, batch_id, spec, census) for spec in self._specs_for(census)]
+            for spec in self._specs_for(census):
+                plan = self._plan(batch, batch_id, spec, census, len(plans))
+                if plan is not None:
+                    plans.append(plan)
+            images = self._apply(batch, batch_id, plans, census) if plans else []
             self.stats.batches += 1
             self.stats.images += any(images)
         finally:
+            for plan in plans:
+                if plan.changes is not None:
+                    plan.changes.unpersist()
             if persisted:
                 batch.unpersist()
 
@@ -166,68 +250,123 @@ class ChangeApplier:
         with sql_connection(config, application_name="sparkcdc-apply") as conn:
             return [f"{schema}.{table}" for schema, table in captured_tables(conn, config)]
 
-    def _apply_table(self, batch: DataFrame, batch_id: int, spec: ApplySpec, census: _Census) -> bool:
-        """Apply one table's changes; True when they were applied as the table's image."""
+    # -- 1. plan --------------------------------------------------------------------------------------
+
+    def _plan(self, batch: DataFrame, batch_id: int, spec: ApplySpec, census: _Census, index: int) -> _Plan | None:
+        """A table of the batch to apply, prepared in the target; None when there is nothing to do."""
         image = census.image_at is not None
-        if not image and spec.qualified_table not in census.tables:
-            return False
+        present = spec.qualified_table in census.tables
+        if not image and not present:
+            return None
         with self.stats.timed("describe"):
             view = describe_table(self.properties, spec.qualified_table)
             resolved = spec.resolve([c.name for c in view.columns], view.keys)
-        with self.stats.timed("write"):
             applied = self.target.applied_batch(resolved, self.pipeline_id)
         if already_applied(applied, batch_id, image=image):
             self.stats.applied_batches_skipped += 1
-            return False
+            return None
         changes = table_changes(batch, view)
         changes = changes.withColumn(DELETE_FLAG, _condition(spec.apply_as_deletes)).withColumn(
             TRUNCATE_FLAG, _condition(spec.apply_as_truncates)
         )
         wanted = list(dict.fromkeys([*resolved.columns, *resolved.sequence, DELETE_FLAG, TRUNCATE_FLAG, UNCHANGED, OLD_KEY]))
-        with self.stats.timed("read"):
-            events = changes.select(*wanted).toArrow()
-        replace_at = None
-        if image and events.num_rows == 0:
-            if resolved.scd_type == 2 and resolved.sequence != DEFAULT_SEQUENCE:
-                log.warning("%s has no row in the initial snapshot, but its open versions cannot be closed at a "
-                            "sequence_by of its own columns: they stay open", spec.qualified_table)
-                return False
-            replace_at = census.image_at if resolved.scd_type == 2 else None
-        elif events.num_rows == 0:
-            return False
-        with self.stats.timed("write"):
-            self._prepare(resolved, view, events)
-            keys = _keys(events, resolved.keys)
-            tombstones = self.target.tombstones(resolved, keys)
-            # The old rows of primary-key changes whose create could not carry every column.
-            old_keys = _old_keys(events, resolved.keys)
-            stored = self.target.stored_rows(resolved, old_keys) if old_keys and resolved.scd_type == 1 else None
-            open_versions = (self.target.open_versions(resolved, list(dict.fromkeys([*keys, *old_keys])))
-                             if resolved.scd_type == 2 else None)
-        with self.stats.timed("fold"):
-            folded = fold_changes(resolved, events, tombstones=tombstones, open_versions=open_versions, image=image,
-                                  replace_at=replace_at, stored=stored)
-        with self.stats.timed("write"):
-            written = self.target.apply(folded, pipeline_id=self.pipeline_id, batch_id=batch_id)
-        if written:
-            self.stats.events[resolved.target] = self.stats.events.get(resolved.target, 0) + folded.events
-            self.stats.dropped_late += folded.dropped_late
-            return folded.is_image
-        self.stats.applied_batches_skipped += 1
-        return False
+        changes = changes.select(*[_column(name) for name in wanted])
+        schema = _arrow_schema(changes)
+        with self.stats.timed("describe"):
+            columns, sequence = self._prepare(resolved, view, schema)
+        # Read by the count and by the staging job: the typed view is computed once.
+        cached = changes.persist(StorageLevel.MEMORY_AND_DISK) if present else None
+        return _Plan(index, resolved, columns, sequence, schema, cached)
 
-    def _prepare(self, resolved: ResolvedSpec, view: Any, events: pa.Table) -> None:
-        shape = (resolved.columns, tuple(events.schema.field(c).type for c in resolved.columns))
-        if self._prepared.get(resolved.target) == shape:
-            return
+    def _prepare(self, resolved: ResolvedSpec, view: Any, schema: pa.Schema) -> tuple[list[TargetColumn], list[TargetColumn]]:
         by_name = {c.name: c for c in view.columns}
         columns = [
-            TargetColumn(name, events.schema.field(name).type, by_name[name].pg_type, by_name[name].nullable)
+            TargetColumn(name, schema.field(name).type, by_name[name].pg_type, by_name[name].nullable)
             for name in resolved.columns
         ]
-        sequence = [TargetColumn(name, events.schema.field(name).type, None, False) for name in resolved.sequence]
-        self.target.prepare(resolved, columns, sequence)
-        self._prepared[resolved.target] = shape
+        sequence = [TargetColumn(name, schema.field(name).type, None, False) for name in resolved.sequence]
+        shape = (resolved.columns, tuple(schema.field(c).type for c in resolved.columns))
+        if self._prepared.get(resolved.target) != shape:
+            self.target.prepare(resolved, columns, sequence)
+            self._prepared[resolved.target] = shape
+        return columns, sequence
+
+    def _count(self, plans: list[_Plan]) -> None:
+        """One job: each table's events, and whether its fold needs the batch whole."""
+        frames = []
+        for plan in plans:
+            if plan.changes is None:
+                continue
+            lacking = F.col(OLD_KEY).isNotNull() & (
+                (F.coalesce(F.size(F.col(UNCHANGED)), F.lit(0)) > 0) | F.lit(plan.resolved.spec.ignore_null_updates))
+            frames.append(plan.changes.agg(
+                F.count(F.lit(1)).alias("events"),
+                F.max(F.col(TRUNCATE_FLAG).cast("int")).alias("truncates"),
+                F.max(lacking.cast("int")).alias("lacking"),
+            ).withColumn("table", F.lit(plan.index)))
+        if not frames:
+            return
+        by_index = {plan.index: plan for plan in plans}
+        for row in reduce(DataFrame.unionByName, frames).collect():
+            plan = by_index[row["table"]]
+            plan.events = int(row["events"])
+            plan.whole = bool(row["truncates"]) or bool(row["lacking"])
+
+    # -- 2. fold and stage, 3. commit ----------------------------------------------------------------------
+
+    def _apply(self, batch: DataFrame, batch_id: int, plans: list[_Plan], census: _Census) -> list[bool]:
+        """Stage every table's changes in one job, then commit each table; per table, whether it was
+        applied as its image."""
+        image = census.image_at is not None
+        with self.stats.timed("plan"):
+            self._count(plans)
+        location = self._target_location or self.target.location
+        options = self.target.open_options()
+        parallelism = max(1, batch.sparkSession.sparkContext.defaultParallelism)
+        staging = []
+        for plan in plans:
+            if not plan.events:
+                continue
+            keys = [_column(k) for k in plan.resolved.keys]
+            assert plan.changes is not None
+            frame = plan.changes.repartition(1) if plan.whole else plan.changes.repartition(parallelism, *keys)
+            task = self.stage_task(plan.index, location, options, plan, pipeline_id=self.pipeline_id, batch_id=batch_id,
+                                   image=image)
+            staging.append(frame.mapInArrow(task, SUMMARY))
+        parts: dict[int, list[StagedPart]] = {}
+        if staging:
+            with self.stats.timed("stage"):
+                summaries = reduce(DataFrame.union, staging).collect()
+            for row in summaries:
+                parts.setdefault(row["table"], []).append(pickle.loads(row["part"]))
+        return [self._commit(plan, parts.get(plan.index, []), batch_id, census) for plan in plans]
+
+    def _commit(self, plan: _Plan, parts: list[StagedPart], batch_id: int, census: _Census) -> bool:
+        """Commit one table's staged parts; True when they were applied as the table's image."""
+        resolved = plan.resolved
+        if not plan.events:
+            if census.image_at is None:
+                return False
+            # An image without a row of this table: the table is emptied (SCD2: its versions closed).
+            if resolved.scd_type == 2 and resolved.sequence != DEFAULT_SEQUENCE:
+                log.warning("%s has no row in the initial snapshot, but its open versions cannot be closed at a "
+                            "sequence_by of its own columns: they stay open", resolved.spec.qualified_table)
+                return False
+            folded = fold_arrow(resolved, plan.schema.empty_table(), image=True,
+                                replace_at=census.image_at if resolved.scd_type == 2 else None)
+            parts = [self.target.stage(folded, pipeline_id=self.pipeline_id, batch_id=batch_id, tag=uuid.uuid4().hex)]
+        staged = StagedBatch(resolved, tuple(parts))
+        if staged.events != plan.events:
+            raise ApplyError(f"batch {batch_id} of {resolved.spec.qualified_table}: the staged parts hold {staged.events} "
+                             f"events, the batch {plan.events}")
+        with self.stats.timed("commit"):
+            written = self.target.commit(staged, pipeline_id=self.pipeline_id, batch_id=batch_id)
+        if written:
+            self.stats.events[resolved.target] = self.stats.events.get(resolved.target, 0) + staged.events
+            self.stats.dropped_late += staged.dropped_late
+            return staged.is_image
+        self.stats.applied_batches_skipped += 1
+        return False
 
 
 def _census(batch: DataFrame) -> _Census:
@@ -247,21 +386,15 @@ def _condition(expression: str | None) -> Any:
     return F.lit(False) if expression is None else F.coalesce(F.expr(expression), F.lit(False))
 
 
-def _keys(events: pa.Table, keys: Sequence[str]) -> list[tuple[Any, ...]]:
-    """The batch's distinct keys (a truncate has no row, so no key)."""
-    rows = events.filter(pc.invert(events.column(TRUNCATE_FLAG)))
-    return list(dict.fromkeys(zip(*(rows.column(k).to_pylist() for k in keys), strict=True)))
+def _column(name: str) -> Any:
+    """A top-level column by its name, whatever characters it holds."""
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
-def _old_keys(events: pa.Table, keys: Sequence[str]) -> list[tuple[Any, ...]]:
-    """The old keys of the batch's key-change creates that lack a column (unchanged TOAST)."""
-    if OLD_KEY not in events.column_names or events.column(OLD_KEY).null_count == events.num_rows:
-        return []
-    found: dict[tuple[Any, ...], None] = {}
-    for old, unchanged in zip(events.column(OLD_KEY).to_pylist(), events.column(UNCHANGED).to_pylist(), strict=True):
-        if old and unchanged and all(k in old for k in keys):
-            found[tuple(old[k] for k in keys)] = None
-    return list(found)
+def _arrow_schema(frame: DataFrame) -> pa.Schema:
+    """The Arrow schema of ``frame``'s rows as the fold reads them (as ``toArrow`` would give them)."""
+    large = frame.sparkSession.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") == "true"
+    return to_arrow_schema(frame.schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC", prefers_large_types=large)
 
 
 def apply_changes(
