@@ -16,6 +16,9 @@ since it was opened (a new tag, so the first try's staging, if any, is never com
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -68,15 +71,22 @@ def stage_partition(
 ) -> StagedPart:
     """Fold one partition's ``events`` against ``target`` and stage the result under a new tag."""
     target.attach(spec, columns, sequence)
-    folded = fold_against(target, spec, events, image=image, replace_at=replace_at)
-    return target.stage(folded, pipeline_id=pipeline_id, batch_id=batch_id, tag=uuid.uuid4().hex)
+    seconds: dict[str, float] = {}
+    folded = fold_against(target, spec, events, image=image, replace_at=replace_at, seconds=seconds)
+    started = time.perf_counter()
+    part = target.stage(folded, pipeline_id=pipeline_id, batch_id=batch_id, tag=uuid.uuid4().hex)
+    seconds["stage"] = time.perf_counter() - started
+    return dataclasses.replace(part, worker=os.getpid(), seconds=tuple(seconds.items()))
 
 
 def fold_against(
     target: ApplyTarget, spec: ResolvedSpec, events: pa.Table, *, image: bool = False, replace_at: tuple[Any, ...] | None = None,
+    seconds: dict[str, float] | None = None,
 ) -> Folded:
     """Fold ``events`` with what the target holds of their keys: recorded deletes, the stored rows
-    (SCD1) or open versions (SCD2) of the old keys of primary-key changes, SCD2 the keys' open versions."""
+    (SCD1) or open versions (SCD2) of the old keys of primary-key changes, SCD2 the keys' open versions.
+    ``seconds``: gets the time spent reading the target ("read") and folding ("fold")."""
+    started = time.perf_counter()
     keys = distinct_keys(events, spec.keys)
     tombstones = target.tombstones(spec, keys)
     old = old_keys(events, spec.keys)
@@ -85,8 +95,13 @@ def fold_against(
     if spec.scd_type == 2:
         wanted: Any = keys if not old else list(dict.fromkeys([*key_tuples(keys), *old]))
         open_versions = target.open_versions(spec, wanted)
-    return fold_arrow(spec, events, tombstones=tombstones, open_versions=open_versions, image=image,
-                      replace_at=replace_at, stored=stored)
+    read = time.perf_counter()
+    folded = fold_arrow(spec, events, tombstones=tombstones, open_versions=open_versions, image=image,
+                        replace_at=replace_at, stored=stored)
+    if seconds is not None:
+        seconds["read"] = read - started
+        seconds["fold"] = time.perf_counter() - read
+    return folded
 
 
 def distinct_keys(events: pa.Table, keys: Sequence[str]) -> pa.Table:

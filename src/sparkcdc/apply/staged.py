@@ -132,16 +132,17 @@ class StagedPart:
     #: Staging files (lake targets): the rows' and the tombstones' Parquet file, None when empty.
     rows_file: str | None = None
     tombstones_file: str | None = None
-    worker: int | None = None  # the process that folded and staged it (diagnostics)
+    #: Diagnostics: the process that folded and staged it, and its seconds per step.
+    worker: int | None = None
+    seconds: tuple[tuple[str, float], ...] = ()
 
     @classmethod
-    def of(cls, folded: Folded, tag: str, *, rows_file: str | None = None, tombstones_file: str | None = None,
-           worker: int | None = None) -> StagedPart:
+    def of(cls, folded: Folded, tag: str, *, rows_file: str | None = None, tombstones_file: str | None = None) -> StagedPart:
         return cls(
             tag=tag, segments=tuple(folded.segments),
             rows_per_segment=tuple(folded.rows_in(k) for k in range(len(folded.segments))),
             tombstones=folded.tombstones.num_rows, events=folded.events, dropped_late=folded.dropped_late,
-            kept=folded.kept(), rows_file=rows_file, tombstones_file=tombstones_file, worker=worker,
+            kept=folded.kept(), rows_file=rows_file, tombstones_file=tombstones_file,
         )
 
 

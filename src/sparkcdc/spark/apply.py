@@ -80,7 +80,8 @@ class ApplyStats:
     images: int = 0  # initial-snapshot batches applied (again, when re-executed) as the tables' whole image
     #: Driver seconds per phase: census (which tables, snapshot?), describe (the catalog and the
     #: target's position), plan (the count of each table's changes: Spark's work), stage (the
-    #: executors' fold and staging), commit (the target's commit of the staged rows).
+    #: executors' fold and staging), commit (the target's commit of the staged rows); and
+    #: "executors read/fold/stage": the executors' seconds of each step, summed over partitions.
     seconds: dict[str, float] = field(default_factory=dict)
 
     @contextmanager
@@ -338,7 +339,10 @@ class ChangeApplier:
             with self.stats.timed("stage"):
                 summaries = reduce(DataFrame.union, staging).collect()
             for row in summaries:
-                parts.setdefault(row["table"], []).append(pickle.loads(row["part"]))
+                part = pickle.loads(row["part"])
+                parts.setdefault(row["table"], []).append(part)
+                for step, seconds in part.seconds:
+                    self.stats.seconds[f"executors {step}"] = self.stats.seconds.get(f"executors {step}", 0.0) + seconds
         return [self._commit(plan, parts.get(plan.index, []), batch_id, census) for plan in plans]
 
     def _commit(self, plan: _Plan, parts: list[StagedPart], batch_id: int, census: _Census) -> bool:

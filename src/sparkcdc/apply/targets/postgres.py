@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import os
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -268,7 +267,7 @@ class PostgresTarget(PreparedTables[_Table]):
                     copy_table(cur, table.stage, pa.table(data), constants)
         except psycopg.Error as exc:
             raise TargetError(f"staging batch {batch_id} of {spec.target} in {self.description} failed: {exc}".strip()) from exc
-        return StagedPart.of(folded, tag, worker=os.getpid())
+        return StagedPart.of(folded, tag)
 
     def _staged(self, table: _Table, staged: StagedBatch, names: Sequence[str], *, segment: int | None = None) -> sql.Composed:
         """The staged rows of the batch's collected tags (of ``segment``; else its tombstones) as a subquery."""

@@ -361,7 +361,7 @@ def write_staged(root: str, folded: Folded, *, pipeline_id: str, batch_id: int, 
             if rows.num_rows:
                 pq.write_table(rows, f"{path}/{what}.parquet", filesystem=filesystem, compression="lz4")
                 files[what] = f"{directory}/{what}.parquet"
-    return StagedPart.of(folded, tag, rows_file=files["rows"], tombstones_file=files["tombstones"], worker=os.getpid())
+    return StagedPart.of(folded, tag, rows_file=files["rows"], tombstones_file=files["tombstones"])
 
 
 def staged_batches(staged: StagedBatch, what: str, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
