@@ -3,17 +3,19 @@
 Each micro-batch runs in ``foreachBatch``; the driver plans and commits, executors move data:
 
 1. **Plan (driver).** One job over the batch (persisted: the source would otherwise decode the WAL
-   again for every job) finds its tables and whether it is an initial snapshot. Per table: the
-   catalog's description, the parameters resolved, the target's recorded batch (a batch at or below
-   it is skipped: a batch Spark re-executes after a crash changes nothing), the target table and
-   its staging prepared. One more job counts each table's typed changes (``views.table_changes``,
-   cached for the next step) and whether the fold needs the table's batch whole: a truncate, or a
-   primary-key change whose new row lacks columns (unchanged TOAST) it must take from the old key's.
-2. **Fold and stage (executors).** Each table's changes are hash-partitioned by key (into up to
-   ``defaultParallelism`` partitions, one per :data:`EVENTS_PER_PARTITION` events; one when the
-   batch is needed whole, read from the cache without a shuffle) and ``mapInArrow`` runs
-   :class:`StageTask` on each partition: it folds the partition's events against the target's
-   state of their keys and stages the result in the target's staging under a tag of its own
+   again for every job) finds its tables, about how many changes each has, and whether it is an
+   initial snapshot. Per table: the catalog's description, the parameters resolved, the target's
+   recorded batch (a batch at or below it is skipped: a batch Spark re-executes after a crash
+   changes nothing), the target table and its staging prepared. A table's batch is split by key
+   only when it is big (over :data:`EVENTS_PER_PARTITION` changes): then one more job, over the
+   typed changes of every such table (``views.table_changes``, cached for the next step), counts
+   them and finds whether the fold needs the batch whole (a truncate, or a primary-key change whose
+   new row lacks columns, unchanged TOAST, it must take from the old key's row).
+2. **Fold and stage (executors).** A table's typed changes go to one task (no shuffle), or, when
+   split, are hash-partitioned by key into one partition per :data:`EVENTS_PER_PARTITION` changes
+   (at least ``defaultParallelism``), and ``mapInArrow`` runs :class:`StageTask` on each
+   partition: it folds the partition's events against the target's state of their keys and
+   stages the result in the target's staging under a tag of its own
    (:mod:`sparkcdc.apply.partition`), answering one small summary row. All tables' partitions run
    in one job; no change row reaches the driver.
 3. **Commit (driver).** Per table, the target commits the staged parts of the tags the driver
@@ -59,10 +61,10 @@ __all__ = ["EVENTS_PER_PARTITION", "ApplyStats", "ChangeApplier", "StageTask", "
 
 log = logging.getLogger(__name__)
 
-#: A table's batch is hash-partitioned by key only beyond this many events per partition. Splitting
+#: A table's batch is hash-partitioned by key into one partition per this many changes. Splitting
 #: costs a shuffle of the typed rows, which measured (local[2], 200,000 changes of a 6-column table)
-#: about five times what the executors' fold and COPY of those rows cost: below that many events a
-#: partition is folded by one task reading the cached changes, without a shuffle.
+#: about five times what the executors' fold and COPY of those rows cost, so a smaller batch is
+#: folded by one task; a bigger one is split so that no task holds more than about this many.
 EVENTS_PER_PARTITION = 100_000
 
 #: What a :class:`StageTask` answers per partition: the table (its index in the batch's plan), the
@@ -86,7 +88,7 @@ class ApplyStats:
     dropped_late: int = 0
     images: int = 0  # initial-snapshot batches applied (again, when re-executed) as the tables' whole image
     #: Driver seconds per phase: census (which tables, snapshot?), describe (the catalog and the
-    #: target's position), plan (the count of each table's changes: Spark's work), stage (the
+    #: target's position), plan (the count of each big table's typed changes), stage (the
     #: executors' fold and staging), commit (the target's commit of the staged rows); and
     #: "executors read/fold/stage": the executors' seconds of each step, summed over partitions.
     seconds: dict[str, float] = field(default_factory=dict)
@@ -106,6 +108,9 @@ class _Census:
 
     tables: tuple[str, ...]  # "schema.table" of every table with row changes, sorted
     image_at: tuple[int, int, int] | None  # the batch is an initial snapshot taken at (commit_lsn, lsn, ordinal)
+    #: Per table, its changes as the source counts them (at least as many as its typed changes:
+    #: the source's rows may include some the typed view leaves out).
+    changes: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -118,7 +123,8 @@ class _Plan:
     sequence: list[TargetColumn]
     schema: pa.Schema  # the typed changes as Arrow (what the fold reads)
     changes: DataFrame | None  # None: the table has no row in the batch
-    events: int = 0
+    split: bool = False  # big enough to be split by key, if the fold allows: counted (and cached) first
+    events: int | None = None  # the typed changes, when counted
     whole: bool = False  # the fold needs the table's batch in one partition
 
 
@@ -228,7 +234,7 @@ class ChangeApplier:
             self.stats.images += any(images)
         finally:
             for plan in plans:
-                if plan.changes is not None:
+                if plan.split and plan.changes is not None:
                     plan.changes.unpersist()
             if persisted:
                 batch.unpersist()
@@ -288,9 +294,12 @@ class ChangeApplier:
         schema = _arrow_schema(changes)
         with self.stats.timed("describe"):
             columns, sequence = self._prepare(resolved, view, schema)
+        if not present:
+            return _Plan(index, resolved, columns, sequence, schema, None, events=0)
+        if census.changes.get(spec.qualified_table, 0) <= self.events_per_partition:
+            return _Plan(index, resolved, columns, sequence, schema, changes)
         # Read by the count and by the staging job: the typed view is computed once.
-        cached = changes.persist(StorageLevel.MEMORY_AND_DISK) if present else None
-        return _Plan(index, resolved, columns, sequence, schema, cached)
+        return _Plan(index, resolved, columns, sequence, schema, changes.persist(StorageLevel.MEMORY_AND_DISK), split=True)
 
     def _prepare(self, resolved: ResolvedSpec, view: Any, schema: pa.Schema) -> tuple[list[TargetColumn], list[TargetColumn]]:
         by_name = {c.name: c for c in view.columns}
@@ -309,8 +318,7 @@ class ChangeApplier:
         """One job: each table's events, and whether its fold needs the batch whole."""
         frames = []
         for plan in plans:
-            if plan.changes is None:
-                continue
+            assert plan.changes is not None
             lacking = F.col(OLD_KEY).isNotNull() & (
                 (F.coalesce(F.size(F.col(UNCHANGED)), F.lit(0)) > 0) | F.lit(plan.resolved.spec.ignore_null_updates))
             frames.append(plan.changes.agg(
@@ -332,21 +340,22 @@ class ChangeApplier:
         """Stage every table's changes in one job, then commit each table; per table, whether it was
         applied as its image."""
         image = census.image_at is not None
-        with self.stats.timed("plan"):
-            self._count(plans)
+        split = [plan for plan in plans if plan.split]
+        if split:
+            with self.stats.timed("plan"):
+                self._count(split)
         location = self._target_location or self.target.location
         options = self.target.open_options()
         parallelism = max(1, batch.sparkSession.sparkContext.defaultParallelism)
         staging = []
         for plan in plans:
-            if not plan.events:
+            if plan.changes is None or plan.events == 0:
                 continue
-            assert plan.changes is not None
-            partitions = 1 if plan.whole else min(parallelism, -(-plan.events // self.events_per_partition))
-            if partitions == 1:  # the cached changes read by one task: no shuffle
+            partitions = 1 if plan.events is None or plan.whole else -(-plan.events // self.events_per_partition)
+            if partitions == 1:  # one task reads the changes (cached, when counted): no shuffle
                 frame = plan.changes.coalesce(1)
             else:
-                frame = plan.changes.repartition(partitions, *[_column(k) for k in plan.resolved.keys])
+                frame = plan.changes.repartition(max(partitions, parallelism), *[_column(k) for k in plan.resolved.keys])
             task = self.stage_task(plan.index, location, options, plan, pipeline_id=self.pipeline_id, batch_id=batch_id,
                                    image=image)
             staging.append(frame.mapInArrow(task, SUMMARY))
@@ -364,7 +373,7 @@ class ChangeApplier:
     def _commit(self, plan: _Plan, parts: list[StagedPart], batch_id: int, census: _Census) -> bool:
         """Commit one table's staged parts; True when they were applied as the table's image."""
         resolved = plan.resolved
-        if not plan.events:
+        if not parts:
             if census.image_at is None:
                 return False
             # An image without a row of this table: the table is emptied (SCD2: its versions closed).
@@ -376,7 +385,7 @@ class ChangeApplier:
                                 replace_at=census.image_at if resolved.scd_type == 2 else None)
             parts = [self.target.stage(folded, pipeline_id=self.pipeline_id, batch_id=batch_id, tag=uuid.uuid4().hex)]
         staged = StagedBatch(resolved, tuple(parts))
-        if staged.events != plan.events:
+        if plan.events is not None and staged.events != plan.events:
             raise ApplyError(f"batch {batch_id} of {resolved.spec.qualified_table}: the staged parts hold {staged.events} "
                              f"events, the batch {plan.events}")
         with self.stats.timed("commit"):
@@ -390,16 +399,19 @@ class ChangeApplier:
 
 
 def _census(batch: DataFrame) -> _Census:
-    """The tables of the batch, and whether it is an initial snapshot (one job over the batch)."""
+    """The tables of the batch, their changes, and whether it is an initial snapshot (one job over the batch)."""
     changes = batch.where(F.col("op").isin(*CHANGE_OPS))
     if "snapshot" in batch.columns:
         initial = F.col("snapshot").isNotNull() & ~F.col("snapshot").isin("false", "incremental", "blocking")
         image_at = F.min(F.when(initial, F.struct("commit_lsn", "lsn", "ordinal")))
     else:  # a frame of the user's own, without the source's snapshot marker
         image_at = F.lit(None)
-    rows = changes.groupBy("schema", "table").agg(image_at.alias("image_at")).collect()
+    # A row is a change; in the source's changes layout a block of ``rows`` changes.
+    count = F.sum("rows") if "rows" in batch.columns and "block" in batch.columns else F.count(F.lit(1))
+    rows = changes.groupBy("schema", "table").agg(image_at.alias("image_at"), count.alias("changes")).collect()
     starts = [tuple(row["image_at"]) for row in rows if row["image_at"] is not None]
-    return _Census(tuple(sorted(f"{row['schema']}.{row['table']}" for row in rows)), min(starts) if starts else None)
+    counts = {f"{row['schema']}.{row['table']}": int(row["changes"] or 0) for row in rows}
+    return _Census(tuple(sorted(counts)), min(starts) if starts else None, counts)
 
 
 def _condition(expression: str | None) -> Any:
