@@ -67,14 +67,14 @@ log = logging.getLogger(__name__)
 #: folded by one task; a bigger one is split so that no task holds more than about this many.
 EVENTS_PER_PARTITION = 100_000
 
-#: What a :class:`StageTask` answers per partition: the table (its index in the batch's plan), the
-#: tag, counts, and the pickled :class:`~sparkcdc.apply.staged.StagedPart`.
+#: What a :class:`StageTask` answers per partition: the target table, the tag, counts, and the
+#: pickled :class:`~sparkcdc.apply.staged.StagedPart`.
 SUMMARY = T.StructType([
-    T.StructField("table", T.IntegerType(), False), T.StructField("tag", T.StringType(), False),
+    T.StructField("target", T.StringType(), False), T.StructField("tag", T.StringType(), False),
     T.StructField("events", T.LongType(), False), T.StructField("dropped_late", T.LongType(), False),
     T.StructField("rows", T.LongType(), False), T.StructField("part", T.BinaryType(), False),
 ])
-_SUMMARY_ARROW = pa.schema([("table", pa.int32()), ("tag", pa.string()), ("events", pa.int64()), ("dropped_late", pa.int64()),
+_SUMMARY_ARROW = pa.schema([("target", pa.string()), ("tag", pa.string()), ("events", pa.int64()), ("dropped_late", pa.int64()),
                             ("rows", pa.int64()), ("part", pa.binary())])
 
 
@@ -117,7 +117,6 @@ class _Census:
 class _Plan:
     """One table of a batch, as the driver plans it."""
 
-    index: int
     resolved: ResolvedSpec
     columns: list[TargetColumn]
     sequence: list[TargetColumn]
@@ -132,9 +131,8 @@ class StageTask:
     """The function ``mapInArrow`` runs on each partition of a table's changes, in an executor:
     fold the partition's events against the target and stage the result (see the module doc)."""
 
-    def __init__(self, index: int, location: str, options: dict[str, Any], plan: _Plan, *, pipeline_id: str, batch_id: int,
+    def __init__(self, location: str, options: dict[str, Any], plan: _Plan, *, pipeline_id: str, batch_id: int,
                  image: bool) -> None:
-        self.index = index
         self.location = location
         self.options = options
         self.resolved = plan.resolved
@@ -154,7 +152,7 @@ class StageTask:
             target, self.resolved, self.columns, self.sequence, events, pipeline_id=self.pipeline_id, batch_id=self.batch_id,
             image=self.image))
         yield pa.RecordBatch.from_pylist([{
-            "table": self.index, "tag": part.tag, "events": part.events, "dropped_late": part.dropped_late,
+            "target": self.resolved.target, "tag": part.tag, "events": part.events, "dropped_late": part.dropped_late,
             "rows": sum(part.rows_per_segment), "part": pickle.dumps(part),
         }], schema=_SUMMARY_ARROW)
 
@@ -188,6 +186,9 @@ class ChangeApplier:
         self.properties = dict(properties)
         self.pipeline_id = pipeline_id
         self.specs = {spec.qualified_table: spec for spec in specs}
+        targets = [spec.target or spec.qualified_table for spec in specs]
+        if len(set(targets)) != len(targets):
+            raise ApplySpecError("target", f"two tables are applied to one target table: {sorted(targets)}")
         self.all_tables = all_tables
         self.defaults = dict(defaults or {})
         if all_tables:
@@ -226,7 +227,7 @@ class ChangeApplier:
             with self.stats.timed("census"):
                 census = _census(batch)
             for spec in self._specs_for(census):
-                plan = self._plan(batch, batch_id, spec, census, len(plans))
+                plan = self._plan(batch, batch_id, spec, census)
                 if plan is not None:
                     plans.append(plan)
             images = self._apply(batch, batch_id, plans, census) if plans else []
@@ -272,7 +273,7 @@ class ChangeApplier:
 
     # -- 1. plan --------------------------------------------------------------------------------------
 
-    def _plan(self, batch: DataFrame, batch_id: int, spec: ApplySpec, census: _Census, index: int) -> _Plan | None:
+    def _plan(self, batch: DataFrame, batch_id: int, spec: ApplySpec, census: _Census) -> _Plan | None:
         """A table of the batch to apply, prepared in the target; None when there is nothing to do."""
         image = census.image_at is not None
         present = spec.qualified_table in census.tables
@@ -295,11 +296,11 @@ class ChangeApplier:
         with self.stats.timed("describe"):
             columns, sequence = self._prepare(resolved, view, schema)
         if not present:
-            return _Plan(index, resolved, columns, sequence, schema, None, events=0)
+            return _Plan(resolved, columns, sequence, schema, None, events=0)
         if census.changes.get(spec.qualified_table, 0) <= self.events_per_partition:
-            return _Plan(index, resolved, columns, sequence, schema, changes)
+            return _Plan(resolved, columns, sequence, schema, changes)
         # Read by the count and by the staging job: the typed view is computed once.
-        return _Plan(index, resolved, columns, sequence, schema, changes.persist(StorageLevel.MEMORY_AND_DISK), split=True)
+        return _Plan(resolved, columns, sequence, schema, changes.persist(StorageLevel.MEMORY_AND_DISK), split=True)
 
     def _prepare(self, resolved: ResolvedSpec, view: Any, schema: pa.Schema) -> tuple[list[TargetColumn], list[TargetColumn]]:
         by_name = {c.name: c for c in view.columns}
@@ -325,12 +326,12 @@ class ChangeApplier:
                 F.count(F.lit(1)).alias("events"),
                 F.max(F.col(TRUNCATE_FLAG).cast("int")).alias("truncates"),
                 F.max(lacking.cast("int")).alias("lacking"),
-            ).withColumn("table", F.lit(plan.index)))
+            ).withColumn("target", F.lit(plan.resolved.target)))
         if not frames:
             return
-        by_index = {plan.index: plan for plan in plans}
+        by_target = {plan.resolved.target: plan for plan in plans}
         for row in reduce(DataFrame.unionByName, frames).collect():
-            plan = by_index[row["table"]]
+            plan = by_target[row["target"]]
             plan.events = int(row["events"])
             plan.whole = bool(row["truncates"]) or bool(row["lacking"])
 
@@ -356,19 +357,18 @@ class ChangeApplier:
                 frame = plan.changes.coalesce(1)
             else:
                 frame = plan.changes.repartition(max(partitions, parallelism), *[_column(k) for k in plan.resolved.keys])
-            task = self.stage_task(plan.index, location, options, plan, pipeline_id=self.pipeline_id, batch_id=batch_id,
-                                   image=image)
+            task = self.stage_task(location, options, plan, pipeline_id=self.pipeline_id, batch_id=batch_id, image=image)
             staging.append(frame.mapInArrow(task, SUMMARY))
-        parts: dict[int, list[StagedPart]] = {}
+        parts: dict[str, list[StagedPart]] = {}
         if staging:
             with self.stats.timed("stage"):
                 summaries = reduce(DataFrame.union, staging).collect()
             for row in summaries:
                 part = pickle.loads(row["part"])
-                parts.setdefault(row["table"], []).append(part)
+                parts.setdefault(row["target"], []).append(part)
                 for step, seconds in part.seconds:
                     self.stats.seconds[f"executors {step}"] = self.stats.seconds.get(f"executors {step}", 0.0) + seconds
-        return [self._commit(plan, parts.get(plan.index, []), batch_id, census) for plan in plans]
+        return [self._commit(plan, parts.get(plan.resolved.target, []), batch_id, census) for plan in plans]
 
     def _commit(self, plan: _Plan, parts: list[StagedPart], batch_id: int, census: _Census) -> bool:
         """Commit one table's staged parts; True when they were applied as the table's image."""
