@@ -23,6 +23,15 @@ batch has not reached the main table (the writer died in between) is not trusted
 did commit. Otherwise the replayed batch would drop its own deletes as "older than a recorded
 delete".
 
+Staging and commit (:class:`~.shared.LakeTarget`): executors write each partition's folded rows
+as Parquet files under ``<root>/_sparkcdc_staging/…``; the driver's commit streams the collected
+parts' files (a ``RecordBatchReader``, never a Python object per row) into the merge. That merge
+runs in the driver process, inside deltalake's Rust engine: a Delta commit is one atomic log entry
+that one writer makes, deltalake has no way to commit files written by many processes as one
+merge, and its conflict detection on the ``txn`` (see above) is what makes the batch's position
+exactly once. ``streamed_exec=False`` lets it prune target files by the source's keys, which holds
+the batch's staged rows in that process's memory (Arrow, in Rust) while the merge runs.
+
 deltalake (1.6) behaviours this module works around:
 
 * a merge that changes no row commits nothing (and so would record no position): an empty commit

@@ -29,6 +29,14 @@ commit is not trusted: the replay would otherwise drop its own deletes as "older
 delete"). Expired tombstones (``tombstone_retention``) are deleted by the next tombstone write and
 ignored by reads.
 
+Staging and commit (:class:`~.shared.LakeTarget`): executors write each partition's folded rows
+as Parquet files under ``<warehouse>/_sparkcdc_staging/…`` (a named catalog: its ``warehouse``
+property); the driver's commit reads the collected parts' files as Arrow tables and writes them in
+one transaction. That write runs in the driver process, in pyiceberg (pyarrow): an Iceberg commit
+is one compare-and-swap of the table's metadata by one writer, pyiceberg writes copy-on-write and
+has no way to adopt data files other processes wrote into a merge, so the batch's rows (Arrow
+buffers, not Python objects) and the data files its keys touch pass through that process.
+
 How a batch is written (pyiceberg 0.12 writes copy-on-write only):
 
 * SCD1: the batch's keys are deleted, then its surviving rows appended. Columns the batch did not
