@@ -161,7 +161,7 @@ class ChangeApplier:
     """The ``foreachBatch`` function. ``specs``: tables with their own parameters; with
     ``all_tables`` every other captured table found in a batch is applied with ``defaults``.
     ``events_per_partition``: a table's batch is split by key into one partition per that many
-    events (at most ``defaultParallelism``; see :data:`EVENTS_PER_PARTITION`)."""
+    events (at least ``defaultParallelism`` partitions once split; see :data:`EVENTS_PER_PARTITION`)."""
 
     #: The executors' function (a subclass may wrap it; it must be importable by the workers).
     stage_task: type[StageTask] = StageTask
