@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 __all__ = [
     "cast_column",
     "ends_of_runs",
+    "equal_neighbours",
     "flat_columns",
     "has_name",
     "last_of_each",

@@ -265,6 +265,8 @@ class PostgresTarget(PreparedTables[_Table]):
                     data |= {c.name: tombs.column(c.name) for c in table.keys}
                     data[SEQUENCE] = _staged_sequence(tombs.column(SEQUENCE), table)
                     copy_table(cur, table.stage, pa.table(data), constants)
+        except psycopg.OperationalError:
+            raise  # the server went away: as the reads, a failure a restart may cure (sparkcdc.spark.restarts)
         except psycopg.Error as exc:
             raise TargetError(f"staging batch {batch_id} of {spec.target} in {self.description} failed: {exc}".strip()) from exc
         return StagedPart.of(folded, tag)

@@ -47,6 +47,7 @@ __all__ = [
     "DELETED_AT_TYPE",
     "PIPELINE_KEY",
     "SEQUENCE",
+    "STAGING_DIR",
     "TOMBSTONE_SUFFIX",
     "LakeTarget",
     "PreparedTables",
@@ -54,11 +55,15 @@ __all__ = [
     "TableLayout",
     "newest_open_versions",
     "reason",
+    "remove_staging",
     "rows_by_key",
     "commit_tags",
     "settled",
     "split_target",
+    "staged_batches",
+    "staging_dir",
     "tags_of",
+    "write_staged",
 ]
 
 #: Tombstone table columns (besides the key columns): the delete's sequence and when it was recorded.
@@ -374,12 +379,6 @@ def staged_batches(staged: StagedBatch, what: str, columns: Sequence[str] | None
     filesystem, _ = _filesystem(files[0])
     dataset = ds.dataset([_filesystem(f)[1] for f in files], format="parquet", filesystem=filesystem)
     return iter(dataset.to_batches(columns=list(columns) if columns is not None else None))
-
-
-def staged_table(staged: StagedBatch, what: str, schema: pa.Schema) -> pa.Table:
-    """The staged ``what`` as one table of ``schema`` (empty when nothing was staged)."""
-    batches = list(staged_batches(staged, what, schema.names))
-    return pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
 
 
 def remove_staging(root: str, pipeline_id: str, target: str, batch_id: int) -> None:
