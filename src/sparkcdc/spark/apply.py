@@ -1,46 +1,82 @@
 """``apply_changes``: the ``postgres-cdc`` source applied to mirror tables, exactly once.
 
-Each micro-batch runs in ``foreachBatch``: the batch is persisted (the source would otherwise
-decode the WAL again for every table), each table's typed changes (``views.table_changes``) are
-collected as Arrow, folded per key (``sparkcdc.apply.fold``) and handed to the target, which writes
-them atomically with the batch id. Batches are applied in order and a batch at or below the
-recorded id is skipped, so a batch Spark re-executes after a crash changes nothing.
+Each micro-batch runs in ``foreachBatch``; the driver plans and commits, executors move data:
+
+1. **Plan (driver).** One job over the batch (persisted: the source would otherwise decode the WAL
+   again for every job) finds its tables, about how many changes each has, and whether it is an
+   initial snapshot. Per table: the catalog's description, the parameters resolved, the target's
+   recorded batch (a batch at or below it is skipped: a batch Spark re-executes after a crash
+   changes nothing), the target table and its staging prepared. A table's batch is split by key
+   only when it is big (over :data:`EVENTS_PER_PARTITION` changes): then one more job, over the
+   typed changes of every such table (``views.table_changes``, cached for the next step), counts
+   them and finds whether the fold needs the batch whole (a truncate, or a primary-key change whose
+   new row lacks columns, unchanged TOAST, it must take from the old key's row).
+2. **Fold and stage (executors).** A table's typed changes go to one task (no shuffle), or, when
+   split, are hash-partitioned by key into one partition per :data:`EVENTS_PER_PARTITION` changes
+   (at least ``defaultParallelism``), and ``mapInArrow`` runs :class:`StageTask` on each
+   partition: it folds the partition's events against the target's state of their keys and
+   stages the result in the target's staging under a tag of its own
+   (:mod:`sparkcdc.apply.partition`), answering one small summary row. All tables' partitions run
+   in one job; no change row reaches the driver.
+3. **Commit (driver).** Per table, the target commits the staged parts of the tags the driver
+   collected, atomically with the batch id, and removes the batch's staging (a failed or
+   speculative task attempt's tag included: it is never committed).
 
 The initial snapshot's batch is the tables' whole image: it replaces every applied table (rows the
 image lacks are deleted, SCD2 versions closed), and it is applied again when Spark re-executes it,
 because the source may then have taken a newer snapshot and streams on from that one (see
 ``sparkcdc.apply.targets.base``). Tables the image has no row of are emptied.
-
-The fold needs each table's changes of one batch in the driver (a micro-batch's worth, not the
-table's): bound it with the source's batch size when tables change in bulk.
 """
 
 from __future__ import annotations
 
 import logging
+import pickle
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming import DataStreamWriter
 
-from ..apply.errors import ApplySpecError
-from ..apply.fold import DELETE_FLAG, OLD_KEY, TRUNCATE_FLAG, UNCHANGED, fold_changes
+from ..apply.errors import ApplyError, ApplySpecError
+from ..apply.fold import DELETE_FLAG, OLD_KEY, TRUNCATE_FLAG, UNCHANGED, fold_arrow
+from ..apply.partition import stage_partition, with_target
 from ..apply.spec import DEFAULT_SEQUENCE, ApplySpec, ResolvedSpec
+from ..apply.staged import StagedBatch, StagedPart
 from ..apply.targets import ApplyTarget, TargetColumn, already_applied, target_for
 from .views import CHANGE_OPS, describe_table, table_changes
 
-__all__ = ["ApplyStats", "ChangeApplier", "apply_changes"]
+__all__ = ["EVENTS_PER_PARTITION", "ApplyStats", "ChangeApplier", "StageTask", "apply_changes"]
 
 log = logging.getLogger(__name__)
+
+#: A table's batch is hash-partitioned by key into one partition per this many changes. Splitting
+#: costs a shuffle of the typed rows, which measured (local[2], 200,000 changes of a 6-column table)
+#: about five times what the executors' fold and COPY of those rows cost, so a smaller batch is
+#: folded by one task; a bigger one is split so that no task holds more than about this many.
+EVENTS_PER_PARTITION = 100_000
+
+#: What a :class:`StageTask` answers per partition: the target table, the tag, counts, and the
+#: pickled :class:`~sparkcdc.apply.staged.StagedPart`.
+SUMMARY = T.StructType([
+    T.StructField("target", T.StringType(), False), T.StructField("tag", T.StringType(), False),
+    T.StructField("events", T.LongType(), False), T.StructField("dropped_late", T.LongType(), False),
+    T.StructField("rows", T.LongType(), False), T.StructField("part", T.BinaryType(), False),
+])
+_SUMMARY_ARROW = pa.schema([("target", pa.string()), ("tag", pa.string()), ("events", pa.int64()), ("dropped_late", pa.int64()),
+                            ("rows", pa.int64()), ("part", pa.binary())])
+
 
 @dataclass
 class ApplyStats:
@@ -51,8 +87,10 @@ class ApplyStats:
     applied_batches_skipped: int = 0
     dropped_late: int = 0
     images: int = 0  # initial-snapshot batches applied (again, when re-executed) as the tables' whole image
-    #: Driver seconds per phase: census (which tables, snapshot?), describe (the catalog), read (the
-    #: typed view collected as Arrow: Spark's work), fold, write (target reads and the write itself).
+    #: Driver seconds per phase: census (which tables, snapshot?), describe (the catalog and the
+    #: target's position), plan (the count of each big table's typed changes), stage (the
+    #: executors' fold and staging), commit (the target's commit of the staged rows); and
+    #: "executors read/fold/stage": the executors' seconds of each step, summed over partitions.
     seconds: dict[str, float] = field(default_factory=dict)
 
     @contextmanager
@@ -70,11 +108,63 @@ class _Census:
 
     tables: tuple[str, ...]  # "schema.table" of every table with row changes, sorted
     image_at: tuple[int, int, int] | None  # the batch is an initial snapshot taken at (commit_lsn, lsn, ordinal)
+    #: Per table, its changes as the source counts them (at least as many as its typed changes:
+    #: the source's rows may include some the typed view leaves out).
+    changes: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Plan:
+    """One table of a batch, as the driver plans it."""
+
+    resolved: ResolvedSpec
+    columns: list[TargetColumn]
+    sequence: list[TargetColumn]
+    schema: pa.Schema  # the typed changes as Arrow (what the fold reads)
+    changes: DataFrame | None  # None: the table has no row in the batch
+    split: bool = False  # big enough to be split by key, if the fold allows: counted (and cached) first
+    events: int | None = None  # the typed changes, when counted
+    whole: bool = False  # the fold needs the table's batch in one partition
+
+
+class StageTask:
+    """The function ``mapInArrow`` runs on each partition of a table's changes, in an executor:
+    fold the partition's events against the target and stage the result (see the module doc)."""
+
+    def __init__(self, location: str, options: dict[str, Any], plan: _Plan, *, pipeline_id: str, batch_id: int,
+                 image: bool) -> None:
+        self.location = location
+        self.options = options
+        self.resolved = plan.resolved
+        self.columns = plan.columns
+        self.sequence = plan.sequence
+        self.schema = plan.schema
+        self.pipeline_id = pipeline_id
+        self.batch_id = batch_id
+        self.image = image
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        gathered = [batch for batch in batches if batch.num_rows]
+        if not gathered:
+            return
+        events = pa.Table.from_batches(gathered).cast(self.schema)
+        part = with_target(self.location, self.options, lambda target: stage_partition(
+            target, self.resolved, self.columns, self.sequence, events, pipeline_id=self.pipeline_id, batch_id=self.batch_id,
+            image=self.image))
+        yield pa.RecordBatch.from_pylist([{
+            "target": self.resolved.target, "tag": part.tag, "events": part.events, "dropped_late": part.dropped_late,
+            "rows": sum(part.rows_per_segment), "part": pickle.dumps(part),
+        }], schema=_SUMMARY_ARROW)
 
 
 class ChangeApplier:
     """The ``foreachBatch`` function. ``specs``: tables with their own parameters; with
-    ``all_tables`` every other captured table found in a batch is applied with ``defaults``."""
+    ``all_tables`` every other captured table found in a batch is applied with ``defaults``.
+    ``events_per_partition``: a table's batch is split by key into one partition per that many
+    events (at least ``defaultParallelism`` partitions once split; see :data:`EVENTS_PER_PARTITION`)."""
+
+    #: The executors' function (a subclass may wrap it; it must be importable by the workers).
+    stage_task: type[StageTask] = StageTask
 
     def __init__(
         self,
@@ -85,6 +175,7 @@ class ChangeApplier:
         specs: Sequence[ApplySpec] = (),
         all_tables: bool = False,
         defaults: Mapping[str, Any] | None = None,
+        events_per_partition: int = EVENTS_PER_PARTITION,
     ) -> None:
         if not specs and not all_tables:
             raise ApplySpecError("table", "name the tables to apply (specs) or apply all tables")
@@ -95,10 +186,16 @@ class ChangeApplier:
         self.properties = dict(properties)
         self.pipeline_id = pipeline_id
         self.specs = {spec.qualified_table: spec for spec in specs}
+        targets = [spec.target or spec.qualified_table for spec in specs]
+        if len(set(targets)) != len(targets):
+            raise ApplySpecError("target", f"two tables are applied to one target table: {sorted(targets)}")
         self.all_tables = all_tables
         self.defaults = dict(defaults or {})
         if all_tables:
             ApplySpec(table="defaults.check", **self.defaults)  # parameters fail here, before any batch runs
+        if events_per_partition < 1:
+            raise ApplySpecError("events_per_partition", f"must be at least 1, not {events_per_partition}")
+        self.events_per_partition = events_per_partition
         self.stats = ApplyStats()
         self._prepared: dict[str, tuple[tuple[str, ...], tuple[pa.DataType, ...]]] = {}
 
@@ -125,13 +222,21 @@ class ChangeApplier:
         persisted = batch.storageLevel == StorageLevel.NONE
         if persisted:
             batch = batch.persist(StorageLevel.MEMORY_AND_DISK)
+        plans: list[_Plan] = []
         try:
             with self.stats.timed("census"):
                 census = _census(batch)
-            images = [self._apply_table(batch, batch_id, spec, census) for spec in self._specs_for(census)]
+            for spec in self._specs_for(census):
+                plan = self._plan(batch, batch_id, spec, census)
+                if plan is not None:
+                    plans.append(plan)
+            images = self._apply(batch, batch_id, plans, census) if plans else []
             self.stats.batches += 1
             self.stats.images += any(images)
         finally:
+            for plan in plans:
+                if plan.split and plan.changes is not None:
+                    plan.changes.unpersist()
             if persisted:
                 batch.unpersist()
 
@@ -166,102 +271,162 @@ class ChangeApplier:
         with sql_connection(config, application_name="sparkcdc-apply") as conn:
             return [f"{schema}.{table}" for schema, table in captured_tables(conn, config)]
 
-    def _apply_table(self, batch: DataFrame, batch_id: int, spec: ApplySpec, census: _Census) -> bool:
-        """Apply one table's changes; True when they were applied as the table's image."""
+    # -- 1. plan --------------------------------------------------------------------------------------
+
+    def _plan(self, batch: DataFrame, batch_id: int, spec: ApplySpec, census: _Census) -> _Plan | None:
+        """A table of the batch to apply, prepared in the target; None when there is nothing to do."""
         image = census.image_at is not None
-        if not image and spec.qualified_table not in census.tables:
-            return False
+        present = spec.qualified_table in census.tables
+        if not image and not present:
+            return None
         with self.stats.timed("describe"):
             view = describe_table(self.properties, spec.qualified_table)
             resolved = spec.resolve([c.name for c in view.columns], view.keys)
-        with self.stats.timed("write"):
             applied = self.target.applied_batch(resolved, self.pipeline_id)
         if already_applied(applied, batch_id, image=image):
             self.stats.applied_batches_skipped += 1
-            return False
+            return None
         changes = table_changes(batch, view)
         changes = changes.withColumn(DELETE_FLAG, _condition(spec.apply_as_deletes)).withColumn(
             TRUNCATE_FLAG, _condition(spec.apply_as_truncates)
         )
         wanted = list(dict.fromkeys([*resolved.columns, *resolved.sequence, DELETE_FLAG, TRUNCATE_FLAG, UNCHANGED, OLD_KEY]))
-        with self.stats.timed("read"):
-            events = changes.select(*wanted).toArrow()
-        replace_at = None
-        if image and events.num_rows == 0:
+        changes = changes.select(*[_column(name) for name in wanted])
+        schema = _arrow_schema(changes)
+        with self.stats.timed("describe"):
+            columns, sequence = self._prepare(resolved, view, schema)
+        if not present:
+            return _Plan(resolved, columns, sequence, schema, None, events=0)
+        if census.changes.get(spec.qualified_table, 0) <= self.events_per_partition:
+            return _Plan(resolved, columns, sequence, schema, changes)
+        # Read by the count and by the staging job: the typed view is computed once.
+        return _Plan(resolved, columns, sequence, schema, changes.persist(StorageLevel.MEMORY_AND_DISK), split=True)
+
+    def _prepare(self, resolved: ResolvedSpec, view: Any, schema: pa.Schema) -> tuple[list[TargetColumn], list[TargetColumn]]:
+        by_name = {c.name: c for c in view.columns}
+        columns = [
+            TargetColumn(name, schema.field(name).type, by_name[name].pg_type, by_name[name].nullable)
+            for name in resolved.columns
+        ]
+        sequence = [TargetColumn(name, schema.field(name).type, None, False) for name in resolved.sequence]
+        shape = (resolved.columns, tuple(schema.field(c).type for c in resolved.columns))
+        if self._prepared.get(resolved.target) != shape:
+            self.target.prepare(resolved, columns, sequence)
+            self._prepared[resolved.target] = shape
+        return columns, sequence
+
+    def _count(self, plans: list[_Plan]) -> None:
+        """One job: each table's events, and whether its fold needs the batch whole."""
+        frames = []
+        for plan in plans:
+            assert plan.changes is not None
+            lacking = F.col(OLD_KEY).isNotNull() & (
+                (F.coalesce(F.size(F.col(UNCHANGED)), F.lit(0)) > 0) | F.lit(plan.resolved.spec.ignore_null_updates))
+            frames.append(plan.changes.agg(
+                F.count(F.lit(1)).alias("events"),
+                F.max(F.col(TRUNCATE_FLAG).cast("int")).alias("truncates"),
+                F.max(lacking.cast("int")).alias("lacking"),
+            ).withColumn("target", F.lit(plan.resolved.target)))
+        if not frames:
+            return
+        by_target = {plan.resolved.target: plan for plan in plans}
+        for row in reduce(DataFrame.unionByName, frames).collect():
+            plan = by_target[row["target"]]
+            plan.events = int(row["events"])
+            plan.whole = bool(row["truncates"]) or bool(row["lacking"])
+
+    # -- 2. fold and stage, 3. commit ----------------------------------------------------------------------
+
+    def _apply(self, batch: DataFrame, batch_id: int, plans: list[_Plan], census: _Census) -> list[bool]:
+        """Stage every table's changes in one job, then commit each table; per table, whether it was
+        applied as its image."""
+        image = census.image_at is not None
+        split = [plan for plan in plans if plan.split]
+        if split:
+            with self.stats.timed("plan"):
+                self._count(split)
+        location = self._target_location or self.target.location
+        options = self.target.open_options()
+        parallelism = max(1, batch.sparkSession.sparkContext.defaultParallelism)
+        staging = []
+        for plan in plans:
+            if plan.changes is None or plan.events == 0:
+                continue
+            partitions = 1 if plan.events is None or plan.whole else -(-plan.events // self.events_per_partition)
+            if partitions == 1:  # one task reads the changes (cached, when counted): no shuffle
+                frame = plan.changes.coalesce(1)
+            else:
+                frame = plan.changes.repartition(max(partitions, parallelism), *[_column(k) for k in plan.resolved.keys])
+            task = self.stage_task(location, options, plan, pipeline_id=self.pipeline_id, batch_id=batch_id, image=image)
+            staging.append(frame.mapInArrow(task, SUMMARY))
+        parts: dict[str, list[StagedPart]] = {}
+        if staging:
+            with self.stats.timed("stage"):
+                summaries = reduce(DataFrame.union, staging).collect()
+            for row in summaries:
+                part = pickle.loads(row["part"])
+                parts.setdefault(row["target"], []).append(part)
+                for step, seconds in part.seconds:
+                    self.stats.seconds[f"executors {step}"] = self.stats.seconds.get(f"executors {step}", 0.0) + seconds
+        return [self._commit(plan, parts.get(plan.resolved.target, []), batch_id, census) for plan in plans]
+
+    def _commit(self, plan: _Plan, parts: list[StagedPart], batch_id: int, census: _Census) -> bool:
+        """Commit one table's staged parts; True when they were applied as the table's image."""
+        resolved = plan.resolved
+        if not parts:
+            if census.image_at is None:
+                return False
+            # An image without a row of this table: the table is emptied (SCD2: its versions closed).
             if resolved.scd_type == 2 and resolved.sequence != DEFAULT_SEQUENCE:
                 log.warning("%s has no row in the initial snapshot, but its open versions cannot be closed at a "
-                            "sequence_by of its own columns: they stay open", spec.qualified_table)
+                            "sequence_by of its own columns: they stay open", resolved.spec.qualified_table)
                 return False
-            replace_at = census.image_at if resolved.scd_type == 2 else None
-        elif events.num_rows == 0:
-            return False
-        with self.stats.timed("write"):
-            self._prepare(resolved, view, events)
-            keys = _keys(events, resolved.keys)
-            tombstones = self.target.tombstones(resolved, keys)
-            # The old rows of primary-key changes whose create could not carry every column.
-            old_keys = _old_keys(events, resolved.keys)
-            stored = self.target.stored_rows(resolved, old_keys) if old_keys and resolved.scd_type == 1 else None
-            open_versions = (self.target.open_versions(resolved, list(dict.fromkeys([*keys, *old_keys])))
-                             if resolved.scd_type == 2 else None)
-        with self.stats.timed("fold"):
-            folded = fold_changes(resolved, events, tombstones=tombstones, open_versions=open_versions, image=image,
-                                  replace_at=replace_at, stored=stored)
-        with self.stats.timed("write"):
-            written = self.target.apply(folded, pipeline_id=self.pipeline_id, batch_id=batch_id)
+            folded = fold_arrow(resolved, plan.schema.empty_table(), image=True,
+                                replace_at=census.image_at if resolved.scd_type == 2 else None)
+            parts = [self.target.stage(folded, pipeline_id=self.pipeline_id, batch_id=batch_id, tag=uuid.uuid4().hex)]
+        staged = StagedBatch(resolved, tuple(parts))
+        if plan.events is not None and staged.events != plan.events:
+            raise ApplyError(f"batch {batch_id} of {resolved.spec.qualified_table}: the staged parts hold {staged.events} "
+                             f"events, the batch {plan.events}")
+        with self.stats.timed("commit"):
+            written = self.target.commit(staged, pipeline_id=self.pipeline_id, batch_id=batch_id)
         if written:
-            self.stats.events[resolved.target] = self.stats.events.get(resolved.target, 0) + folded.events
-            self.stats.dropped_late += folded.dropped_late
-            return folded.is_image
+            self.stats.events[resolved.target] = self.stats.events.get(resolved.target, 0) + staged.events
+            self.stats.dropped_late += staged.dropped_late
+            return staged.is_image
         self.stats.applied_batches_skipped += 1
         return False
 
-    def _prepare(self, resolved: ResolvedSpec, view: Any, events: pa.Table) -> None:
-        shape = (resolved.columns, tuple(events.schema.field(c).type for c in resolved.columns))
-        if self._prepared.get(resolved.target) == shape:
-            return
-        by_name = {c.name: c for c in view.columns}
-        columns = [
-            TargetColumn(name, events.schema.field(name).type, by_name[name].pg_type, by_name[name].nullable)
-            for name in resolved.columns
-        ]
-        sequence = [TargetColumn(name, events.schema.field(name).type, None, False) for name in resolved.sequence]
-        self.target.prepare(resolved, columns, sequence)
-        self._prepared[resolved.target] = shape
-
 
 def _census(batch: DataFrame) -> _Census:
-    """The tables of the batch, and whether it is an initial snapshot (one job over the batch)."""
+    """The tables of the batch, their changes, and whether it is an initial snapshot (one job over the batch)."""
     changes = batch.where(F.col("op").isin(*CHANGE_OPS))
     if "snapshot" in batch.columns:
         initial = F.col("snapshot").isNotNull() & ~F.col("snapshot").isin("false", "incremental", "blocking")
         image_at = F.min(F.when(initial, F.struct("commit_lsn", "lsn", "ordinal")))
     else:  # a frame of the user's own, without the source's snapshot marker
         image_at = F.lit(None)
-    rows = changes.groupBy("schema", "table").agg(image_at.alias("image_at")).collect()
+    # A row is a change; in the source's changes layout a block of ``rows`` changes.
+    count = F.sum("rows") if "rows" in batch.columns and "block" in batch.columns else F.count(F.lit(1))
+    rows = changes.groupBy("schema", "table").agg(image_at.alias("image_at"), count.alias("changes")).collect()
     starts = [tuple(row["image_at"]) for row in rows if row["image_at"] is not None]
-    return _Census(tuple(sorted(f"{row['schema']}.{row['table']}" for row in rows)), min(starts) if starts else None)
+    counts = {f"{row['schema']}.{row['table']}": int(row["changes"] or 0) for row in rows}
+    return _Census(tuple(sorted(counts)), min(starts) if starts else None, counts)
 
 
 def _condition(expression: str | None) -> Any:
     return F.lit(False) if expression is None else F.coalesce(F.expr(expression), F.lit(False))
 
 
-def _keys(events: pa.Table, keys: Sequence[str]) -> list[tuple[Any, ...]]:
-    """The batch's distinct keys (a truncate has no row, so no key)."""
-    rows = events.filter(pc.invert(events.column(TRUNCATE_FLAG)))
-    return list(dict.fromkeys(zip(*(rows.column(k).to_pylist() for k in keys), strict=True)))
+def _column(name: str) -> Any:
+    """A top-level column by its name, whatever characters it holds."""
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
-def _old_keys(events: pa.Table, keys: Sequence[str]) -> list[tuple[Any, ...]]:
-    """The old keys of the batch's key-change creates that lack a column (unchanged TOAST)."""
-    if OLD_KEY not in events.column_names or events.column(OLD_KEY).null_count == events.num_rows:
-        return []
-    found: dict[tuple[Any, ...], None] = {}
-    for old, unchanged in zip(events.column(OLD_KEY).to_pylist(), events.column(UNCHANGED).to_pylist(), strict=True):
-        if old and unchanged and all(k in old for k in keys):
-            found[tuple(old[k] for k in keys)] = None
-    return list(found)
+def _arrow_schema(frame: DataFrame) -> pa.Schema:
+    """The Arrow schema of ``frame``'s rows as the fold reads them (as ``toArrow`` would give them)."""
+    large = frame.sparkSession.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") == "true"
+    return to_arrow_schema(frame.schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC", prefers_large_types=large)
 
 
 def apply_changes(

@@ -23,6 +23,15 @@ batch has not reached the main table (the writer died in between) is not trusted
 did commit. Otherwise the replayed batch would drop its own deletes as "older than a recorded
 delete".
 
+Staging and commit (:class:`~.shared.LakeTarget`): executors write each partition's folded rows
+as Parquet files under ``<root>/_sparkcdc_staging/…``; the driver's commit streams the collected
+parts' files (a ``RecordBatchReader``, never a Python object per row) into the merge. That merge
+runs in the driver process, inside deltalake's Rust engine: a Delta commit is one atomic log entry
+that one writer makes, deltalake has no way to commit files written by many processes as one
+merge, and its conflict detection on the ``txn`` (see above) is what makes the batch's position
+exactly once. ``streamed_exec=False`` lets it prune target files by the source's keys, which holds
+the batch's staged rows in that process's memory (Arrow, in Rust) while the merge runs.
+
 deltalake (1.6) behaviours this module works around:
 
 * a merge that changes no row commits nothing (and so would record no position): an empty commit
@@ -40,7 +49,7 @@ deltalake (1.6) behaviours this module works around:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -50,16 +59,16 @@ import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction
 
 from ..errors import TargetError
-from ..fold import END_AT, START_AT, Key, TableChanges
+from ..fold import END_AT, START_AT, Key
 from ..spec import ResolvedSpec
+from ..staged import DELETE, SEGMENT, UNCHANGED, StagedBatch
+from ..vector import cast_column, last_of_each
 from . import shared
 from .base import TargetColumn
 from .shared import DELETED_AT, SEQUENCE, LakeTarget, TableLayout
 
 __all__ = ["DeltaTarget"]
 
-DELETE = "__sparkcdc_delete"  # source-only columns of the SCD1 merge
-UNCHANGED = "__sparkcdc_unchanged"
 TOMBSTONES_DIR = "_sparkcdc/tombstones"
 
 #: Delta has no unsigned integers (widened), no large or view variants, one timestamp precision
@@ -94,9 +103,16 @@ class DeltaTarget(LakeTarget[_Table]):
         super().__init__()
         if not root:
             raise TargetError("a Delta Lake root is required")
+        self.location = root
         self.root = root.rstrip("/") or root
         self.storage_options = dict(storage_options) if storage_options else None
         self.description = f"Delta Lake at {self.root}"
+
+    def open_options(self) -> dict[str, Any]:
+        return {"storage_options": dict(self.storage_options)} if self.storage_options else {}
+
+    def _staging_root(self) -> str:
+        return self.root
 
     # -- locations and handles --------------------------------------------------------------------
 
@@ -129,15 +145,18 @@ class DeltaTarget(LakeTarget[_Table]):
 
     # -- set-up -------------------------------------------------------------------------------------
 
-    def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
+    def _layout(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> _Table:
         path, tombstone_path = self._paths(spec)
-        table = _Table.planned(spec, columns, sequence, DELTA_TYPES, required_sequence=False, path=path,
-                               tombstone_path=tombstone_path)
-        with shared.failing_as(f"preparing target table {spec.target} at {path}"):
-            self._ensure(spec.target, path, table.schema, f" (stored_as_scd_type={spec.scd_type})")
-            if self._exists(tombstone_path):
-                self._ensure(f"{spec.target} tombstones", tombstone_path, table.tombstone_schema(), "")
-        self._tables[spec.target] = table
+        return _Table.planned(spec, columns, sequence, DELTA_TYPES, required_sequence=False, path=path,
+                              tombstone_path=tombstone_path)
+
+    def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
+        table = self._layout(spec, columns, sequence)
+        with shared.failing_as(f"preparing target table {spec.target} at {table.path}"):
+            self._ensure(spec.target, table.path, table.schema, f" (stored_as_scd_type={spec.scd_type})")
+            if self._exists(table.tombstone_path):
+                self._ensure(f"{spec.target} tombstones", table.tombstone_path, table.tombstone_schema(), "")
+        self._register(spec, table, columns, sequence)
 
     def _ensure(self, what: str, path: str, schema: pa.Schema, hint: str) -> None:
         """Create the table when missing; refuse an existing one without the expected columns."""
@@ -217,31 +236,33 @@ class DeltaTarget(LakeTarget[_Table]):
 
     # -- the write ------------------------------------------------------------------------------------
 
-    def _write(self, table: _Table, main: DeltaTable, changes: TableChanges, pipeline_id: str, batch_id: int) -> None:
+    def _write(self, table: _Table, main: DeltaTable, staged: StagedBatch, pipeline_id: str, batch_id: int) -> None:
         metadata = shared.commit_tags(pipeline_id, batch_id)
         properties = CommitProperties(custom_metadata=metadata, app_transactions=[Transaction(_app_id(pipeline_id), batch_id)])
         before = main.version()
-        if changes.spec.scd_type == 1:
-            self._merge_scd1(table, main, changes, properties)
+        if staged.spec.scd_type == 1:
+            self._merge_scd1(table, main, staged, properties)
         else:
-            self._merge_scd2(table, main, changes, properties)
+            self._merge_scd2(table, main, staged, properties)
         if main.version() == before:
             # deltalake commits nothing for a merge that changes no row: record the batch alone.
             main.create_write_transaction([], mode="append", schema=main.schema(), commit_properties=properties)
 
-    def _merge_scd1(self, table: _Table, main: DeltaTable, changes: TableChanges, properties: CommitProperties) -> None:
-        if len(changes.segments) != 1:
-            raise TargetError(f"SCD1 changes of {changes.spec.target} have {len(changes.segments)} segments, expected one")
-        segment = changes.segments[0]
-        if not segment.final and segment.truncate_at is None and segment.replace_at is None:
+    def _merge_scd1(self, table: _Table, main: DeltaTable, staged: StagedBatch, properties: CommitProperties) -> None:
+        if len(staged.segments) != 1:
+            raise TargetError(f"SCD1 changes of {staged.spec.target} have {len(staged.segments)} segments, expected one")
+        segment = staged.segments[0]
+        if not staged.rows and segment.truncate_at is None and segment.replace_at is None:
             return
-        schema = _arrow_schema(main)
-        rows = list(segment.final.values())
-        kept_anywhere = {name for _, _, kept in rows for name in kept}
-        arrays = [pa.array([values[i] for _, values, _ in rows], type=schema.field(name).type) for i, name in enumerate(table.columns)]
-        arrays.append(pa.array([bool(delete) for delete, _, _ in rows], type=pa.bool_()))
-        arrays.append(pa.array([list(kept) for _, _, kept in rows], type=pa.list_(pa.string())))
-        source = pa.Table.from_arrays(arrays, names=[*table.columns, DELETE, UNCHANGED])
+        target = _arrow_schema(main)
+        schema = pa.schema([pa.field(name, target.field(name).type) for name in table.columns]
+                           + [pa.field(DELETE, pa.bool_()), pa.field(UNCHANGED, pa.list_(pa.string()))])
+
+        def convert(batch: pa.RecordBatch) -> pa.RecordBatch:
+            return pa.RecordBatch.from_arrays([cast_column(batch.column(f.name), f.type) for f in schema], schema=schema)
+
+        source = _reader(schema, shared.staged_batches(staged, "rows", schema.names), convert)
+        kept_anywhere = set(staged.kept)
         merger = main.merge(
             source, _key_match(table.keys), source_alias="s", target_alias="t", streamed_exec=False, commit_properties=properties,
         ).when_matched_delete(predicate=f"s.{_ident(DELETE)}")
@@ -260,27 +281,31 @@ class DeltaTarget(LakeTarget[_Table]):
             merger = merger.when_not_matched_by_source_delete()  # the source holds every key the table keeps
         merger.execute()
 
-    def _merge_scd2(self, table: _Table, main: DeltaTable, changes: TableChanges, properties: CommitProperties) -> None:
+    def _merge_scd2(self, table: _Table, main: DeltaTable, staged: StagedBatch, properties: CommitProperties) -> None:
         # The open versions no source row matches are closed: at the image's sequence when the batch
         # is an image (its first segment emits every open version it keeps), else at the truncate's.
-        close_at = changes.segments[0].replace_at
+        close_at = staged.segments[0].replace_at
         if close_at is None:
-            close_at = next((s.truncate_at for s in changes.segments if s.truncate_at is not None), None)
-        # Later segments win for the same (key, __START_AT), as when the segments apply one by one.
-        versions: dict[tuple[Key, tuple[Any, ...]], tuple[list[Any], tuple[Any, ...], tuple[Any, ...] | None]] = {}
-        key_index = [table.columns.index(k) for k in table.keys]
-        for segment in changes.segments:
-            for values, start, end in segment.versions:
-                versions[(tuple(values[i] for i in key_index), tuple(start))] = (values, start, end)
-        if not versions and close_at is None:
+            close_at = next((s.truncate_at for s in staged.segments if s.truncate_at is not None), None)
+        if not staged.rows and close_at is None:
             return
-        schema = _arrow_schema(main)
-        rows = list(versions.values())
-        arrays = [pa.array([values[i] for values, _, _ in rows], type=schema.field(name).type) for i, name in enumerate(table.columns)]
-        arrays.append(pa.array([table.sequence_value(start) for _, start, _ in rows], type=schema.field(START_AT).type))
-        arrays.append(pa.array([None if end is None else table.sequence_value(end) for _, _, end in rows], type=schema.field(END_AT).type))
-        source = pa.Table.from_arrays(arrays, names=[*table.columns, START_AT, END_AT])
+        target = _arrow_schema(main)
         every = [*table.columns, START_AT, END_AT]
+        schema = pa.schema([pa.field(name, target.field(name).type) for name in every])
+
+        def convert(batch: pa.RecordBatch) -> pa.RecordBatch:
+            arrays = [cast_column(batch.column(name), schema.field(name).type) for name in table.columns]
+            arrays += [table.stored_sequence(batch.column(name), schema.field(name).type) for name in (START_AT, END_AT)]
+            return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+        batches = shared.staged_batches(staged, "rows", [*every, SEGMENT])
+        if len(staged.segments) > 1 and staged.rows:
+            # Later segments win for the same (key, __START_AT), as when the segments apply one by one.
+            rows = pa.Table.from_batches(list(batches))
+            rows = rows.take(pc.sort_indices(rows, [(SEGMENT, "ascending")]))
+            rows = rows.filter(pa.array(last_of_each(rows, [*table.keys, START_AT])))
+            batches = iter(rows.to_batches())
+        source = _reader(schema, batches, convert)
         # A struct compared whole breaks deltalake's source-statistics pruning ("Unable to convert
         # expression to string"): the start sequence is matched field by field.
         if len(table.sequence_names) == 1:
@@ -301,7 +326,7 @@ class DeltaTarget(LakeTarget[_Table]):
             )
         merger.execute()
 
-    def _record_tombstones(self, table: _Table, tombstones: dict[Key, tuple[Any, ...]], pipeline_id: str, batch_id: int) -> None:
+    def _record_tombstones(self, table: _Table, staged: StagedBatch, pipeline_id: str, batch_id: int) -> None:
         """Insert the batch's deletes (or raise a recorded sequence), then drop expired ones: two
         commits tagged with the batch, both idempotent when the batch is replayed."""
         handle = self._handle(table, table.tombstone_path)
@@ -310,13 +335,17 @@ class DeltaTarget(LakeTarget[_Table]):
             handle = self._handle(table, table.tombstone_path)
             assert handle is not None
         metadata = shared.commit_tags(pipeline_id, batch_id)
-        schema = _arrow_schema(handle)
+        stored = _arrow_schema(handle)
+        schema = pa.schema([pa.field(name, stored.field(name).type) for name in [*table.keys, SEQUENCE, DELETED_AT]])
         now = datetime.now(UTC)
-        items = list(tombstones.items())
-        arrays = [pa.array([key[i] for key, _ in items], type=schema.field(name).type) for i, name in enumerate(table.keys)]
-        arrays.append(pa.array([table.sequence_value(seq) for _, seq in items], type=schema.field(SEQUENCE).type))
-        arrays.append(pa.array([now] * len(items), type=schema.field(DELETED_AT).type))
-        source = pa.Table.from_arrays(arrays, names=[*table.keys, SEQUENCE, DELETED_AT])
+
+        def convert(batch: pa.RecordBatch) -> pa.RecordBatch:
+            arrays = [cast_column(batch.column(name), schema.field(name).type) for name in table.keys]
+            arrays.append(table.stored_sequence(batch.column(SEQUENCE), schema.field(SEQUENCE).type))
+            arrays.append(pa.array([now] * batch.num_rows, type=schema.field(DELETED_AT).type))
+            return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+        source = _reader(schema, shared.staged_batches(staged, "tombstones", [*table.keys, SEQUENCE]), convert)
         newer = _greater(f"s.{_ident(SEQUENCE)}", f"t.{_ident(SEQUENCE)}", table.sequence_names if len(table.sequence_names) > 1 else None)
         handle.merge(
             source, _key_match(table.keys), source_alias="s", target_alias="t", streamed_exec=False,
@@ -371,6 +400,11 @@ def _rows_of_keys(
     if rows.num_rows:
         rows = rows.filter(pc.is_in(rows[keys[0]], value_set=pa.array(first, type=rows.schema.field(keys[0]).type)))
     return rows.to_pylist()
+
+
+def _reader(schema: pa.Schema, batches: Iterator[Any], convert: Callable[[Any], pa.RecordBatch]) -> pa.RecordBatchReader:
+    """The staged batches, each converted to ``schema``, as a stream deltalake's merge reads."""
+    return pa.RecordBatchReader.from_batches(schema, (convert(batch) for batch in batches))
 
 
 def _arrow_schema(handle: DeltaTable) -> pa.Schema:

@@ -29,6 +29,14 @@ commit is not trusted: the replay would otherwise drop its own deletes as "older
 delete"). Expired tombstones (``tombstone_retention``) are deleted by the next tombstone write and
 ignored by reads.
 
+Staging and commit (:class:`~.shared.LakeTarget`): executors write each partition's folded rows
+as Parquet files under ``<warehouse>/_sparkcdc_staging/…`` (a named catalog: its ``warehouse``
+property); the driver's commit reads the collected parts' files as Arrow tables and writes them in
+one transaction. That write runs in the driver process, in pyiceberg (pyarrow): an Iceberg commit
+is one compare-and-swap of the table's metadata by one writer, pyiceberg writes copy-on-write and
+has no way to adopt data files other processes wrote into a merge, so the batch's rows (Arrow
+buffers, not Python objects) and the data files its keys touch pass through that process.
+
 How a batch is written (pyiceberg 0.12 writes copy-on-write only):
 
 * SCD1: the batch's keys are deleted, then its surviving rows appended. Columns the batch did not
@@ -60,14 +68,17 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import vector
 from ..errors import TargetError
-from ..fold import END_AT, START_AT, Key, TableChanges
+from ..fold import END_AT, START_AT, Key
 from ..spec import ResolvedSpec
+from ..staged import DELETE, SEGMENT, UNCHANGED, StagedBatch
 from . import shared
-from .base import TargetColumn
+from .base import TargetColumn, key_tuples
 from .shared import DELETED_AT, SEQUENCE, LakeTarget, TableLayout, rows_by_key
 
 __all__ = ["IcebergTarget"]
@@ -187,10 +198,24 @@ class IcebergTarget(LakeTarget[_Table]):
 
     # -- set-up -----------------------------------------------------------------------------------------
 
-    def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
+    def _layout(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> _Table:
         identifier, tombstone_identifier = self._identifiers(spec)
-        table = _Table.planned(spec, columns, sequence, ICEBERG_TYPES, required_sequence=True, identifier=identifier,
-                               tombstone_identifier=tombstone_identifier)
+        return _Table.planned(spec, columns, sequence, ICEBERG_TYPES, required_sequence=True, identifier=identifier,
+                              tombstone_identifier=tombstone_identifier)
+
+    def _staging_root(self) -> str:
+        """``iceberg+file:``: the warehouse; a named catalog: its ``warehouse`` property."""
+        if self._warehouse is not None:
+            return self._warehouse
+        warehouse = getattr(self.catalog(), "properties", {}).get("warehouse")
+        if not warehouse:
+            raise TargetError(f"the Iceberg catalog of {self.location} has no warehouse property: "
+                              "set one, apply_changes stages a batch's rows under it")
+        return str(warehouse)
+
+    def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
+        table = self._layout(spec, columns, sequence)
+        identifier, tombstone_identifier = table.identifier, table.tombstone_identifier
         identifier_fields = list(spec.keys)
         if spec.scd_type == 2:
             identifier_fields += table.start_refs()
@@ -200,7 +225,7 @@ class IcebergTarget(LakeTarget[_Table]):
             self._ensure(table.name, identifier, table.schema, identifier_fields, f" (stored_as_scd_type={spec.scd_type})")
             if catalog.table_exists(tombstone_identifier):
                 self._ensure(f"{table.name} tombstones", tombstone_identifier, table.tombstone_schema(), table.keys, "")
-        self._tables[spec.target] = table
+        self._register(spec, table, columns, sequence)
 
     def _ensure(self, what: str, identifier: tuple[str, str], schema: pa.Schema, identifier_fields: list[str], hint: str) -> Any:
         """Create the table when missing; refuse an existing one without the expected columns."""
@@ -280,115 +305,125 @@ class IcebergTarget(LakeTarget[_Table]):
 
     # -- the write --------------------------------------------------------------------------------------
 
-    def _write(self, table: _Table, main: Any, changes: TableChanges, pipeline_id: str, batch_id: int) -> None:
+    def _write(self, table: _Table, main: Any, staged: StagedBatch, pipeline_id: str, batch_id: int) -> None:
         tags = shared.commit_tags(pipeline_id, str(batch_id))
         with warnings.catch_warnings():
             # "Delete operation did not match any records": a key the table does not hold.
             warnings.filterwarnings("ignore", message="Delete operation did not match")
             transaction = main.transaction()
-            if changes.spec.scd_type == 1:
-                self._write_scd1(table, main, transaction, changes, tags)
+            if staged.spec.scd_type == 1:
+                self._write_scd1(table, main, transaction, staged, tags)
             else:
-                self._write_scd2(table, main, transaction, changes, tags)
+                self._write_scd2(table, main, transaction, staged, tags)
             transaction.set_properties({batch_property(pipeline_id): str(batch_id), pipeline_property(pipeline_id): pipeline_id})
             transaction.commit_transaction()
 
-    def _write_scd1(self, table: _Table, main: Any, transaction: Any, changes: TableChanges, tags: dict[str, str]) -> None:
+    def _write_scd1(self, table: _Table, main: Any, transaction: Any, staged: StagedBatch, tags: dict[str, str]) -> None:
         from pyiceberg.expressions import AlwaysTrue
 
-        if len(changes.segments) != 1:
-            raise TargetError(f"SCD1 changes of {changes.spec.target} have {len(changes.segments)} segments, expected one")
-        segment = changes.segments[0]
+        if len(staged.segments) != 1:
+            raise TargetError(f"SCD1 changes of {staged.spec.target} have {len(staged.segments)} segments, expected one")
+        segment = staged.segments[0]
         replace = segment.truncate_at is not None or segment.replace_at is not None
-        if not segment.final and not replace:
+        if not staged.rows and not replace:
             return
         schema = main.schema().as_arrow()
         extras = [name for name in schema.names if name not in set(table.columns)]
-        written = [(key, values, kept) for key, (delete, values, kept) in segment.final.items() if not delete]
-        # Stored values: of the columns the batch did not carry, and of the columns beyond the pipeline's.
-        # After a truncate the table holds nothing to keep.
-        lookup = [key for key, _, kept in written if kept or extras] if segment.truncate_at is None else []
-        stored = _stored_rows(main, table.keys, lookup, whole=replace) if lookup else {}
-        rows: list[dict[str, Any]] = []
-        for key, values, kept in written:
-            old = stored.get(key)
-            row = dict(zip(table.columns, values, strict=True))
-            for name in kept:
-                row[name] = None if old is None else old[name]
+        folded = _staged_rows(staged)
+        written = folded.filter(pc.invert(folded.column(DELETE))) if folded is not None else None
+        arrays: dict[str, Any] = {}
+        if written is not None:
+            # Stored values: of the columns the batch did not carry, and of the columns beyond the
+            # pipeline's. After a truncate the table holds nothing to keep.
+            kept = {name: vector.has_name(written.column(UNCHANGED), name) for name in staged.kept}
+            index = None
+            if segment.truncate_at is None and (extras or kept):
+                lookup = written if extras else written.filter(pa.array(np.logical_or.reduce(list(kept.values()))))
+                stored = _stored_table(main, table.keys, key_tuples(lookup.select(table.keys)), whole=replace)
+                if stored is not None and stored.num_rows:
+                    index = vector.match_rows(written, stored, table.keys)
+            for name in table.columns:
+                column = written.column(name)
+                if name in kept and index is not None:
+                    column = pc.if_else(pa.array(kept[name]), vector.cast_column(stored.column(name).take(index), column.type), column)
+                arrays[name] = column
             for name in extras:
-                row[name] = None if old is None else old[name]
-            rows.append(row)
-        data = _arrow_rows(schema, rows)
+                arrays[name] = stored.column(name).take(index) if index is not None else pa.nulls(written.num_rows)
+        data = _arrow_table(schema, arrays, 0 if written is None else written.num_rows)
         if replace:
             if data.num_rows:
                 transaction.overwrite(data, AlwaysTrue(), snapshot_properties=tags)
             else:
                 transaction.delete(AlwaysTrue(), snapshot_properties=tags)
             return
-        _delete_exactly(transaction, main, table.keys, segment.final, tags)
+        if folded is not None:
+            _delete_exactly(transaction, main, table.keys, key_tuples(folded.select(table.keys)), tags)
         if data.num_rows:
             transaction.append(data, snapshot_properties=tags)
 
-    def _write_scd2(self, table: _Table, main: Any, transaction: Any, changes: TableChanges, tags: dict[str, str]) -> None:
+    def _write_scd2(self, table: _Table, main: Any, transaction: Any, staged: StagedBatch, tags: dict[str, str]) -> None:
         from pyiceberg.expressions import AlwaysTrue
 
         # The open versions no written version replaces are closed: at the image's sequence when the
         # batch is an image (its first segment emits every open version it keeps), else at the
         # first truncate's (the versions the fold did not see were open then).
-        close_at = changes.segments[0].replace_at
+        close_at = staged.segments[0].replace_at
         if close_at is None:
-            close_at = next((s.truncate_at for s in changes.segments if s.truncate_at is not None), None)
-        # Later segments win for the same (key, __START_AT), as when the segments apply one by one.
-        versions: dict[tuple[Any, ...], tuple[list[Any], tuple[Any, ...], tuple[Any, ...] | None]] = {}
-        key_index = [table.columns.index(k) for k in table.keys]
-        for segment in changes.segments:
-            for values, start, end in segment.versions:
-                versions[(*(values[i] for i in key_index), *start)] = (values, start, end)
-        if not versions and close_at is None:
+            close_at = next((s.truncate_at for s in staged.segments if s.truncate_at is not None), None)
+        folded = _staged_rows(staged)
+        if folded is None and close_at is None:
             return
         schema = main.schema().as_arrow()
         extras = [name for name in schema.names if name not in {*table.columns, START_AT, END_AT}]
+        matched = [*table.keys, START_AT]
+        arrays: dict[str, Any] = {}
+        if folded is not None:
+            if len(staged.segments) > 1:
+                # Later segments win for the same (key, __START_AT), as when the segments apply one by one.
+                folded = folded.take(pc.sort_indices(folded, [(SEGMENT, "ascending")]))
+                folded = folded.filter(pa.array(vector.last_of_each(folded, matched)))
+            arrays = {name: folded.column(name) for name in table.columns}
+            for name in (START_AT, END_AT):
+                arrays[name] = table.stored_sequence(folded.column(name), schema.field(name).type)
+        versions = _arrow_table(schema, arrays, 0 if folded is None else folded.num_rows, without=extras)
         refs = [*table.keys, *table.start_refs()]
         if close_at is None:
-            stored = _stored_versions(main, table, list(versions)) if extras else {}
-        else:
-            existing = main.scan().to_arrow() if main.current_snapshot() is not None else schema.empty_table()
-            stored = _versions_of(existing, table) if extras else {}
-        rows = []
-        for match, (values, start, end) in versions.items():
-            row = dict(zip(table.columns, values, strict=True))
-            row[START_AT] = table.sequence_value(start)
-            row[END_AT] = None if end is None else table.sequence_value(end)
-            old = stored.get(match)
-            for name in extras:
-                row[name] = None if old is None else old[name]
-            rows.append(row)
-        data = _arrow_rows(schema, rows)
-        if close_at is None:
-            _delete_exactly(transaction, main, refs, versions, tags)
+            stored = _scan_pairs(main, table, versions) if extras else None
+            index = vector.match_rows(versions, stored, matched) if stored is not None and stored.num_rows else None
+            data = _with_extras(schema, versions, extras, stored, index)
+            _delete_exactly(transaction, main, refs, _pairs(versions, matched), tags)
             if data.num_rows:
                 transaction.append(data, snapshot_properties=tags)
             return
         # The whole table is rewritten: rows the versions replace go, open ones left are closed.
+        existing = main.scan().to_arrow() if main.current_snapshot() is not None else schema.empty_table()
         existing = existing.select(schema.names).cast(schema)
-        kept = existing.filter(pc.invert(_in_set(existing, table, set(versions)))) if existing.num_rows else existing
-        open_ = pc.is_null(kept[END_AT])
-        closed_now = kept.filter(open_)
+        index = vector.match_rows(versions, existing, matched) if extras and existing.num_rows else None
+        data = _with_extras(schema, versions, extras, existing, index)
+        if existing.num_rows and versions.num_rows:
+            replaced = vector.match_rows(existing, versions, matched).is_valid()
+            existing = existing.filter(pc.invert(replaced))
+        open_ = pc.is_null(existing[END_AT])
+        closed_now = existing.filter(open_)
         closed_now = closed_now.set_column(
             closed_now.schema.get_field_index(END_AT), schema.field(END_AT),
             pa.array([table.sequence_value(close_at)] * closed_now.num_rows, type=schema.field(END_AT).type),
         )
-        result = pa.concat_tables([kept.filter(pc.invert(open_)), closed_now, data])
+        result = pa.concat_tables([existing.filter(pc.invert(open_)), closed_now, data])
         if result.num_rows:
             transaction.overwrite(result, AlwaysTrue(), snapshot_properties=tags)
         else:
             transaction.delete(AlwaysTrue(), snapshot_properties=tags)
 
-    def _record_tombstones(self, table: _Table, tombstones: dict[Key, tuple[Any, ...]], pipeline_id: str, batch_id: int) -> None:
+    def _record_tombstones(self, table: _Table, staged: StagedBatch, pipeline_id: str, batch_id: int) -> None:
         """Write the batch's deletes that are new (or newer than the recorded ones) and drop the
         expired ones: one transaction tagged with the batch, nothing when the batch is replayed."""
         from pyiceberg.expressions import LessThan
 
+        staged_rows = pa.Table.from_batches(list(shared.staged_batches(staged, "tombstones", [*table.keys, SEQUENCE])))
+        sequences = vector.flat_columns(staged_rows, [SEQUENCE])
+        tombstones = dict(zip(key_tuples(staged_rows.select(table.keys)),
+                              zip(*(column.to_pylist() for column in sequences), strict=True), strict=True))
         tags = shared.commit_tags(pipeline_id, str(batch_id))
         handle = self._load(table.tombstone_identifier)
         if handle is None:
@@ -406,8 +441,10 @@ class IcebergTarget(LakeTarget[_Table]):
         if not newer and not expired:
             return
         schema = handle.schema().as_arrow()
-        rows = [{**dict(zip(table.keys, key, strict=True)), SEQUENCE: table.sequence_value(seq), DELETED_AT: now}
-                for key, seq in newer.items()]
+        items = list(newer.items())
+        arrays: dict[str, Any] = {name: pa.array([key[i] for key, _ in items]) for i, name in enumerate(table.keys)}
+        arrays[SEQUENCE] = pa.array([table.sequence_value(seq) for _, seq in items])
+        arrays[DELETED_AT] = pa.array([now] * len(items), type=shared.DELETED_AT_TYPE)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Delete operation did not match")
             transaction = handle.transaction()
@@ -417,7 +454,7 @@ class IcebergTarget(LakeTarget[_Table]):
                 # Re-appended survivors of the coarse delete must not bring back the expired ones.
                 _delete_exactly(transaction, handle, table.keys, newer, tags,
                                 keep=lambda rows: pc.greater_equal(rows[DELETED_AT], pa.scalar(cutoff, shared.DELETED_AT_TYPE)))
-                transaction.append(_arrow_rows(schema, rows), snapshot_properties=tags)
+                transaction.append(_arrow_table(schema, arrays, len(items)), snapshot_properties=tags)
             transaction.commit_transaction()
 
 # -- helpers ------------------------------------------------------------------------------------------
@@ -492,48 +529,53 @@ def _values(rows: pa.Table, name: str) -> list[Any]:
 
 def _scan_keys(handle: Any, keys: Sequence[str], wanted: Iterable[Key], *, whole: bool) -> list[dict[str, Any]]:
     """The table's rows, at least those of ``wanted`` (``whole``: the whole table rather than filtered)."""
+    stored = _stored_table(handle, keys, list(wanted), whole=whole)
+    return [] if stored is None else stored.to_pylist()
+
+
+def _stored_table(handle: Any, keys: Sequence[str], wanted: list[Key], *, whole: bool) -> pa.Table | None:
+    """The table's rows, at least those of ``wanted`` (``whole``: the whole table rather than
+    filtered); None when the table has no snapshot."""
     if handle.current_snapshot() is None:
-        return []
-    rows: list[dict[str, Any]] = (handle.scan() if whole else handle.scan(row_filter=_coarse(keys, wanted))).to_arrow().to_pylist()
+        return None
+    scan = handle.scan() if whole else handle.scan(row_filter=_coarse(keys, wanted))
+    rows: pa.Table = scan.to_arrow()
     return rows
 
 
-def _stored_rows(handle: Any, keys: list[str], wanted: list[Key], *, whole: bool) -> dict[Key, Mapping[str, Any]]:
-    """The stored rows of ``wanted`` by key (``whole``: read the whole table rather than filter)."""
-    return rows_by_key(_scan_keys(handle, keys, wanted, whole=whole), keys, set(wanted), lambda row: row)
-
-
-def _stored_versions(handle: Any, table: _Table, wanted: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], dict[str, Any]]:
+def _scan_pairs(handle: Any, table: _Table, versions: pa.Table) -> pa.Table | None:
+    """The stored rows of the versions' (keys, ``__START_AT``), at least."""
     if handle.current_snapshot() is None:
-        return {}
-    rows = handle.scan(row_filter=_coarse([*table.keys, *table.start_refs()], wanted)).to_arrow()
-    return _versions_of(rows, table)
+        return None
+    rows: pa.Table = handle.scan(row_filter=_coarse([*table.keys, *table.start_refs()], _pairs(versions, [*table.keys, START_AT]))).to_arrow()
+    return rows
 
 
-def _versions_of(rows: pa.Table, table: _Table) -> dict[tuple[Any, ...], dict[str, Any]]:
-    found = {}
-    for row in rows.to_pylist():
-        found[(*(row[k] for k in table.keys), *table.sequence_tuple(row[START_AT]))] = row
-    return found
+def _pairs(rows: pa.Table, names: Sequence[str]) -> list[tuple[Any, ...]]:
+    """The values of ``names`` (a struct's by field) of each row, as tuples: what pyiceberg's filters take."""
+    return list(zip(*(column.to_pylist() for column in vector.flat_columns(rows, names)), strict=True))
 
 
-def _in_set(rows: pa.Table, table: _Table, pairs: set[tuple[Any, ...]]) -> pa.Array:
-    """Whether each row's (keys, ``__START_AT``) is among ``pairs``."""
-    columns = [rows[k].to_pylist() for k in table.keys]
-    starts = rows[START_AT].to_pylist()
-    flags = [
-        (*(column[i] for column in columns), *table.sequence_tuple(starts[i])) in pairs for i in range(rows.num_rows)
-    ]
-    return pa.array(flags, type=pa.bool_())
+def _staged_rows(staged: StagedBatch) -> pa.Table | None:
+    """The batch's staged rows as one table (pyiceberg writes tables), None when none were staged."""
+    batches = list(shared.staged_batches(staged, "rows"))
+    return pa.Table.from_batches(batches) if batches else None
 
 
-def _arrow_rows(schema: pa.Schema, rows: list[dict[str, Any]]) -> pa.Table:
-    """``rows`` as a table of the Iceberg table's Arrow schema (its types, its required fields)."""
-    arrays = []
-    for f in schema:
-        values = [row.get(f.name) for row in rows]
-        try:
-            arrays.append(pa.array(values, type=f.type))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
-            arrays.append(pa.array(values).cast(f.type))
-    return pa.Table.from_arrays(arrays, schema=schema)
+def _with_extras(schema: pa.Schema, rows: pa.Table, extras: list[str], stored: pa.Table | None, index: pa.Array | None) -> pa.Table:
+    """``rows`` with the table's columns beyond the pipeline's: the stored row's values (``index``
+    into ``stored``), null where there is none."""
+    if not extras:
+        return rows
+    arrays: dict[str, Any] = {name: rows.column(name) for name in rows.column_names}
+    for name in extras:
+        arrays[name] = stored.column(name).take(index) if stored is not None and index is not None else pa.nulls(rows.num_rows)
+    return _arrow_table(schema, arrays, rows.num_rows)
+
+
+def _arrow_table(schema: pa.Schema, arrays: Mapping[str, Any], rows: int, *, without: Sequence[str] = ()) -> pa.Table:
+    """A table of the Iceberg table's Arrow schema (its types, its required fields) from ``arrays``
+    by name (a missing one is null); ``without``: fields left out."""
+    fields = [f for f in schema if f.name not in set(without)]
+    columns = [vector.cast_column(arrays[f.name], f.type) if f.name in arrays else pa.nulls(rows, f.type) for f in fields]
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))

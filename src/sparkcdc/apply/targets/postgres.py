@@ -1,35 +1,55 @@
-"""A PostgreSQL database as the apply target: COPY into a staging table, then one MERGE.
+"""A PostgreSQL database as the apply target: executors COPY into a staging table, the driver MERGEs.
 
-Everything a batch does to a table (its segments, its tombstones, its position in
-``sparkcdc.apply_positions``) commits in one transaction, under an advisory lock on
-(pipeline, table): a replayed batch finds its position recorded and changes nothing; a crash before
-COMMIT leaves no trace. Tables are created from the source's own column types, keyed like the
-source (SCD2: keys plus ``__START_AT``). Deletes are remembered in ``<table>__sparkcdc_tombstones``
-(key columns, ``__SEQUENCE``, ``__DELETED_AT``) for ``tombstone_retention``.
+Staging: each target table has an UNLOGGED table ``sparkcdc."<table>__stage_<hash of its layout>"``
+(created by ``prepare``): the pipeline (a hash of its id), the batch, the tag of the task attempt
+that staged the row, the row's segment, whether it is a tombstone, then the data columns (typed as
+the target's), ``__sparkcdc_delete`` / ``__sparkcdc_unchanged`` (SCD1) or ``__START_AT`` /
+``__END_AT`` (SCD2), and ``__SEQUENCE`` (tombstones). Executors fill it by COPY in parallel, each
+partition of a batch under a tag of its own (:mod:`.pg_copy`: CSV rendered by pyarrow).
+
+Commit: everything a batch does to a table (its segments, its tombstones, its position in
+``sparkcdc.apply_positions``, and the removal of its staged rows) commits in one transaction, under
+an advisory lock on (pipeline, table): per segment the truncate, one MERGE from the staged rows of
+the tags the driver collected, the image's removal of the keys no partition staged; then the
+tombstones and the position. A replayed batch finds its position recorded and changes nothing; a
+crash before COMMIT leaves no trace but staged rows, which the pipeline's next commit of the table
+removes (every row of its batches up to the one it commits, whatever their tag).
+
+Tables are created from the source's own column types, keyed like the source (SCD2: keys plus
+``__START_AT``). Deletes are remembered in ``<table>__sparkcdc_tombstones`` (key columns,
+``__SEQUENCE``, ``__DELETED_AT``) for ``tombstone_retention``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import numpy as np
 import psycopg
 import pyarrow as pa
+import pyarrow.compute as pc
 from psycopg import sql
 
 from ..errors import TargetError
-from ..fold import END_AT, START_AT, Key, Segment, TableChanges
+from ..fold import END_AT, START_AT, Key
 from ..spec import ResolvedSpec
-from .base import TargetColumn, already_applied
+from ..staged import DELETE, SEGMENT, UNCHANGED, Folded, StagedBatch, StagedPart, pipeline_hash
+from .base import Keys, TargetColumn, already_applied
+from .pg_copy import copy_table, int_list_column
 from .shared import DELETED_AT, SEQUENCE, TOMBSTONE_SUFFIX, PreparedTables, split_target
 
 __all__ = ["PostgresTarget"]
 
 POSITIONS = sql.SQL("sparkcdc.apply_positions")
-DELETE = "__delete"
-UNCHANGED = "__unchanged"
+# The staging table's own columns, before the data columns.
+PIPELINE = "__sparkcdc_pipeline"
+BATCH = "__sparkcdc_batch"
+TAG = "__sparkcdc_tag"
+TOMBSTONE = "__sparkcdc_tombstone"
 
 _ARROW_TO_PG: dict[pa.DataType, str] = {
     pa.bool_(): "boolean", pa.int8(): "smallint", pa.int16(): "smallint", pa.int32(): "integer", pa.int64(): "bigint",
@@ -50,6 +70,7 @@ class _Table:
         self.sequence = list(sequence)
         self.keys = [c for c in columns if c.name in spec.keys]
         self.sequence_type = _sequence_type(spec, sequence)
+        self.stage = sql.Identifier("sparkcdc", _stage_name(self))
 
 
 class PostgresTarget(PreparedTables[_Table]):
@@ -57,7 +78,8 @@ class PostgresTarget(PreparedTables[_Table]):
 
     def __init__(self, url: str, *, connect_timeout: int = 10) -> None:
         super().__init__()
-        self.url = url
+        self.url = self.location = url
+        self.connect_timeout = connect_timeout
         self.description = _redacted(url)
         try:
             self.conn = psycopg.connect(url, autocommit=False, connect_timeout=connect_timeout, application_name="sparkcdc-apply")
@@ -68,7 +90,13 @@ class PostgresTarget(PreparedTables[_Table]):
     def close(self) -> None:
         self.conn.close()
 
+    def open_options(self) -> dict[str, Any]:
+        return {"connect_timeout": self.connect_timeout}
+
     # -- set-up ---------------------------------------------------------------------------------
+
+    def attach(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
+        self._register(spec, _Table(spec, columns, sequence), columns, sequence)
 
     def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
         table = _Table(spec, columns, sequence)
@@ -97,7 +125,28 @@ class PostgresTarget(PreparedTables[_Table]):
                 table.tombstones, sql.SQL(", ").join(key_defs), sql.Identifier(SEQUENCE), sql.SQL(table.sequence_type),
                 sql.Identifier(DELETED_AT), sql.SQL(", ").join(sql.Identifier(c.name) for c in table.keys),
             ))
-        self._tables[spec.target] = table
+            cur.execute(self._create_stage_sql(table))
+            cur.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
+                table.stage, sql.Literal(f"sparkcdc: rows staged for {spec.target} (stored_as_scd_type={spec.scd_type})")))
+        self._register(spec, table, columns, sequence)
+
+    def _create_stage_sql(self, table: _Table) -> sql.Composed:
+        """The staging table: unlogged (a crash loses only what the replay stages again), its data
+        columns typed as the target table's."""
+        seq = sql.SQL(table.sequence_type)
+        head = [
+            sql.SQL("NULL::text AS {}").format(sql.Identifier(PIPELINE)), sql.SQL("NULL::bigint AS {}").format(sql.Identifier(BATCH)),
+            sql.SQL("NULL::text AS {}").format(sql.Identifier(TAG)), sql.SQL("NULL::integer AS {}").format(sql.Identifier(SEGMENT)),
+            sql.SQL("NULL::boolean AS {}").format(sql.Identifier(TOMBSTONE)),
+        ]
+        data = [sql.SQL("t.{}").format(sql.Identifier(c.name)) for c in table.columns]
+        if table.spec.scd_type == 1:
+            tail = [sql.SQL("NULL::boolean AS {}").format(sql.Identifier(DELETE)), sql.SQL("NULL::text[] AS {}").format(sql.Identifier(UNCHANGED))]
+        else:
+            tail = [sql.SQL("NULL::{} AS {}").format(seq, sql.Identifier(name)) for name in (START_AT, END_AT)]
+        tail.append(sql.SQL("NULL::{} AS {}").format(seq, sql.Identifier(SEQUENCE)))
+        return sql.SQL("CREATE UNLOGGED TABLE IF NOT EXISTS {} AS SELECT {} FROM {} t WITH NO DATA").format(
+            table.stage, sql.SQL(", ").join([*head, *data, *tail]), table.ident)
 
     def _create_table_sql(self, table: _Table) -> sql.Composed:
         definitions = [
@@ -137,7 +186,7 @@ class PostgresTarget(PreparedTables[_Table]):
             row = cur.fetchone()
         return None if row is None else int(row[0])
 
-    def tombstones(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, tuple[Any, ...]]:
+    def tombstones(self, spec: ResolvedSpec, keys: Keys) -> dict[Key, tuple[Any, ...]]:
         table = self._table(spec)
         with self.conn.transaction(), self.conn.cursor() as cur:
             cur.execute(sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(table.tombstones))
@@ -150,17 +199,17 @@ class PostgresTarget(PreparedTables[_Table]):
             )
         return {key: _sequence_from_pg(values[0], table) for key, values in found.items()}
 
-    def open_versions(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
+    def open_versions(self, spec: ResolvedSpec, keys: Keys) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
         table = self._table(spec)
         selected = [sql.Identifier(c.name) for c in table.columns] + [sql.Identifier(START_AT)]
         with self.conn.transaction(), self.conn.cursor() as cur:
             found = self._join_keys(cur, table, keys, table.ident, selected, sql.SQL("t.{} IS NULL").format(sql.Identifier(END_AT)), ())
         return {key: (list(values[:-1]), _sequence_from_pg(values[-1], table)) for key, values in found.items()}
 
-    def stored_rows(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, list[Any]]:
+    def stored_rows(self, spec: ResolvedSpec, keys: Keys) -> dict[Key, list[Any]]:
         table = self._table(spec)
-        keys = list(keys)
-        if not keys:
+        keys = keys if isinstance(keys, pa.Table) else list(keys)
+        if not len(keys):
             return {}
         selected = [sql.Identifier(c.name) for c in table.columns]
         with self.conn.transaction(), self.conn.cursor() as cur:
@@ -168,7 +217,7 @@ class PostgresTarget(PreparedTables[_Table]):
         return {key: list(values) for key, values in found.items()}
 
     def _join_keys(
-        self, cur: psycopg.Cursor[Any], table: _Table, keys: Iterable[Key], source: sql.Composable,
+        self, cur: psycopg.Cursor[Any], table: _Table, keys: Keys, source: sql.Composable,
         selected: list[sql.Identifier], condition: sql.Composable, params: tuple[Any, ...],
     ) -> dict[Key, tuple[Any, ...]]:
         """Rows of ``source`` for those keys: the keys go in by COPY, then one join."""
@@ -176,9 +225,13 @@ class PostgresTarget(PreparedTables[_Table]):
         key_names = [sql.Identifier(c.name) for c in table.keys]
         cur.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT {} FROM {} WITH NO DATA").format(
             lookup, sql.SQL(", ").join(key_names), table.ident))
-        with cur.copy(sql.SQL("COPY {} FROM STDIN").format(lookup)) as copy:
-            for key in keys:
-                copy.write_row(list(key))
+        if isinstance(keys, pa.Table):
+            cur.execute("SET LOCAL TIME ZONE 'UTC'")
+            copy_table(cur, lookup, keys.select([c.name for c in table.keys]))
+        else:
+            with cur.copy(sql.SQL("COPY {} FROM STDIN").format(lookup)) as copy:
+                for key in keys:
+                    copy.write_row(list(key))
         join = sql.SQL(" AND ").join(sql.SQL("t.{0} = k.{0}").format(k) for k in key_names)
         cur.execute(sql.SQL("SELECT {}, {} FROM {} t JOIN {} k ON {} WHERE {}").format(
             sql.SQL(", ").join(sql.SQL("t.{}").format(k) for k in key_names),
@@ -187,45 +240,98 @@ class PostgresTarget(PreparedTables[_Table]):
         width = len(key_names)
         return {tuple(row[:width]): tuple(row[width:]) for row in cur.fetchall()}
 
-    # -- the write --------------------------------------------------------------------------------
+    # -- staging --------------------------------------------------------------------------------------
 
-    def apply(self, changes: TableChanges, *, pipeline_id: str, batch_id: int) -> bool:
-        table = self._table(changes.spec)
-        target = changes.spec.target
+    def stage(self, folded: Folded, *, pipeline_id: str, batch_id: int, tag: str) -> StagedPart:
+        """COPY the fold's rows and tombstones into the table's staging table under ``tag``."""
+        spec = folded.spec
+        table = self._table(spec)
+        constants = [(PIPELINE, pipeline_hash(pipeline_id)), (BATCH, batch_id), (TAG, tag)]
+        try:
+            with self.conn.transaction(), self.conn.cursor() as cur:
+                cur.execute("SET LOCAL TIME ZONE 'UTC'")  # timestamps with a zone go as UTC wall time (see pg_copy)
+                if folded.rows.num_rows:
+                    rows = folded.rows
+                    data = {SEGMENT: rows.column(SEGMENT), TOMBSTONE: pa.array(np.zeros(rows.num_rows, dtype=bool))}
+                    data |= {c.name: rows.column(c.name) for c in table.columns}
+                    if spec.scd_type == 1:
+                        data |= {DELETE: rows.column(DELETE), UNCHANGED: rows.column(UNCHANGED)}
+                    else:
+                        data |= {name: _staged_sequence(rows.column(name), table) for name in (START_AT, END_AT)}
+                    copy_table(cur, table.stage, pa.table(data), constants)
+                if folded.tombstones.num_rows:
+                    tombs = folded.tombstones
+                    data = {SEGMENT: pa.array(np.zeros(tombs.num_rows, dtype=np.int32)), TOMBSTONE: pa.array(np.ones(tombs.num_rows, dtype=bool))}
+                    data |= {c.name: tombs.column(c.name) for c in table.keys}
+                    data[SEQUENCE] = _staged_sequence(tombs.column(SEQUENCE), table)
+                    copy_table(cur, table.stage, pa.table(data), constants)
+        except psycopg.OperationalError:
+            raise  # the server went away: as the reads, a failure a restart may cure (sparkcdc.spark.restarts)
+        except psycopg.Error as exc:
+            raise TargetError(f"staging batch {batch_id} of {spec.target} in {self.description} failed: {exc}".strip()) from exc
+        return StagedPart.of(folded, tag)
+
+    def _staged(self, table: _Table, staged: StagedBatch, names: Sequence[str], *, segment: int | None = None) -> sql.Composed:
+        """The staged rows of the batch's collected tags (of ``segment``; else its tombstones) as a subquery."""
+        kind = sql.SQL("NOT {} AND {} = {}").format(sql.Identifier(TOMBSTONE), sql.Identifier(SEGMENT), sql.Literal(segment))
+        if segment is None:
+            kind = sql.SQL("{}").format(sql.Identifier(TOMBSTONE))
+        return sql.SQL("(SELECT {} FROM {} WHERE {} IN ({}) AND {})").format(
+            sql.SQL(", ").join(sql.Identifier(name) for name in names), table.stage, sql.Identifier(TAG),
+            sql.SQL(", ").join(sql.Literal(tag) for tag in staged.tags), kind,
+        )
+
+    def _unstage(self, cur: psycopg.Cursor[Any], table: _Table, pipeline_id: str, batch_id: int) -> None:
+        """Remove the pipeline's staged rows of this table up to ``batch_id``, whatever their tag."""
+        cur.execute(sql.SQL("DELETE FROM {} WHERE {} = %s AND {} <= %s").format(
+            table.stage, sql.Identifier(PIPELINE), sql.Identifier(BATCH)), (pipeline_hash(pipeline_id), batch_id))
+
+    # -- the commit -------------------------------------------------------------------------------------
+
+    def commit(self, staged: StagedBatch, *, pipeline_id: str, batch_id: int) -> bool:
+        table = self._table(staged.spec)
+        target = staged.spec.target
         try:
             with self.conn.transaction(), self.conn.cursor() as cur:
                 cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{pipeline_id}\x1f{target}",))
                 cur.execute(sql.SQL("SELECT batch_id FROM {} WHERE pipeline_id = %s AND target = %s").format(POSITIONS),
                             (pipeline_id, target))
                 row = cur.fetchone()
-                if already_applied(None if row is None else int(row[0]), batch_id, image=changes.is_image):
+                if already_applied(None if row is None else int(row[0]), batch_id, image=staged.is_image):
+                    self._unstage(cur, table, pipeline_id, batch_id)
                     return False
-                for segment in changes.segments:
-                    self._apply_segment(cur, table, segment)
-                if changes.tombstones:
-                    self._record_tombstones(cur, table, changes.tombstones)
+                for segment in range(len(staged.segments)):
+                    self._apply_segment(cur, table, staged, segment)
+                if staged.tombstones:
+                    self._record_tombstones(cur, table, self._staged(table, staged, [c.name for c in table.keys] + [SEQUENCE]))
                 cur.execute(sql.SQL(
                     "INSERT INTO {} (pipeline_id, target, batch_id) VALUES (%s, %s, %s) ON CONFLICT (pipeline_id, target) "
                     "DO UPDATE SET batch_id = EXCLUDED.batch_id, applied_at = now()"
                 ).format(POSITIONS), (pipeline_id, target, batch_id))
+                self._unstage(cur, table, pipeline_id, batch_id)
         except psycopg.Error as exc:
             raise TargetError(f"applying batch {batch_id} to {target} in {self.description} failed: {exc}".strip()) from exc
         return True
 
-    def _apply_segment(self, cur: psycopg.Cursor[Any], table: _Table, segment: Segment) -> None:
-        if segment.truncate_at is not None:
-            self._remove(cur, table, segment.truncate_at, absent_from=None)
-        stage = None
-        if table.spec.scd_type == 1 and segment.final:
-            stage = self._merge_scd1(cur, table, segment)
-        elif table.spec.scd_type == 2 and segment.versions:
-            stage = self._merge_scd2(cur, table, segment)
-        if segment.replace_at is not None:
-            self._remove(cur, table, segment.replace_at, absent_from=stage)
+    def _apply_segment(self, cur: psycopg.Cursor[Any], table: _Table, staged: StagedBatch, segment: int) -> None:
+        bounds = staged.segments[segment]
+        if bounds.truncate_at is not None:
+            self._remove(cur, table, bounds.truncate_at, absent_from=None)
+        source = None
+        if staged.rows_in(segment):
+            data = [c.name for c in table.columns]
+            if table.spec.scd_type == 1:
+                source = self._staged(table, staged, [*data, DELETE, UNCHANGED], segment=segment)
+                self._merge_scd1(cur, table, source, set(staged.kept))
+            else:
+                source = self._staged(table, staged, [*data, START_AT, END_AT], segment=segment)
+                self._merge_scd2(cur, table, source)
+        if bounds.replace_at is not None:
+            self._remove(cur, table, bounds.replace_at, absent_from=source)
 
-    def _remove(self, cur: psycopg.Cursor[Any], table: _Table, at: tuple[Any, ...], absent_from: sql.Identifier | None) -> None:
-        """Delete the rows (SCD1) or close the open versions at ``at`` (SCD2) whose key the
-        staging table ``absent_from`` lacks; every one when there is none (a truncate, an empty image)."""
+    def _remove(self, cur: psycopg.Cursor[Any], table: _Table, at: tuple[Any, ...], absent_from: sql.Composable | None) -> None:
+        """Delete the rows (SCD1) or close the open versions at ``at`` (SCD2) whose key the staged
+        rows ``absent_from`` lack; every one when there are none (a truncate, an empty image)."""
         if absent_from is None:
             absent = sql.SQL("TRUE")
         else:
@@ -237,26 +343,7 @@ class PostgresTarget(PreparedTables[_Table]):
             cur.execute(sql.SQL("UPDATE {} t SET {} = %s WHERE t.{} IS NULL AND {}").format(
                 table.ident, sql.Identifier(END_AT), sql.Identifier(END_AT), absent), (_sequence_to_pg(at, table),))
 
-    def _stage(self, cur: psycopg.Cursor[Any], table: _Table, extra: list[tuple[str, str]], rows: Iterable[list[Any]]) -> sql.Identifier:
-        stage = sql.Identifier(f"sparkcdc_stage_{next(self._temp)}")
-        names = [sql.Identifier(c.name) for c in table.columns]
-        cur.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT {} FROM {} WITH NO DATA").format(
-            stage, sql.SQL(", ").join(names), table.ident))
-        for name, type_ in extra:
-            cur.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(stage, sql.Identifier(name), sql.SQL(type_)))
-        with cur.copy(sql.SQL("COPY {} FROM STDIN").format(stage)) as copy:
-            for row in rows:
-                copy.write_row(row)
-        return stage
-
-    def _merge_scd1(self, cur: psycopg.Cursor[Any], table: _Table, segment: Segment) -> sql.Identifier:
-        kept_anywhere: set[str] = set()
-        for _, _, kept in segment.final.values():
-            kept_anywhere.update(kept)
-        rows = (
-            [*values, delete, list(kept)] for delete, values, kept in segment.final.values()
-        )
-        stage = self._stage(cur, table, [(DELETE, "boolean"), (UNCHANGED, "text[]")], rows)
+    def _merge_scd1(self, cur: psycopg.Cursor[Any], table: _Table, source: sql.Composable, kept_anywhere: set[str]) -> None:
         keys = [c.name for c in table.keys]
         on = sql.SQL(" AND ").join(sql.SQL("t.{0} = s.{0}").format(sql.Identifier(k)) for k in keys)
         others = [c.name for c in table.columns if c.name not in table.spec.keys]
@@ -269,49 +356,54 @@ class PostgresTarget(PreparedTables[_Table]):
         all_names = [sql.Identifier(c.name) for c in table.columns]
         update = (sql.SQL(" WHEN MATCHED THEN UPDATE SET ") + sql.SQL(", ").join(assignments)) if assignments else sql.SQL("")
         cur.execute(sql.SQL(
-            "MERGE INTO {table} t USING {stage} s ON {on} WHEN MATCHED AND s.{delete} THEN DELETE{update}"
+            "MERGE INTO {table} t USING {source} s ON {on} WHEN MATCHED AND s.{delete} THEN DELETE{update}"
             " WHEN NOT MATCHED AND NOT s.{delete} THEN INSERT ({names}) VALUES ({values})"
         ).format(
-            table=table.ident, stage=stage, on=on, delete=sql.Identifier(DELETE), update=update,
+            table=table.ident, source=source, on=on, delete=sql.Identifier(DELETE), update=update,
             names=sql.SQL(", ").join(all_names), values=sql.SQL(", ").join(sql.SQL("s.{}").format(n) for n in all_names),
         ))
-        return stage
 
-    def _merge_scd2(self, cur: psycopg.Cursor[Any], table: _Table, segment: Segment) -> sql.Identifier:
-        rows = (
-            [*values, _sequence_to_pg(start, table), None if end is None else _sequence_to_pg(end, table)]
-            for values, start, end in segment.versions
-        )
-        stage = self._stage(cur, table, [(START_AT, table.sequence_type), (END_AT, table.sequence_type)], rows)
+    def _merge_scd2(self, cur: psycopg.Cursor[Any], table: _Table, source: sql.Composable) -> None:
         keys = [*table.spec.keys, START_AT]
         on = sql.SQL(" AND ").join(sql.SQL("t.{0} = s.{0}").format(sql.Identifier(k)) for k in keys)
         updated = [c.name for c in table.columns if c.name not in table.spec.keys] + [END_AT]
         all_names = [sql.Identifier(c.name) for c in table.columns] + [sql.Identifier(START_AT), sql.Identifier(END_AT)]
         cur.execute(sql.SQL(
-            "MERGE INTO {table} t USING {stage} s ON {on} WHEN MATCHED THEN UPDATE SET {set}"
+            "MERGE INTO {table} t USING {source} s ON {on} WHEN MATCHED THEN UPDATE SET {set}"
             " WHEN NOT MATCHED THEN INSERT ({names}) VALUES ({values})"
         ).format(
-            table=table.ident, stage=stage, on=on,
+            table=table.ident, source=source, on=on,
             set=sql.SQL(", ").join(sql.SQL("{0} = s.{0}").format(sql.Identifier(n)) for n in updated),
             names=sql.SQL(", ").join(all_names), values=sql.SQL(", ").join(sql.SQL("s.{}").format(n) for n in all_names),
         ))
-        return stage
 
-    def _record_tombstones(self, cur: psycopg.Cursor[Any], table: _Table, tombstones: dict[Key, tuple[Any, ...]]) -> None:
-        stage = sql.Identifier(f"sparkcdc_tombstones_{next(self._temp)}")
+    def _record_tombstones(self, cur: psycopg.Cursor[Any], table: _Table, source: sql.Composable) -> None:
         key_names = [sql.Identifier(c.name) for c in table.keys]
-        cur.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT {}, {} FROM {} WITH NO DATA").format(
-            stage, sql.SQL(", ").join(key_names), sql.Identifier(SEQUENCE), table.tombstones))
-        with cur.copy(sql.SQL("COPY {} FROM STDIN").format(stage)) as copy:
-            for key, sequence in tombstones.items():
-                copy.write_row([*key, _sequence_to_pg(sequence, table)])
         cur.execute(sql.SQL(
-            "INSERT INTO {tomb} AS t ({keys}, {seq}) SELECT {keys}, {seq} FROM {stage} ON CONFLICT ({keys}) DO UPDATE"
+            "INSERT INTO {tomb} AS t ({keys}, {seq}) SELECT {keys}, {seq} FROM {source} s ON CONFLICT ({keys}) DO UPDATE"
             " SET {seq} = EXCLUDED.{seq}, {at} = now() WHERE t.{seq} < EXCLUDED.{seq}"
         ).format(tomb=table.tombstones, keys=sql.SQL(", ").join(key_names), seq=sql.Identifier(SEQUENCE),
-                 stage=stage, at=sql.Identifier(DELETED_AT)))
+                 source=source, at=sql.Identifier(DELETED_AT)))
         cur.execute(sql.SQL("DELETE FROM {} WHERE {} < now() - %s").format(table.tombstones, sql.Identifier(DELETED_AT)),
                     (table.spec.spec.tombstone_retention,))
+
+
+def _stage_name(table: _Table) -> str:
+    """The staging table of a target table with this layout: named after the table (readable) and
+    a hash of the layout (a pipeline with other columns stages elsewhere), within PostgreSQL's 63 bytes."""
+    layout = repr((table.spec.target, table.spec.scd_type, [(c.name, _pg_type(c)) for c in table.columns], table.sequence_type))
+    digest = hashlib.sha1(layout.encode("utf-8")).hexdigest()[:12]
+    return table.name.encode("utf-8")[:40].decode("utf-8", errors="ignore") + f"__stage_{digest}"
+
+
+def _staged_sequence(column: Any, table: _Table) -> Any:
+    """A staged sequence (a struct of its fields) as the table stores it: one column's values, or
+    the integer fields as an array (bigint[])."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if len(table.sequence) == 1:
+        return pc.struct_field(column, 0)
+    return int_list_column([pc.struct_field(column, i) for i in range(column.type.num_fields)], mask=column.is_null())
 
 
 def _pg_type(column: TargetColumn) -> str:

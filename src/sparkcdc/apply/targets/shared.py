@@ -11,14 +11,20 @@ Written once here because the copies had started to differ:
 * the settled-tombstone rule (:func:`settled`): tombstones cannot commit with the table's changes
   (they are another table), so a tombstone write whose batch has not reached the main table is not
   trusted; readers take the tombstone table as of its newest write whose batch did commit;
-* :class:`LakeTarget`: a lake target's reads and its write, each turning a library's error into a
-  :class:`TargetError` that names the table and where it is, and the write doing the exactly-once
-  protocol (skip an applied batch, tombstones first, then the table with the batch's position).
+* :class:`PreparedTables`: the tables a target prepared, and ``apply`` as the target's own stage
+  and commit;
+* :class:`LakeTarget`: a lake target's reads, its staging (Parquet files) and its commit, each
+  turning a library's error into a :class:`TargetError` that names the table and where it is, and
+  the commit doing the exactly-once protocol (skip an applied batch, tombstones first, then the
+  table with the batch's position).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import re
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,11 +32,14 @@ from datetime import UTC, datetime
 from typing import Any, Generic, Self, TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from .. import vector
 from ..errors import TargetError
-from ..fold import END_AT, START_AT, Key, TableChanges
+from ..fold import END_AT, START_AT, Key, TableChanges, staged_form
 from ..spec import ResolvedSpec
-from .base import TargetColumn, already_applied
+from ..staged import Folded, StagedBatch, StagedPart, pipeline_hash
+from .base import Keys, TargetColumn, already_applied, key_tuples
 
 __all__ = [
     "BATCH_KEY",
@@ -38,6 +47,7 @@ __all__ = [
     "DELETED_AT_TYPE",
     "PIPELINE_KEY",
     "SEQUENCE",
+    "STAGING_DIR",
     "TOMBSTONE_SUFFIX",
     "LakeTarget",
     "PreparedTables",
@@ -45,11 +55,15 @@ __all__ = [
     "TableLayout",
     "newest_open_versions",
     "reason",
+    "remove_staging",
     "rows_by_key",
     "commit_tags",
     "settled",
     "split_target",
+    "staged_batches",
+    "staging_dir",
     "tags_of",
+    "write_staged",
 ]
 
 #: Tombstone table columns (besides the key columns): the delete's sequence and when it was recorded.
@@ -61,6 +75,8 @@ TOMBSTONE_SUFFIX = "__sparkcdc_tombstones"
 #: The batch's position as a lake commit carries it (Delta commit info, Iceberg snapshot summary).
 PIPELINE_KEY = "sparkcdc.pipeline_id"
 BATCH_KEY = "sparkcdc.batch_id"
+
+log = logging.getLogger(__name__)
 
 V = TypeVar("V")
 C = TypeVar("C")
@@ -203,6 +219,13 @@ class TableLayout:
             return (value,)
         return tuple(value[name] for name in self.sequence_names)
 
+    def stored_sequence(self, column: Any, type_: pa.DataType) -> Any:
+        """A staged sequence column (a struct of the sequence's fields) as the table stores it, of
+        its ``type_``: one column's values, or the struct."""
+        if len(self.sequence_names) == 1:
+            column = pc.struct_field(column, 0)
+        return vector.cast_column(column, type_)
+
     def tombstone_schema(self) -> pa.Schema:
         """Key columns, ``__SEQUENCE`` and ``__DELETED_AT``, all required."""
         return pa.schema(
@@ -310,13 +333,83 @@ def failing_as(what: str) -> Iterator[None]:
         raise TargetError(f"{what} failed: {reason(exc)}") from exc
 
 
-# -- the lake targets' protocol -----------------------------------------------------------------------
+# -- staging files (the lake targets) --------------------------------------------------------------------
+
+#: Under a lake target's root: ``<pipeline>/<table>/<batch>/<tag>/{rows,tombstones}.parquet``.
+STAGING_DIR = "_sparkcdc_staging"
+
+
+def staging_dir(root: str, pipeline_id: str, target: str, batch_id: int | None = None) -> str:
+    """Where a table's staged batches (one of them with ``batch_id``) of a pipeline are, under ``root``."""
+    base = f"{root.rstrip('/')}/{STAGING_DIR}/{pipeline_hash(pipeline_id)}/{pipeline_hash(target)}"
+    return base if batch_id is None else f"{base}/{batch_id:020d}"
+
+
+def _filesystem(location: str) -> tuple[Any, str]:
+    from pyarrow import fs
+
+    if "://" not in location:
+        location = os.path.abspath(location)
+    return fs.FileSystem.from_uri(location)
+
+
+def write_staged(root: str, folded: Folded, *, pipeline_id: str, batch_id: int, tag: str) -> StagedPart:
+    """Stage ``folded`` as Parquet files under ``root`` (storage every node sees: the target's)."""
+    import pyarrow.parquet as pq
+
+    directory = f"{staging_dir(root, pipeline_id, folded.spec.target, batch_id)}/{tag}"
+    files: dict[str, str | None] = {"rows": None, "tombstones": None}
+    with failing_as(f"staging batch {batch_id} of {folded.spec.target} at {directory}"):
+        filesystem, path = _filesystem(directory)
+        filesystem.create_dir(path, recursive=True)
+        for what, rows in (("rows", folded.rows), ("tombstones", folded.tombstones)):
+            if rows.num_rows:
+                pq.write_table(rows, f"{path}/{what}.parquet", filesystem=filesystem, compression="lz4")
+                files[what] = f"{directory}/{what}.parquet"
+    return StagedPart.of(folded, tag, rows_file=files["rows"], tombstones_file=files["tombstones"])
+
+
+def staged_batches(staged: StagedBatch, what: str, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+    """The staged ``what`` ("rows" or "tombstones") of the batch's collected parts, batch by batch."""
+    import pyarrow.dataset as ds
+
+    files = staged.files(what)
+    if not files:
+        return iter(())
+    filesystem, _ = _filesystem(files[0])
+    dataset = ds.dataset([_filesystem(f)[1] for f in files], format="parquet", filesystem=filesystem)
+    return iter(dataset.to_batches(columns=list(columns) if columns is not None else None))
+
+
+def remove_staging(root: str, pipeline_id: str, target: str, batch_id: int) -> None:
+    """Remove a table's staged batches of the pipeline up to ``batch_id``, every tag's: those of
+    task attempts the driver did not collect, and those a crash left behind."""
+    from pyarrow import fs
+
+    try:
+        filesystem, path = _filesystem(staging_dir(root, pipeline_id, target))
+        for info in filesystem.get_file_info(fs.FileSelector(path, allow_not_found=True)):
+            if info.type == fs.FileType.Directory and info.base_name.isdigit() and int(info.base_name) <= batch_id:
+                filesystem.delete_dir(info.path)
+    except OSError as exc:  # the next commit tries again
+        log.warning("could not remove the staging of %s up to batch %d under %s: %s", target, batch_id, root, exc)
+
+
+# -- the targets' protocol --------------------------------------------------------------------------------
 
 class PreparedTables(Generic[P]):
-    """What a target knows of the tables it prepared (``P``), by target table name."""
+    """What a target knows of the tables it prepared (``P``), by target table name, and the
+    in-process :meth:`apply`: the target's own stage and commit of a fold made here."""
 
     def __init__(self) -> None:
         self._tables: dict[str, P] = {}
+        self._event_schemas: dict[str, pa.Schema] = {}
+
+    def _register(self, spec: ResolvedSpec, table: P, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
+        self._tables[spec.target] = table
+        names = dict.fromkeys([c.name for c in columns])
+        self._event_schemas[spec.target] = pa.schema(
+            [pa.field(c.name, c.arrow_type) for c in columns] + [pa.field(c.name, c.arrow_type) for c in sequence if c.name not in names])
 
     def _table(self, spec: ResolvedSpec) -> P:
         try:
@@ -324,20 +417,63 @@ class PreparedTables(Generic[P]):
         except KeyError:
             raise TargetError(f"target table {spec.target} was not prepared") from None
 
+    def stage(self, folded: Folded, *, pipeline_id: str, batch_id: int, tag: str) -> StagedPart:
+        raise NotImplementedError
+
+    def commit(self, staged: StagedBatch, *, pipeline_id: str, batch_id: int) -> bool:
+        raise NotImplementedError
+
+    def applied_batch(self, spec: ResolvedSpec, pipeline_id: str) -> int | None:
+        raise NotImplementedError
+
+    def apply(self, changes: TableChanges, *, pipeline_id: str, batch_id: int) -> bool:
+        """Stage the fold under a tag of its own and commit it; a batch already applied is not even staged."""
+        spec = changes.spec
+        self._table(spec)
+        if already_applied(self.applied_batch(spec, pipeline_id), batch_id, image=changes.is_image):
+            return False
+        folded = staged_form(changes, self._event_schemas[spec.target])
+        part = self.stage(folded, pipeline_id=pipeline_id, batch_id=batch_id, tag=uuid.uuid4().hex)
+        return self.commit(StagedBatch(spec, (part,)), pipeline_id=pipeline_id, batch_id=batch_id)
+
 
 T = TypeVar("T", bound=TableLayout)
 
 
 class LakeTarget(PreparedTables[T]):
-    """A lake format's target (Delta Lake, Iceberg): the reads and the write every lake target
-    does the same way; the format says how it reads, writes and where a table is (the hooks)."""
+    """A lake format's target (Delta Lake, Iceberg): the reads, the staging and the commit every
+    lake target does the same way; the format says how it reads, writes and where a table is (the
+    hooks).
+
+    Executors stage a batch's folded rows as Parquet files under the target's root (storage every
+    node sees, as the target itself); the commit reads them back as Arrow and hands them to the
+    format's library, so the final merge runs in the driver process inside that library's engine
+    (deltalake's Rust, pyiceberg's pyarrow): neither library can commit one transaction from the
+    files many processes wrote. The rows stay Arrow buffers on the way, never a Python object each.
+    Staging files on object storage are read and written through pyarrow's filesystems, which take
+    their credentials from the environment (not from a Delta ``storage_options``)."""
 
     description: str
+    location: str
 
     def close(self) -> None:
         self._tables.clear()
 
+    def open_options(self) -> dict[str, Any]:
+        return {}
+
+    def attach(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
+        self._register(spec, self._layout(spec, columns, sequence), columns, sequence)
+
     # -- hooks ------------------------------------------------------------------------------------------
+
+    def _layout(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> T:
+        """The table's layout in the format (no I/O)."""
+        raise NotImplementedError
+
+    def _staging_root(self) -> str:
+        """Where staging files go: a directory or URI every executor and the driver see."""
+        raise NotImplementedError
 
     def _where(self, spec: ResolvedSpec, *, tombstones: bool = False) -> str:
         """Where the table (or its tombstones) lives, for errors: ``at <path>``."""
@@ -363,12 +499,12 @@ class LakeTarget(PreparedTables[T]):
         """Rows of the table (at least those of ``wanted``) with their data columns."""
         raise NotImplementedError
 
-    def _record_tombstones(self, table: T, tombstones: dict[Key, tuple[Any, ...]], pipeline_id: str, batch_id: int) -> None:
-        """Record a batch's deletes (committed before the table's changes, tagged with the batch)."""
+    def _record_tombstones(self, table: T, staged: StagedBatch, pipeline_id: str, batch_id: int) -> None:
+        """Record a batch's staged deletes (committed before the table's changes, tagged with the batch)."""
         raise NotImplementedError
 
-    def _write(self, table: T, main: Any, changes: TableChanges, pipeline_id: str, batch_id: int) -> None:
-        """Write the changes and the batch's position in one commit of the main table."""
+    def _write(self, table: T, main: Any, staged: StagedBatch, pipeline_id: str, batch_id: int) -> None:
+        """Write the staged changes and the batch's position in one commit of the main table."""
         raise NotImplementedError
 
     # -- reads ------------------------------------------------------------------------------------------
@@ -378,7 +514,7 @@ class LakeTarget(PreparedTables[T]):
             main = self._main(spec)
             return None if main is None else self._applied(main, pipeline_id)
 
-    def tombstones(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, tuple[Any, ...]]:
+    def tombstones(self, spec: ResolvedSpec, keys: Keys) -> dict[Key, tuple[Any, ...]]:
         """Retained tombstones of ``keys``, as of the tombstone table's newest settled write."""
         def read(table: T, wanted: set[Key]) -> dict[Key, tuple[Any, ...]]:
             rows = self._tombstone_rows(table, wanted, table.tombstone_cutoff())
@@ -386,14 +522,14 @@ class LakeTarget(PreparedTables[T]):
 
         return self._of_keys(spec, keys, "the tombstones", read, tombstones=True)
 
-    def open_versions(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
+    def open_versions(self, spec: ResolvedSpec, keys: Keys) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
         """SCD2: the newest row of each of ``keys`` whose ``__END_AT`` is null."""
         def read(table: T, wanted: set[Key]) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
             return newest_open_versions(self._open_rows(table, wanted), table.keys, table.columns, wanted, table.sequence_tuple)
 
         return self._of_keys(spec, keys, "the open versions", read)
 
-    def stored_rows(self, spec: ResolvedSpec, keys: Iterable[Key]) -> dict[Key, list[Any]]:
+    def stored_rows(self, spec: ResolvedSpec, keys: Keys) -> dict[Key, list[Any]]:
         """SCD1: the stored row of each of ``keys``."""
         def read(table: T, wanted: set[Key]) -> dict[Key, list[Any]]:
             return rows_by_key(self._key_rows(table, wanted), table.keys, wanted, lambda row: [row[c] for c in table.columns])
@@ -401,34 +537,41 @@ class LakeTarget(PreparedTables[T]):
         return self._of_keys(spec, keys, "stored rows", read)
 
     def _of_keys(
-        self, spec: ResolvedSpec, keys: Iterable[Key], what: str, read: Callable[[T, set[Key]], dict[Key, V]],
+        self, spec: ResolvedSpec, keys: Keys, what: str, read: Callable[[T, set[Key]], dict[Key, V]],
         *, tombstones: bool = False,
     ) -> dict[Key, V]:
         """``read`` of the prepared table and the wanted keys (nothing when none is), its errors
         as a :class:`TargetError` naming ``what`` it read and where."""
         table = self._table(spec)
-        wanted = set(keys)
+        wanted = set(key_tuples(keys))
         if not wanted:
             return {}
         with failing_as(f"reading {what} of {spec.target} {self._where(spec, tombstones=tombstones)}"):
             return read(table, wanted)
 
-    # -- the write --------------------------------------------------------------------------------------
+    # -- staging and the commit ------------------------------------------------------------------------------
 
-    def apply(self, changes: TableChanges, *, pipeline_id: str, batch_id: int) -> bool:
+    def stage(self, folded: Folded, *, pipeline_id: str, batch_id: int, tag: str) -> StagedPart:
+        self._table(folded.spec)
+        return write_staged(self._staging_root(), folded, pipeline_id=pipeline_id, batch_id=batch_id, tag=tag)
+
+    def commit(self, staged: StagedBatch, *, pipeline_id: str, batch_id: int) -> bool:
         """Skip a batch already applied; else its tombstones first, then the table's changes and
-        the batch's position in one commit."""
-        spec = changes.spec
+        the batch's position in one commit. The batch's staging goes either way."""
+        spec = staged.spec
         table = self._table(spec)
         where = self._where(spec)
-        with failing_as(f"applying batch {batch_id} to {spec.target} {where}"):
-            main = self._main(spec)
-            if main is None:
-                raise TargetError(f"target table {spec.target} {where} is gone (it was prepared)")
-            if already_applied(self._applied(main, pipeline_id), batch_id, image=changes.is_image):
-                return False
-            if changes.tombstones:
-                with failing_as(f"applying batch {batch_id} to {spec.target} {self._where(spec, tombstones=True)}"):
-                    self._record_tombstones(table, changes.tombstones, pipeline_id, batch_id)
-            self._write(table, main, changes, pipeline_id, batch_id)
-        return True
+        try:
+            with failing_as(f"applying batch {batch_id} to {spec.target} {where}"):
+                main = self._main(spec)
+                if main is None:
+                    raise TargetError(f"target table {spec.target} {where} is gone (it was prepared)")
+                if already_applied(self._applied(main, pipeline_id), batch_id, image=staged.is_image):
+                    return False
+                if staged.tombstones:
+                    with failing_as(f"applying batch {batch_id} to {spec.target} {self._where(spec, tombstones=True)}"):
+                        self._record_tombstones(table, staged, pipeline_id, batch_id)
+                self._write(table, main, staged, pipeline_id, batch_id)
+            return True
+        finally:
+            remove_staging(self._staging_root(), pipeline_id, spec.target, batch_id)

@@ -1,0 +1,139 @@
+"""Stage and commit, as Spark drives them: a table's batch folded in several partitions, each
+staged under a tag of its own, and only the tags the driver collected committed.
+
+Every target (PostgreSQL, Delta Lake, Iceberg): a task attempt that staged and then failed (its tag
+never collected) changes nothing, and its staging is removed with the batch's; partitions of one
+batch commit together, an image across them removes only the keys none of them holds; a replayed
+batch commits nothing and leaves no staging behind."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from sparkcdc.apply import ApplySpec
+from sparkcdc.apply.fold import fold_arrow
+from sparkcdc.apply.staged import StagedBatch, StagedPart
+
+from .targets import HARNESSES, LakeHarness, PostgresHarness, data, open_counts
+
+
+@pytest.fixture(params=[*sorted(HARNESSES), "postgres"])
+def any_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., LakeHarness]]:
+    """The harness of one target of every kind (PostgreSQL: its own schema of the session cluster)."""
+    if request.param != "postgres":
+        yield HARNESSES[request.param]
+        return
+    cluster = request.getfixturevalue("pg_cluster")
+    schema = request.getfixturevalue("unique_name")
+    opened: list[PostgresHarness] = []
+
+    def open_(*args: Any, **kwargs: Any) -> PostgresHarness:
+        harness = PostgresHarness(*args, url=f"postgresql://{cluster.user}@{cluster.host}:{cluster.port}/postgres",
+                                  schema=schema, **kwargs)
+        opened.append(harness)
+        return harness
+
+    yield open_
+    for harness in opened:
+        harness.close()
+
+
+def _stage(h: LakeHarness, events: list[dict[str, Any]], tag: str, *, batch_id: int, image: bool = False) -> StagedPart:
+    """Fold ``events`` against the target, as one partition does, and stage them under ``tag``."""
+    table = h.feed.table(events)
+    keys = {(e["id"],) for e in events if not e["__is_truncate"]}
+    folded = fold_arrow(h.resolved, table, tombstones=h.target.tombstones(h.resolved, keys),
+                        open_versions=h.target.open_versions(h.resolved, keys) if h.resolved.scd_type == 2 else None,
+                        image=image)
+    return h.target.stage(folded, pipeline_id="pipe", batch_id=batch_id, tag=tag)
+
+
+def _staged_rows(h: LakeHarness, root: Path) -> int:
+    """Rows (PostgreSQL) or files (the lake formats) left in the target's staging."""
+    if isinstance(h, PostgresHarness):
+        with psycopg.connect(h.url, autocommit=True) as conn:
+            names = [r[0] for r in conn.execute(
+                "SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = 'sparkcdc' AND c.relname LIKE %s", (f"{h.name}__stage_%",)).fetchall()]
+            assert names, "the target table has a staging table"
+            return sum(conn.execute(f'SELECT count(*) FROM sparkcdc."{name}"').fetchone()[0] for name in names)
+    return len(list((root / "_sparkcdc_staging").rglob("*.parquet")))
+
+
+@pytest.mark.parametrize("scd", [1, 2])
+def test_a_failed_attempts_staging_is_not_committed_and_is_removed(tmp_path: Path, any_target: Callable[..., LakeHarness],
+                                                                   scd: int) -> None:
+    h = any_target(tmp_path, ApplySpec("public.items", stored_as_scd_type=scd))
+    f = h.feed
+    assert h.run([f.event("c", id=i, name=f"n{i}", body="b", qty=i, lsn=100) for i in (1, 2, 3)], batch_id=0)
+    batch = [f.event("u", id=1, name="one", body="b", qty=1, lsn=200), f.event("d", id=2, lsn=210),
+             f.event("c", id=4, name="four", body="b", qty=4, lsn=220)]
+    # The first attempt of the task staged the same partition, then died before the driver heard of it.
+    _stage(h, batch, "attempt-0", batch_id=1)
+    # A stray attempt with other content (as if the partition were different): never collected either.
+    _stage(h, [f.event("u", id=3, name="stray", body="b", qty=3, lsn=230)], "attempt-stray", batch_id=1)
+    assert _staged_rows(h, tmp_path) > 0
+    retried = _stage(h, batch, "attempt-1", batch_id=1)
+    assert h.target.commit(StagedBatch(h.resolved, (retried,)), pipeline_id="pipe", batch_id=1)
+    if scd == 1:
+        assert data(h.rows(), "id", "name") == [(1, "one"), (3, "n3"), (4, "four")]
+    else:
+        rows = h.rows()
+        assert open_counts(rows) == {1: 1, 2: 0, 3: 1, 4: 1}  # one version per change: attempt 0's are not there too
+        assert len(rows) == 5 and data([r for r in rows if r["__END_AT"] is None], "id", "name") == [
+            (1, "one"), (3, "n3"), (4, "four")]
+    assert h.target.tombstones(h.resolved, [(2,)]) == {(2,): (210, 211, 0)}
+    assert _staged_rows(h, tmp_path) == 0  # every attempt's staging of the batch is gone
+    # Spark runs the batch again (the driver died before its checkpoint recorded it): nothing changes.
+    fingerprint = h.fingerprint()
+    again = _stage(h, batch, "replay", batch_id=1)
+    assert not h.target.commit(StagedBatch(h.resolved, (again,)), pipeline_id="pipe", batch_id=1)
+    assert h.fingerprint() == fingerprint and _staged_rows(h, tmp_path) == 0
+
+
+@pytest.mark.parametrize("scd", [1, 2])
+def test_partitions_of_a_batch_commit_together_and_an_image_spans_them(tmp_path: Path, any_target: Callable[..., LakeHarness],
+                                                                      scd: int) -> None:
+    h = any_target(tmp_path, ApplySpec("public.items", stored_as_scd_type=scd))
+    f = h.feed
+    first = [f.event("r", id=i, name=f"n{i}", body="b", qty=i, lsn=100) for i in range(1, 7)]
+    assert h.run(first, batch_id=0, replace_at=(100, 101, 0))
+    # The snapshot taken again: key 1 and 4 are gone, 2 and 5 changed; two partitions by key.
+    low = [f.event("r", id=2, name="two", body="b", qty=2, lsn=500), f.event("r", id=3, name="n3", body="b", qty=3, lsn=500)]
+    high = [f.event("r", id=5, name="five", body="b", qty=5, lsn=501), f.event("r", id=6, name="n6", body="b", qty=6, lsn=501),
+            f.event("r", id=7, name="n7", body="b", qty=7, lsn=502)]
+    parts = (_stage(h, high, "partition-1", batch_id=0, image=True), _stage(h, low, "partition-0", batch_id=0, image=True))
+    staged = StagedBatch(h.resolved, parts)
+    assert staged.is_image and staged.segments[0].replace_at == (500, 501, 0)  # the earliest partition's
+    assert h.target.commit(staged, pipeline_id="pipe", batch_id=0)
+    if scd == 1:
+        assert data(h.rows(), "id", "name") == [(2, "two"), (3, "n3"), (5, "five"), (6, "n6"), (7, "n7")]
+    else:
+        rows = h.rows()
+        assert data([r for r in rows if r["__END_AT"] is None], "id", "name") == [
+            (2, "two"), (3, "n3"), (5, "five"), (6, "n6"), (7, "n7")]
+        closed = {r["id"]: r["__END_AT"] for r in rows if r["__END_AT"] is not None}
+        assert sorted(closed) == [1, 2, 4, 5]
+        assert all(tuple(end.values()) in ((500, 501, 0), (501, 502, 0)) for end in closed.values())
+    assert _staged_rows(h, tmp_path) == 0
+
+
+def test_parts_that_disagree_on_their_segments_are_refused() -> None:
+    from sparkcdc.apply.errors import ApplyError
+    from sparkcdc.apply.staged import SegmentBounds
+
+    spec = ApplySpec("public.items").resolve(["id"], ["id"])
+    whole = StagedPart("a", (SegmentBounds(),), (1,), 0, 1, 0)
+    truncated = StagedPart("b", (SegmentBounds(truncate_at=(5,)),), (1,), 0, 1, 0)
+    imaged = StagedPart("c", (SegmentBounds(replace_at=(5,)),), (1,), 0, 1, 0)
+    with pytest.raises(ApplyError, match="truncate at different sequences"):
+        StagedBatch(spec, (whole, truncated))
+    with pytest.raises(ApplyError, match="only some staged parts"):
+        StagedBatch(spec, (whole, imaged))
+    with pytest.raises(ApplyError, match="has no part"):
+        StagedBatch(spec, ())
