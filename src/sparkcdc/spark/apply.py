@@ -55,7 +55,7 @@ from ..apply.partition import stage_partition, with_target
 from ..apply.spec import DEFAULT_SEQUENCE, ApplySpec, ResolvedSpec
 from ..apply.staged import StagedBatch, StagedPart
 from ..apply.targets import ApplyTarget, TargetColumn, already_applied, target_for
-from .views import CHANGE_OPS, describe_table, table_changes
+from .views import CHANGE_OPS, DescribedViews, table_changes
 
 __all__ = ["EVENTS_PER_PARTITION", "ApplyStats", "ChangeApplier", "StageTask", "apply_changes"]
 
@@ -111,6 +111,9 @@ class _Census:
     #: Per table, its changes as the source counts them (at least as many as its typed changes:
     #: the source's rows may include some the typed view leaves out).
     changes: Mapping[str, int] = field(default_factory=dict)
+    #: Per table, the shapes of its changes (the changes layout's blocks carry theirs; empty otherwise):
+    #: a table's described view is reused until one of them differs.
+    shapes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -197,6 +200,7 @@ class ChangeApplier:
             raise ApplySpecError("events_per_partition", f"must be at least 1, not {events_per_partition}")
         self.events_per_partition = events_per_partition
         self.stats = ApplyStats()
+        self._views = DescribedViews(self.properties)  # reused until a Relation message changes a table
         self._prepared: dict[str, tuple[tuple[str, ...], tuple[pa.DataType, ...]]] = {}
 
     @property
@@ -280,7 +284,7 @@ class ChangeApplier:
         if not image and not present:
             return None
         with self.stats.timed("describe"):
-            view = describe_table(self.properties, spec.qualified_table)
+            view = self._views.get(spec.qualified_table, census.shapes.get(spec.qualified_table, ()))
             resolved = spec.resolve([c.name for c in view.columns], view.keys)
             applied = self.target.applied_batch(resolved, self.pipeline_id)
         if already_applied(applied, batch_id, image=image):
@@ -407,11 +411,15 @@ def _census(batch: DataFrame) -> _Census:
     else:  # a frame of the user's own, without the source's snapshot marker
         image_at = F.lit(None)
     # A row is a change; in the source's changes layout a block of ``rows`` changes.
-    count = F.sum("rows") if "rows" in batch.columns and "block" in batch.columns else F.count(F.lit(1))
-    rows = changes.groupBy("schema", "table").agg(image_at.alias("image_at"), count.alias("changes")).collect()
+    blocks = "rows" in batch.columns and "block" in batch.columns
+    count = F.sum("rows") if blocks else F.count(F.lit(1))
+    shapes = F.collect_set("shape") if blocks and "shape" in batch.columns else F.array()
+    rows = changes.groupBy("schema", "table").agg(image_at.alias("image_at"), count.alias("changes"),
+                                                  shapes.alias("shapes")).collect()
     starts = [tuple(row["image_at"]) for row in rows if row["image_at"] is not None]
     counts = {f"{row['schema']}.{row['table']}": int(row["changes"] or 0) for row in rows}
-    return _Census(tuple(sorted(counts)), min(starts) if starts else None, counts)
+    shaped = {f"{row['schema']}.{row['table']}": tuple(row["shapes"] or ()) for row in rows}
+    return _Census(tuple(sorted(counts)), min(starts) if starts else None, counts, shaped)
 
 
 def _condition(expression: str | None) -> Any:

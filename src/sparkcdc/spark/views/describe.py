@@ -77,11 +77,13 @@ class DescribedViews:
         self._views: dict[str, TableView] = {}
         self.described = 0  # catalog descriptions made (what the tests count)
 
-    def get(self, table: str, shapes: Iterable[str | None] = ()) -> TableView:
-        """The view of ``table``; described again when ``shapes`` names one the cached view lacks
-        (None: the changes' shape is not known, as on the ``columns`` layout: kept as cached)."""
+    def get(self, table: str, shapes: Iterable[str] = ()) -> TableView:
+        """The view of ``table``, reused when ``shapes`` (of the batch's changes of it) are all the
+        cached view's; described again otherwise, and whenever the shapes are not known (none given,
+        as on the ``columns`` layout: a column added to the table must not go unnoticed)."""
+        shapes = set(shapes)
         view = self._views.get(table)
-        if view is None or any(shape is not None and shape != view_shape(view) for shape in shapes):
+        if view is None or not shapes or shapes != {view_shape(view)}:
             view = self._views[table] = describe_table(self.properties, table)
             self.described += 1
         return view
