@@ -410,6 +410,9 @@ _ALL = [
        doc="rows a parallel snapshot chunk is sized to hold (one Spark task each)"),
     _P("sparkcdc.snapshot.render.sql", "true", "bool",
        doc="let PostgreSQL render the snapshot's key and row payloads as JSON where every column's type allows"),
+    _P("sparkcdc.apply.changes.per.task", "100000", "int", check=_positive,
+       doc="apply: a table's micro-batch beyond this many changes is split by key over several fold tasks "
+           "(at least the cluster's default parallelism)"),
     _P("sparkcdc.output.layout", "columns", "enum", ("columns", "lines", "changes"),
        doc="the source's rows: the record's columns; (lines) topic, its topic-files JSON line, lsn, commit_lsn, ordinal; "
            "(changes) each table's row changes as typed Arrow blocks, no JSON (what table_changes and apply_changes read fastest)"),

@@ -34,7 +34,7 @@ import logging
 import pickle
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import reduce
@@ -366,7 +366,8 @@ class ChangeApplier:
         parts: dict[str, list[StagedPart]] = {}
         if staging:
             with self.stats.timed("stage"):
-                summaries = reduce(DataFrame.union, staging).collect()
+                summaries = _described(batch.sparkSession.sparkContext, f"{STAGE_JOB} (batch {batch_id})",
+                                       reduce(DataFrame.union, staging).collect)
             for row in summaries:
                 part = pickle.loads(row["part"])
                 parts.setdefault(row["target"], []).append(part)
@@ -400,6 +401,20 @@ class ChangeApplier:
             return staged.is_image
         self.stats.applied_batches_skipped += 1
         return False
+
+
+#: The description of the job whose tasks fold and stage (the Spark UI and event log show it).
+STAGE_JOB = "sparkcdc apply: fold and stage"
+
+
+def _described(context: Any, description: str, action: Callable[[], Any]) -> Any:
+    """``action()`` as a job described as ``description``; the thread's description before is restored."""
+    before = context.getLocalProperty("spark.job.description")
+    context.setJobDescription(description)
+    try:
+        return action()
+    finally:
+        context.setJobDescription(before)
 
 
 def _census(batch: DataFrame) -> _Census:
