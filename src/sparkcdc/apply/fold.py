@@ -355,7 +355,10 @@ def fold_arrow(
     """:func:`fold_changes` as a :class:`~sparkcdc.apply.staged.Folded`: column at a time where
     that gives the same result (:func:`fold_scd1_vectorized`), else event by event."""
     if vectorizable(spec, events):
-        folded = fold_scd1_vectorized(spec, events, tombstones=tombstones, image=image, replace_at=replace_at)
+        try:
+            folded = fold_scd1_vectorized(spec, events, tombstones=tombstones, image=image, replace_at=replace_at)
+        except pa.ArrowNotImplementedError:  # a key type Arrow cannot sort, compare or join: event by event
+            folded = None
         if folded is not None:
             return folded
     changes = fold_changes(spec, events, tombstones=tombstones, open_versions=open_versions, image=image,

@@ -36,12 +36,12 @@ __all__ = ["distinct_keys", "fold_against", "old_keys", "stage_partition", "with
 
 R = TypeVar("R")
 
-_OPENED: dict[tuple[str, tuple[tuple[str, Any], ...]], ApplyTarget] = {}
+_OPENED: dict[tuple[str, str], ApplyTarget] = {}
 
 
 def with_target(location: str, options: dict[str, Any], work: Callable[[ApplyTarget], R]) -> R:
     """``work`` with the process's target at ``location`` (opened once and kept; see the module doc)."""
-    cache_key = (location, tuple(sorted(options.items())))
+    cache_key = (location, repr(sorted(options.items())))  # options may hold dicts (Delta's storage_options)
     target = _OPENED.get(cache_key)
     if target is not None:
         try:
@@ -56,7 +56,7 @@ def with_target(location: str, options: dict[str, Any], work: Callable[[ApplyTar
         raise
 
 
-def _forget(cache_key: tuple[str, tuple[tuple[str, Any], ...]]) -> None:
+def _forget(cache_key: tuple[str, str]) -> None:
     target = _OPENED.pop(cache_key, None)
     if target is not None:
         try:

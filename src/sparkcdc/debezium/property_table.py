@@ -410,7 +410,7 @@ _ALL = [
        doc="rows a parallel snapshot chunk is sized to hold (one Spark task each)"),
     _P("sparkcdc.snapshot.render.sql", "true", "bool",
        doc="let PostgreSQL render the snapshot's key and row payloads as JSON where every column's type allows"),
-    _P("sparkcdc.apply.changes.per.task", "100000", "int", check=_positive,
+    _P("sparkcdc.apply.changes.per.task", "200000", "int", check=_positive,
        doc="apply: a table's micro-batch beyond this many changes is split by key over several fold tasks "
            "(at least the cluster's default parallelism)"),
     _P("sparkcdc.output.layout", "columns", "enum", ("columns", "lines", "changes"),
