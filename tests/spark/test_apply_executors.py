@@ -103,7 +103,7 @@ def test_the_fold_runs_in_executors_and_only_summaries_reach_the_driver(spark, p
 
     assert not [call for call in reads.calls if call[0] != "collect"], reads.calls  # no toArrow, no toPandas…
     kinds = {columns for _, columns, _ in reads.calls}
-    census, count = ("schema", "table", "image_at", "changes", "shapes"), ("events", "truncates", "lacking", "target")
+    census, count = ("schema", "table", "image_at", "changes", "shapes", "reads_only"), ("events", "truncates", "lacking", "target")
     assert kinds <= {census, count, tuple(SUMMARY.names)}, kinds
     assert sum(rows for _, _, rows in reads.calls) < 120  # a few per table and batch; 10,000 changes were applied
     parts = [part for found in (*snapshot, *streamed) for table in found.values() for part in table]

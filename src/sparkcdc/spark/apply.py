@@ -116,6 +116,9 @@ class _Census:
     #: Per table, the shapes of its changes (the changes layout's blocks carry theirs; empty otherwise):
     #: a table's described view is reused until one of them differs.
     shapes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Per table, whether its changes are snapshot reads only (op ``r``; a block whose first change is
+    #: a read holds only reads: blocks do not mix snapshot rows with streamed changes).
+    reads_only: Mapping[str, bool] = field(default_factory=dict)
 
 
 @dataclass
@@ -305,6 +308,10 @@ class ChangeApplier:
             return _Plan(resolved, columns, sequence, schema, None, events=0)
         if census.changes.get(spec.qualified_table, 0) <= self.events_per_partition:
             return _Plan(resolved, columns, sequence, schema, changes)
+        if census.reads_only.get(spec.qualified_table, False):
+            # Snapshot reads only (an initial or blocking snapshot's batch): no truncate and no key
+            # change, and the census counted them: split by key without a counting job.
+            return _Plan(resolved, columns, sequence, schema, changes, events=census.changes[spec.qualified_table])
         # Read by the count and by the staging job: the typed view is computed once.
         return _Plan(resolved, columns, sequence, schema, changes.persist(StorageLevel.MEMORY_AND_DISK), split=True)
 
@@ -432,11 +439,12 @@ def _census(batch: DataFrame) -> _Census:
     count = F.sum("rows") if blocks else F.count(F.lit(1))
     shapes = F.collect_set("shape") if blocks and "shape" in batch.columns else F.array()
     rows = changes.groupBy("schema", "table").agg(image_at.alias("image_at"), count.alias("changes"),
-                                                  shapes.alias("shapes")).collect()
+                                                  shapes.alias("shapes"), F.min(F.col("op") == "r").alias("reads_only")).collect()
     starts = [tuple(row["image_at"]) for row in rows if row["image_at"] is not None]
     counts = {f"{row['schema']}.{row['table']}": int(row["changes"] or 0) for row in rows}
     shaped = {f"{row['schema']}.{row['table']}": tuple(row["shapes"] or ()) for row in rows}
-    return _Census(tuple(sorted(counts)), min(starts) if starts else None, counts, shaped)
+    reads = {f"{row['schema']}.{row['table']}": bool(row["reads_only"]) for row in rows}
+    return _Census(tuple(sorted(counts)), min(starts) if starts else None, counts, shaped, reads)
 
 
 def _condition(expression: str | None) -> Any:

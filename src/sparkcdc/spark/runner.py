@@ -104,8 +104,10 @@ def run_pipeline(
     properties = dict(config.raw)
     properties["sparkcdc.state.location"] = _state_location(properties.get("sparkcdc.state.location"), location)
     if appliers:
-        # Applying folds each batch's changes of a table in the driver: smaller batches than the
-        # topic files need (256 MiB of WAL made one batch of a million changes: the driver ran out).
+        # Applying: a lake target's commit holds a table's folded batch as Arrow in the driver, and a
+        # batch that must be folded whole is one task's: smaller batches than the topic files need.
+        # (Set when the fold ran in the driver, where 256 MiB made a batch of a million changes that
+        # it could not hold; with the fold in executors, larger batches are still to be measured.)
         properties.setdefault("sparkcdc.max.batch.wal.bytes", str(APPLY_BATCH_WAL_BYTES))
     use_throughput_gc()
     restarts = RestartPolicy.from_config(config)
