@@ -14,7 +14,6 @@ of all of them together, for both sizes; the output is checked to hold exactly o
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _common import machine_summary, record_result, write_properties  # noqa: E402
+from _memory import process_tree  # noqa: E402
 
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
 
@@ -41,25 +41,6 @@ class Peaks:
     jvm_mb: float = 0.0
     python_mb: float = 0.0
     total_mb: float = 0.0
-
-
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                ppid = int(handle.read().rsplit(b")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    found, stack = [], [root]
-    while stack:
-        for child in children.get(stack.pop(), ()):
-            found.append(child)
-            stack.append(child)
-    return found
 
 
 def _rss_mb(pid: int) -> tuple[str, float]:
@@ -81,7 +62,7 @@ def sampled(root: int) -> Iterator[Peaks]:
     def sample() -> None:
         while not stop.is_set():
             jvm = python = 0.0
-            for pid in _descendants(root):
+            for pid in process_tree(root):
                 comm, rss = _rss_mb(pid)
                 if comm == "java":
                     jvm += rss

@@ -8,7 +8,7 @@ batch commits nothing and leaves no staging behind."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,28 +19,7 @@ from sparkcdc.apply import ApplySpec
 from sparkcdc.apply.fold import fold_arrow
 from sparkcdc.apply.staged import StagedBatch, StagedPart
 
-from .targets import HARNESSES, LakeHarness, PostgresHarness, data, open_counts
-
-
-@pytest.fixture(params=[*sorted(HARNESSES), "postgres"])
-def any_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., LakeHarness]]:
-    """The harness of one target of every kind (PostgreSQL: its own schema of the session cluster)."""
-    if request.param != "postgres":
-        yield HARNESSES[request.param]
-        return
-    cluster = request.getfixturevalue("pg_cluster")
-    schema = request.getfixturevalue("unique_name")
-    opened: list[PostgresHarness] = []
-
-    def open_(*args: Any, **kwargs: Any) -> PostgresHarness:
-        harness = PostgresHarness(*args, url=f"postgresql://{cluster.user}@{cluster.host}:{cluster.port}/postgres",
-                                  schema=schema, **kwargs)
-        opened.append(harness)
-        return harness
-
-    yield open_
-    for harness in opened:
-        harness.close()
+from .targets import LakeHarness, PostgresHarness, data, open_counts
 
 
 def _stage(h: LakeHarness, events: list[dict[str, Any]], tag: str, *, batch_id: int, image: bool = False) -> StagedPart:

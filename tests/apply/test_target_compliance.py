@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -18,35 +18,13 @@ import pytest
 from sparkcdc.apply import ApplySpec, TargetError
 from sparkcdc.apply.targets import TargetColumn
 
-from .targets import COLUMNS, HARNESSES, LakeHarness, PostgresHarness, data, open_counts, seq, start_of
+from .targets import COLUMNS, HARNESSES, LakeHarness, data, open_counts, seq, start_of
 
 
 @pytest.fixture(params=sorted(HARNESSES))
 def lake(request: pytest.FixtureRequest) -> type[LakeHarness]:
     """The harness class of one lake format."""
     return HARNESSES[request.param]
-
-
-@pytest.fixture(params=[*sorted(HARNESSES), "postgres"])
-def any_target(request: pytest.FixtureRequest) -> Iterator[Callable[..., LakeHarness]]:
-    """The harness of one target of every kind: the lake formats, and PostgreSQL (its own schema
-    of the session cluster)."""
-    if request.param != "postgres":
-        yield HARNESSES[request.param]
-        return
-    cluster = request.getfixturevalue("pg_cluster")
-    schema = request.getfixturevalue("unique_name")
-    opened: list[PostgresHarness] = []
-
-    def open_(*args: Any, **kwargs: Any) -> PostgresHarness:
-        harness = PostgresHarness(*args, url=f"postgresql://{cluster.user}@{cluster.host}:{cluster.port}/postgres",
-                                  schema=schema, **kwargs)
-        opened.append(harness)
-        return harness
-
-    yield open_
-    for harness in opened:
-        harness.close()
 
 
 # -- SCD1 -----------------------------------------------------------------------------------------
