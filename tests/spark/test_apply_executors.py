@@ -163,3 +163,18 @@ def test_a_task_that_failed_after_staging_is_applied_once(pg_cluster, db, tmp_pa
         assert all(h.execute(f'SELECT count(*) FROM sparkcdc."{name}"').fetchone() == (0,) for name in stages)
     assert workload.delta_mismatches(db, delta, prefix) == []
     assert list((delta / "_sparkcdc_staging").rglob("*.parquet")) == []
+
+
+def test_the_fold_task_size_is_a_property() -> None:
+    """``sparkcdc.apply.changes.per.task`` among the properties sets the applier's split; a bad value names itself."""
+    from sparkcdc.errors import ConfigurationError
+    from sparkcdc.spark.apply import ChangeApplier
+
+    base = {"database.hostname": "localhost", "database.user": "u", "database.dbname": "db", "topic.prefix": "srv"}
+    applier = ChangeApplier("postgresql://u@localhost/db", {**base, "sparkcdc.apply.changes.per.task": "7"},
+                            pipeline_id="p", all_tables=True)
+    assert applier.events_per_partition == 7
+    assert ChangeApplier("postgresql://u@localhost/db", base, pipeline_id="p", all_tables=True).events_per_partition == 200_000
+    with pytest.raises(ConfigurationError, match="sparkcdc.apply.changes.per.task"):
+        ChangeApplier("postgresql://u@localhost/db", {**base, "sparkcdc.apply.changes.per.task": "0"}, pipeline_id="p",
+                      all_tables=True)

@@ -7,12 +7,12 @@ Each micro-batch runs in ``foreachBatch``; the driver plans and commits, executo
    initial snapshot. Per table: the catalog's description, the parameters resolved, the target's
    recorded batch (a batch at or below it is skipped: a batch Spark re-executes after a crash
    changes nothing), the target table and its staging prepared. A table's batch is split by key
-   only when it is big (over :data:`EVENTS_PER_PARTITION` changes): then one more job, over the
+   only when it is big (over ``sparkcdc.apply.changes.per.task`` changes): then one more job, over the
    typed changes of every such table (``views.table_changes``, cached for the next step), counts
    them and finds whether the fold needs the batch whole (a truncate, or a primary-key change whose
    new row lacks columns, unchanged TOAST, it must take from the old key's row).
 2. **Fold and stage (executors).** A table's typed changes go to one task (no shuffle), or, when
-   split, are hash-partitioned by key into one partition per :data:`EVENTS_PER_PARTITION` changes
+   split, are hash-partitioned by key into one partition per ``sparkcdc.apply.changes.per.task`` changes
    (at least ``defaultParallelism``), and ``mapInArrow`` runs :class:`StageTask` on each
    partition: it folds the partition's events against the target's state of their keys and
    stages the result in the target's staging under a tag of its own
@@ -57,17 +57,10 @@ from ..apply.staged import StagedBatch, StagedPart
 from ..apply.targets import ApplyTarget, TargetColumn, already_applied, target_for
 from .views import CHANGE_OPS, DescribedViews, table_changes
 
-__all__ = ["EVENTS_PER_PARTITION", "ApplyStats", "ChangeApplier", "StageTask", "apply_changes"]
+__all__ = ["ApplyStats", "ChangeApplier", "StageTask", "apply_changes"]
 
 log = logging.getLogger(__name__)
 
-#: A table's batch is hash-partitioned by key into one partition per this many changes. Splitting
-#: costs a count (and cache) of the typed changes and a shuffle of them, which measured (local[2],
-#: 200,000 changes of a 6-column table, two batches) more than the executors' fold and COPY of those
-#: rows: about 3.5 s against 2.3 s unsplit. So a batch up to this size (the runner's default batch,
-#: 32 MiB of WAL, holds about 100,000 changes of such a table) is folded by one task; a bigger one
-#: (an initial snapshot) is split so that no task holds much more than this many.
-EVENTS_PER_PARTITION = 200_000
 
 #: What a :class:`StageTask` answers per partition: the target table, the tag, counts, and the
 #: pickled :class:`~sparkcdc.apply.staged.StagedPart`.
@@ -169,7 +162,13 @@ class ChangeApplier:
     """The ``foreachBatch`` function. ``specs``: tables with their own parameters; with
     ``all_tables`` every other captured table found in a batch is applied with ``defaults``.
     ``events_per_partition``: a table's batch is split by key into one partition per that many
-    events (at least ``defaultParallelism`` partitions once split; see :data:`EVENTS_PER_PARTITION`)."""
+    events (at least ``defaultParallelism`` partitions once split; see ``sparkcdc.apply.changes.per.task``);
+    by default the properties' ``sparkcdc.apply.changes.per.task`` (200,000). Splitting costs a
+    count (and cache) of the typed changes and a shuffle of them, which measured (local[2], 200,000
+    changes of a 6-column table, two batches) more than the executors' fold and COPY of those rows:
+    about 3.5 s against 2.3 s unsplit. So a batch up to this size (the runner's default batch, 32 MiB
+    of WAL, holds about 100,000 changes of such a table) is folded by one task; a bigger one (an
+    initial snapshot) is split so that no task holds much more than this many."""
 
     #: The executors' function (a subclass may wrap it; it must be importable by the workers).
     stage_task: type[StageTask] = StageTask
@@ -183,7 +182,7 @@ class ChangeApplier:
         specs: Sequence[ApplySpec] = (),
         all_tables: bool = False,
         defaults: Mapping[str, Any] | None = None,
-        events_per_partition: int = EVENTS_PER_PARTITION,
+        events_per_partition: int | None = None,
     ) -> None:
         if not specs and not all_tables:
             raise ApplySpecError("table", "name the tables to apply (specs) or apply all tables")
@@ -201,6 +200,10 @@ class ChangeApplier:
         self.defaults = dict(defaults or {})
         if all_tables:
             ApplySpec(table="defaults.check", **self.defaults)  # parameters fail here, before any batch runs
+        if events_per_partition is None:
+            from .options import config_from_options
+
+            events_per_partition = config_from_options(properties).get_int("sparkcdc.apply.changes.per.task")
         if events_per_partition < 1:
             raise ApplySpecError("events_per_partition", f"must be at least 1, not {events_per_partition}")
         self.events_per_partition = events_per_partition

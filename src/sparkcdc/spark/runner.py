@@ -208,8 +208,7 @@ def _appliers(config: ConnectorConfig, checkpoint: str, apply_to: Sequence[str |
     pipeline_id = checkpoint if "://" in checkpoint else str(Path(checkpoint).absolute())
     pairs = [(target, scd_type) if isinstance(target, str) else target for target in apply_to]
     return [
-        ChangeApplier(target, config.raw, pipeline_id=pipeline_id, all_tables=True, defaults={"stored_as_scd_type": scd},
-                      events_per_partition=config.get_int("sparkcdc.apply.changes.per.task"))
+        ChangeApplier(target, config.raw, pipeline_id=pipeline_id, all_tables=True, defaults={"stored_as_scd_type": scd})
         for target, scd in pairs
     ]
 
