@@ -82,6 +82,9 @@ class ApplyStats:
     applied_batches_skipped: int = 0
     dropped_late: int = 0
     images: int = 0  # initial-snapshot batches applied (again, when re-executed) as the tables' whole image
+    #: batch id -> the row changes its census counted (on the changes layout a source row is a block
+    #: of changes, so Spark's numInputRows counts blocks; the runner reports these instead)
+    changes_by_batch: dict[int, int] = field(default_factory=dict)
     #: Driver seconds per phase: census (which tables, snapshot?), describe (the catalog and the
     #: target's position), plan (the count of each big table's typed changes), stage (the
     #: executors' fold and staging), commit (the target's commit of the staged rows); and
@@ -238,6 +241,7 @@ class ChangeApplier:
         try:
             with self.stats.timed("census"):
                 census = _census(batch)
+            self.stats.changes_by_batch[batch_id] = sum(census.changes.values())
             for spec in self._specs_for(census):
                 plan = self._plan(batch, batch_id, spec, census)
                 if plan is not None:

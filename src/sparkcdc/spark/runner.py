@@ -114,9 +114,6 @@ def run_pipeline(
     spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}")
     register(spark)
     topic_files = None if output is None or not appliers else TopicFilesBatchWriter(output)
-    # batch id -> its changes, where the source's rows are blocks of changes (the changes layout):
-    # Spark's numInputRows counts blocks there.
-    changes_by_batch: dict[int, int] = {}
 
     def start() -> Any:
         """The streaming query, from the checkpoint: the first start and every restart alike."""
@@ -125,7 +122,7 @@ def run_pipeline(
             # files are written too (they need each record's JSON); one persisted read per batch.
             layout = properties if topic_files is not None else {**properties, "sparkcdc.output.layout": "changes"}
             frame = spark.readStream.format("postgres-cdc").options(**options_for(layout)).load()
-            writer = frame.writeStream.foreachBatch(_BatchFanOut(topic_files, appliers, changes_by_batch))
+            writer = frame.writeStream.foreachBatch(_BatchFanOut(topic_files, appliers))
         else:
             # The topic files need only each record's line: the reader builds it (see sparkcdc.spark.lines).
             lines = {**properties, "sparkcdc.output.layout": "lines"}
@@ -180,7 +177,10 @@ def run_pipeline(
         for applier in appliers:
             applier.close()
     def input_rows(p: dict[str, Any]) -> int:
-        return changes_by_batch.get(int(p.get("batchId", -1)), int(p.get("numInputRows", 0)))
+        # On the changes layout (apply without topic files) a source row is a block: the appliers'
+        # census counted the changes.
+        counted = appliers[0].stats.changes_by_batch if appliers and topic_files is None else {}
+        return counted.get(int(p.get("batchId", -1)), int(p.get("numInputRows", 0)))
 
     return RunSummary(
         batches=len(progress),
@@ -244,21 +244,15 @@ def _state_location(configured: str | None, checkpoint: str) -> str:
 class _BatchFanOut:
     """One micro-batch to the topic files and every apply target, reading the source once."""
 
-    def __init__(self, topic_files: Any, appliers: Sequence[Any], changes_by_batch: dict[int, int]) -> None:
+    def __init__(self, topic_files: Any, appliers: Sequence[Any]) -> None:
         self.topic_files = topic_files
         self.appliers = list(appliers)
-        self.changes_by_batch = changes_by_batch
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         from pyspark import StorageLevel
-        from pyspark.sql import functions as F
-
-        from .changes_layout import is_changes_layout
 
         batch = batch.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            if is_changes_layout(batch):
-                self.changes_by_batch[batch_id] = int(batch.agg(F.sum("rows")).first()[0] or 0)
             if self.topic_files is not None:
                 self.topic_files(batch, batch_id)
             for applier in self.appliers:
