@@ -73,15 +73,19 @@ def _parts_by_table(summaries: list[Any]) -> dict[str, list[Any]]:
     return found
 
 
+@pytest.mark.parametrize("layout", ["columns", "changes"])
 def test_the_fold_runs_in_executors_and_only_summaries_reach_the_driver(spark, pg_cluster, db, tmp_path, unique_name,
-                                                                         monkeypatch):
+                                                                         monkeypatch, layout):
+    """On the ``columns`` layout a counting job over the typed changes finds which tables must be
+    folded whole; on the ``changes`` layout the census reads it from the block headers (no such job)."""
     prefix = f"ex{abs(hash(unique_name)) % 10**6}"
     workload.create(db, prefix, rows=1500)
     for name in (f"{prefix}_mirror", f"{prefix}_history"):
         db.execute(f'CREATE DATABASE "{name}"')
     base = f"postgresql://{pg_cluster.user}@{pg_cluster.host}:{pg_cluster.port}"
     checkpoint = tmp_path / "checkpoint"
-    props = properties(pg_cluster, f"{prefix}_slot", workload.tables(prefix), **{"skipped.operations": "none"})
+    props = properties(pg_cluster, f"{prefix}_slot", workload.tables(prefix),
+                       **{"skipped.operations": "none", "sparkcdc.output.layout": layout})
     appliers = [ChangeApplier(f"{base}/{prefix}_{name}", props, pipeline_id=str(checkpoint), all_tables=True,
                               defaults={"stored_as_scd_type": scd}, events_per_partition=400)
                 for name, scd in (("mirror", 1), ("history", 2))]
@@ -103,8 +107,12 @@ def test_the_fold_runs_in_executors_and_only_summaries_reach_the_driver(spark, p
 
     assert not [call for call in reads.calls if call[0] != "collect"], reads.calls  # no toArrow, no toPandas…
     kinds = {columns for _, columns, _ in reads.calls}
-    census, count = ("schema", "table", "image_at", "changes", "shapes", "reads_only"), ("events", "truncates", "lacking", "target")
-    assert kinds <= {census, count, tuple(SUMMARY.names)}, kinds
+    census = ("schema", "table", "image_at", "changes", "shapes", "reads_only")
+    if layout == "changes":  # the block headers' counts: no counting job
+        census += ("truncates", "key_changes", "partial_key_changes")
+        assert kinds <= {census, tuple(SUMMARY.names)}, kinds
+    else:
+        assert kinds <= {census, ("events", "truncates", "lacking", "target"), tuple(SUMMARY.names)}, kinds
     assert sum(rows for _, _, rows in reads.calls) < 120  # a few per table and batch; 10,000 changes were applied
     parts = [part for found in (*snapshot, *streamed) for table in found.values() for part in table]
     assert parts and all(part.worker not in (None, os.getpid()) for part in parts)  # folded in the Python workers

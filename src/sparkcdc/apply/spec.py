@@ -14,11 +14,13 @@ from datetime import timedelta
 
 from .errors import ApplySpecError
 
-__all__ = ["DEFAULT_SEQUENCE", "ApplySpec", "ResolvedSpec"]
+__all__ = ["DEFAULT_DELETES", "DEFAULT_SEQUENCE", "DEFAULT_TRUNCATES", "ApplySpec", "ResolvedSpec"]
 
 #: Commit order, then the change's place in its transaction: the order the source committed them.
 #: A row's own LSN alone is not an order: concurrent transactions interleave their row LSNs.
 DEFAULT_SEQUENCE = ("__commit_lsn", "__lsn", "__ordinal")
+DEFAULT_DELETES = "__op = 'd'"
+DEFAULT_TRUNCATES = "__op = 't'"
 DEFAULT_TOMBSTONE_RETENTION = timedelta(days=7)
 
 
@@ -46,8 +48,8 @@ class ApplySpec:
     target: str | None = None
     keys: Sequence[str] | None = None
     sequence_by: str | Sequence[str] = DEFAULT_SEQUENCE
-    apply_as_deletes: str | None = "__op = 'd'"
-    apply_as_truncates: str | None = "__op = 't'"
+    apply_as_deletes: str | None = DEFAULT_DELETES
+    apply_as_truncates: str | None = DEFAULT_TRUNCATES
     column_list: Sequence[str] | None = None
     except_column_list: Sequence[str] | None = None
     stored_as_scd_type: int = 1

@@ -7,10 +7,11 @@ Each micro-batch runs in ``foreachBatch``; the driver plans and commits, executo
    initial snapshot. Per table: the catalog's description, the parameters resolved, the target's
    recorded batch (a batch at or below it is skipped: a batch Spark re-executes after a crash
    changes nothing), the target table and its staging prepared. A table's batch is split by key
-   only when it is big (over ``sparkcdc.apply.changes.per.task`` changes): then one more job, over the
-   typed changes of every such table (``views.table_changes``, cached for the next step), counts
-   them and finds whether the fold needs the batch whole (a truncate, or a primary-key change whose
-   new row lacks columns, unchanged TOAST, it must take from the old key's row).
+   only when it is big (over ``sparkcdc.apply.changes.per.task`` changes), unless the fold needs the
+   batch whole (a truncate, or a primary-key change whose new row lacks columns, unchanged TOAST, it
+   must take from the old key's row). The census knows both for the source's ``changes`` layout (its
+   block headers count them) and for snapshot reads; for other frames one more job, over the typed
+   changes of every such table (``views.table_changes``, cached for the next step), counts them.
 2. **Fold and stage (executors).** A table's typed changes go to one task (no shuffle), or, when
    split, are hash-partitioned by key into one partition per ``sparkcdc.apply.changes.per.task`` changes
    (at least ``defaultParallelism``), and ``mapInArrow`` runs :class:`StageTask` on each
@@ -52,7 +53,7 @@ from pyspark.sql.streaming import DataStreamWriter
 from ..apply.errors import ApplyError, ApplySpecError
 from ..apply.fold import DELETE_FLAG, OLD_KEY, TRUNCATE_FLAG, UNCHANGED, fold_arrow
 from ..apply.partition import stage_partition, with_target
-from ..apply.spec import DEFAULT_SEQUENCE, ApplySpec, ResolvedSpec
+from ..apply.spec import DEFAULT_SEQUENCE, DEFAULT_TRUNCATES, ApplySpec, ResolvedSpec
 from ..apply.staged import StagedBatch, StagedPart
 from ..apply.targets import ApplyTarget, TargetColumn, already_applied, target_for
 from .views import CHANGE_OPS, DescribedViews, table_changes
@@ -115,6 +116,9 @@ class _Census:
     #: Per table, whether its changes are snapshot reads only (op ``r``; a block whose first change is
     #: a read holds only reads: blocks do not mix snapshot rows with streamed changes).
     reads_only: Mapping[str, bool] = field(default_factory=dict)
+    #: Per table, from the changes layout's block headers: its (truncates, key changes, key changes
+    #: lacking an unchanged TOASTed value); absent on other frames, whose typed changes are counted.
+    key_changes: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -167,11 +171,11 @@ class ChangeApplier:
     ``events_per_partition``: a table's batch is split by key into one partition per that many
     events (at least ``defaultParallelism`` partitions once split; see ``sparkcdc.apply.changes.per.task``);
     by default the properties' ``sparkcdc.apply.changes.per.task`` (200,000). Splitting costs a
-    count (and cache) of the typed changes and a shuffle of them, which measured (local[2], 200,000
-    changes of a 6-column table, two batches) more than the executors' fold and COPY of those rows:
-    about 3.5 s against 2.3 s unsplit. So a batch up to this size (the runner's default batch, 32 MiB
-    of WAL, holds about 100,000 changes of such a table) is folded by one task; a bigger one (an
-    initial snapshot) is split so that no task holds much more than this many."""
+    shuffle of the typed changes (and, on frames other than the source's ``changes`` layout, a count
+    and cache of them), which measured (local[2], 200,000 changes of a 6-column table, two batches,
+    with the count) more than the executors' fold and COPY of those rows: about 3.5 s against 2.3 s
+    unsplit. So a batch up to this size is folded by one task; a bigger one is split so that no task
+    holds much more than this many."""
 
     #: The executors' function (a subclass may wrap it; it must be importable by the workers).
     stage_task: type[StageTask] = StageTask
@@ -315,10 +319,9 @@ class ChangeApplier:
             return _Plan(resolved, columns, sequence, schema, None, events=0)
         if census.changes.get(spec.qualified_table, 0) <= self.events_per_partition:
             return _Plan(resolved, columns, sequence, schema, changes)
-        if census.reads_only.get(spec.qualified_table, False):
-            # Snapshot reads only (an initial or blocking snapshot's batch): no truncate and no key
-            # change, and the census counted them: split by key without a counting job.
-            return _Plan(resolved, columns, sequence, schema, changes, events=census.changes[spec.qualified_table])
+        whole = _whole_from_census(spec, census)
+        if whole is not None:  # counted by the census: split by key without a counting job
+            return _Plan(resolved, columns, sequence, schema, changes, events=census.changes[spec.qualified_table], whole=whole)
         # Read by the count and by the staging job: the typed view is computed once.
         return _Plan(resolved, columns, sequence, schema, changes.persist(StorageLevel.MEMORY_AND_DISK), split=True)
 
@@ -445,13 +448,39 @@ def _census(batch: DataFrame) -> _Census:
     blocks = "rows" in batch.columns and "block" in batch.columns
     count = F.sum("rows") if blocks else F.count(F.lit(1))
     shapes = F.collect_set("shape") if blocks and "shape" in batch.columns else F.array()
+    hinted = blocks and set(HINT_COLUMNS) <= set(batch.columns)
+    hints = [F.sum(name).alias(name) for name in HINT_COLUMNS] if hinted else []
     rows = changes.groupBy("schema", "table").agg(image_at.alias("image_at"), count.alias("changes"),
-                                                  shapes.alias("shapes"), F.min(F.col("op") == "r").alias("reads_only")).collect()
+                                                  shapes.alias("shapes"), F.min(F.col("op") == "r").alias("reads_only"),
+                                                  *hints).collect()
     starts = [tuple(row["image_at"]) for row in rows if row["image_at"] is not None]
     counts = {f"{row['schema']}.{row['table']}": int(row["changes"] or 0) for row in rows}
     shaped = {f"{row['schema']}.{row['table']}": tuple(row["shapes"] or ()) for row in rows}
     reads = {f"{row['schema']}.{row['table']}": bool(row["reads_only"]) for row in rows}
-    return _Census(tuple(sorted(counts)), min(starts) if starts else None, counts, shaped, reads)
+    keyed = {f"{row['schema']}.{row['table']}": tuple(int(row[name] or 0) for name in HINT_COLUMNS) for row in rows} if hinted else {}
+    return _Census(tuple(sorted(counts)), min(starts) if starts else None, counts, shaped, reads, keyed)
+
+
+#: The changes layout's block-header counts that tell whether a table's batch must be folded whole.
+HINT_COLUMNS = ("truncates", "key_changes", "partial_key_changes")
+
+
+def _whole_from_census(spec: ApplySpec, census: _Census) -> bool | None:
+    """Whether the table's batch must be folded whole, when the census knows it; None when only a
+    counting job over its typed changes can tell.
+
+    The census knows for snapshot reads only (an initial or blocking snapshot's batch: no truncate,
+    no key change) and for the changes layout, whose block headers count truncates and key changes
+    (truncates as ``__op = 't'``: another ``apply_as_truncates`` condition needs the typed rows)."""
+    table = spec.qualified_table
+    if census.reads_only.get(table, False):
+        return False
+    counts = census.key_changes.get(table)
+    if counts is None or spec.apply_as_truncates not in (None, DEFAULT_TRUNCATES):
+        return None
+    truncates, key_changes, partial = counts
+    truncating = truncates > 0 and spec.apply_as_truncates is not None
+    return truncating or partial > 0 or (spec.ignore_null_updates and key_changes > 0)
 
 
 def _condition(expression: str | None) -> Any:

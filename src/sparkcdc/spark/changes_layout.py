@@ -16,9 +16,13 @@ the event key. Then the metadata columns of the view (``__op``, the sequence, ``
 the codecs: the result has exactly the columns of ``table_changes`` on the ``columns`` layout.
 
 The source's rows in this layout: ``topic, schema, table, op, commit_lsn, lsn, ordinal, snapshot,
-rows, shape, block``; the positions and ``op``/``snapshot`` are those of the block's first change (what
-``apply_changes``' census needs), ``rows`` its number of changes, ``shape`` the version of the table's view it was written for
-(:func:`view_shape`: a described view can be reused until a block of another shape arrives). Only row changes (c, u, d, r, t)
+rows, truncates, key_changes, partial_key_changes, shape, block``; the positions and ``op``/``snapshot`` are those of the
+block's first change (what ``apply_changes``' census needs), ``rows`` its number of changes, ``truncates`` how many of
+them are truncates, ``key_changes`` how many carry an old key (the create that ends a primary-key change) and
+``partial_key_changes`` how many of those lack an unchanged TOASTed value: from these three the census knows,
+without decoding a block, whether a table's batch must be folded whole. ``shape`` is the version of the table's
+view the block was written for (:func:`view_shape`: a described view can be reused until a block of another shape
+arrives). Only row changes (c, u, d, r, t)
 are carried: heartbeats, transaction records, logical messages and notifications are not.
 """
 
@@ -56,12 +60,13 @@ BLOCK_ROWS = 4096
 
 CHANGES_DDL_SCHEMA = (
     "topic string, schema string, table string, op string, commit_lsn long, lsn long, ordinal long, snapshot string, "
-    "rows int, shape string, block binary"
+    "rows int, truncates int, key_changes int, partial_key_changes int, shape string, block binary"
 )
 CHANGES_ARROW_SCHEMA = pa.schema([
     ("topic", pa.string()), ("schema", pa.string()), ("table", pa.string()), ("op", pa.string()),
     ("commit_lsn", pa.int64()), ("lsn", pa.int64()), ("ordinal", pa.int64()), ("snapshot", pa.string()),
-    ("rows", pa.int32()), ("shape", pa.string()), ("block", pa.binary()),
+    ("rows", pa.int32()), ("truncates", pa.int32()), ("key_changes", pa.int32()), ("partial_key_changes", pa.int32()),
+    ("shape", pa.string()), ("block", pa.binary()),
 ])
 _OLD_KEY_HEADER = "__debezium.oldkey"
 _SOURCE_TS = pa.timestamp("us", tz="UTC")
@@ -138,14 +143,14 @@ def change_blocks(records: Iterable[ChangeRecord], config: ConnectorConfig, bloc
     pending: list[ChangeRecord] = []
     pending_schema: Any = None
     pending_class = ""
-    out: list[tuple[Any, int, str, bytes]] = []
+    out: list[tuple[Any, str, _Block]] = []
 
     def flush() -> None:
         if pending:
             entry = plans.get(id(pending_schema))
             if entry is None:
                 entry = plans[id(pending_schema)] = (pending_schema, _Plan.of(pending_schema, config))
-            out.append((pending[0], len(pending), entry[1].shape, _encode_block(entry[1], pending)))
+            out.append((pending[0], entry[1].shape, _encode_block(entry[1], pending)))
             pending.clear()
 
     for record in records:
@@ -166,8 +171,20 @@ def change_blocks(records: Iterable[ChangeRecord], config: ConnectorConfig, bloc
         yield _blocks_batch(out)
 
 
-def _blocks_batch(blocks: list[tuple[Any, int, str, bytes]]) -> pa.RecordBatch:
-    firsts = [first for first, _, _, _ in blocks]
+@dataclass(frozen=True)
+class _Block:
+    """A block's IPC bytes and what its header row says of its changes."""
+
+    data: bytes
+    rows: int
+    truncates: int
+    key_changes: int
+    partial_key_changes: int
+
+
+def _blocks_batch(blocks: list[tuple[Any, str, _Block]]) -> pa.RecordBatch:
+    firsts = [first for first, _, _ in blocks]
+    encoded = [block for _, _, block in blocks]
     return pa.RecordBatch.from_arrays(
         [
             pa.array([r.topic for r in firsts], pa.string()),
@@ -178,15 +195,18 @@ def _blocks_batch(blocks: list[tuple[Any, int, str, bytes]]) -> pa.RecordBatch:
             pa.array([r.lsn for r in firsts], pa.int64()),
             pa.array([r.ordinal for r in firsts], pa.int64()),
             pa.array([r.snapshot for r in firsts], pa.string()),
-            pa.array([rows for _, rows, _, _ in blocks], pa.int32()),
-            pa.array([shape for _, _, shape, _ in blocks], pa.string()),
-            pa.array([block for _, _, _, block in blocks], pa.binary()),
+            pa.array([b.rows for b in encoded], pa.int32()),
+            pa.array([b.truncates for b in encoded], pa.int32()),
+            pa.array([b.key_changes for b in encoded], pa.int32()),
+            pa.array([b.partial_key_changes for b in encoded], pa.int32()),
+            pa.array([shape for _, shape, _ in blocks], pa.string()),
+            pa.array([b.data for b in encoded], pa.binary()),
         ],
         schema=CHANGES_ARROW_SCHEMA,
     )
 
 
-def _encode_block(plan: _Plan, records: Sequence[ChangeRecord]) -> bytes:
+def _encode_block(plan: _Plan, records: Sequence[ChangeRecord]) -> _Block:
     ops = [r.op for r in records]
     images = [(None if v is None else v["before"] if op == "d" else v["after"]) for v, op in
               zip([r.value for r in records], ops, strict=True)]
@@ -201,16 +221,16 @@ def _encode_block(plan: _Plan, records: Sequence[ChangeRecord]) -> bytes:
     ]
     # Only the create that ends a primary-key change carries the old key.
     old_keys = [_old_key(r) if r.op == "c" else None for r in records] if plan.key_names else None
-    return _block_bytes(plan, ops, [r.key for r in records], images, metadata, old_keys)
+    return _build_block(plan, ops, [r.key for r in records], images, metadata, old_keys)
 
 
-def _block_bytes(
+def _build_block(
     plan: _Plan, ops: Sequence[str] | None, keys: Sequence[Any], images: Sequence[Any], metadata: list[pa.Array],
     old_keys: Sequence[Any] | None,
-) -> bytes:
-    """A block's IPC bytes from its changes' event keys and images (``after``; ``before`` for a
-    delete) and the metadata arrays (``__op`` to ``__snapshot``). ``ops`` None: every change is a
-    snapshot read (no placeholder can occur)."""
+) -> _Block:
+    """A block from its changes' event keys and images (``after``; ``before`` for a delete) and the
+    metadata arrays (``__op`` to ``__snapshot``). ``ops`` None: every change is a snapshot read (no
+    placeholder can occur)."""
     size = len(images)
     unchanged: list[list[str] | None] = [None] * size
     arrays: list[pa.Array] = []
@@ -249,7 +269,14 @@ def _block_bytes(
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, plan.schema) as writer:
         writer.write_batch(batch)
-    return sink.getvalue().to_pybytes()
+    truncates = 0 if ops is None else ops.count("t")
+    key_changes = partial = 0
+    if old_keys is not None:
+        for old_key, names in zip(old_keys, unchanged, strict=True):
+            if old_key is not None:
+                key_changes += 1
+                partial += names is not None
+    return _Block(sink.getvalue().to_pybytes(), size, truncates, key_changes, partial)
 
 
 def _value_columns(plan: _Plan, images: Sequence[Any]) -> dict[str, list[Any]]:
@@ -273,7 +300,7 @@ def chunk_blocks(runs: Iterable[Any], config: ConnectorConfig, *, kind: str = "i
     without a record per row: each row's key and ``after`` payloads straight from its text values.
     ``kind``: a blocking or incremental chunk's rows are marked with it instead of their markers."""
     plans: dict[int, tuple[Any, _Plan]] = {}
-    out: list[tuple[Any, int, str, bytes]] = []
+    out: list[tuple[Any, str, _Block]] = []
     for run in runs:
         table = run.table
         entry = plans.get(id(table))
@@ -293,9 +320,9 @@ def chunk_blocks(runs: Iterable[Any], config: ConnectorConfig, *, kind: str = "i
             pa.repeat(pa.scalar(context.ts_us, _SOURCE_TS), size),
             pa.array(markers, pa.string()),
         ]
-        block = _block_bytes(plan, None, [key for key, _ in pairs], [row for _, row in pairs], metadata, None)
+        block = _build_block(plan, None, [key for key, _ in pairs], [row for _, row in pairs], metadata, None)
         first = _FirstRow(table.topic, table.schema_name, table.table_name, "r", context.lsn, context.lsn, run.first_ordinal, markers[0])
-        out.append((first, size, plan.shape, block))
+        out.append((first, plan.shape, block))
         if len(out) >= 4:
             yield _blocks_batch(out)
             out = []

@@ -25,9 +25,6 @@ __all__ = ["PipelineError", "RunSummary", "run_pipeline"]
 
 log = logging.getLogger(__name__)
 
-APPLY_BATCH_WAL_BYTES = 32 * 1024 * 1024  # default WAL per micro-batch when applying to targets
-
-
 @dataclass(frozen=True)
 class RunSummary:
     batches: int
@@ -103,12 +100,6 @@ def run_pipeline(
     appliers = _appliers(config, location, apply_to, scd_type)
     properties = dict(config.raw)
     properties["sparkcdc.state.location"] = _state_location(properties.get("sparkcdc.state.location"), location)
-    if appliers:
-        # Applying: a lake target's commit holds a table's folded batch as Arrow in the driver, and a
-        # batch that must be folded whole is one task's: smaller batches than the topic files need.
-        # (Set when the fold ran in the driver, where 256 MiB made a batch of a million changes that
-        # it could not hold; with the fold in executors, larger batches are still to be measured.)
-        properties.setdefault("sparkcdc.max.batch.wal.bytes", str(APPLY_BATCH_WAL_BYTES))
     use_throughput_gc()
     restarts = RestartPolicy.from_config(config)
     spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}")
