@@ -4,6 +4,9 @@ The same backlog is applied three ways, each from its own slot created before th
 events.py's ``--changes`` changes (5/6 inserts, 1/6 updates, 1,000 rows per transaction) to the
 6-column ``bench`` table, plus ``--deletes`` deletes.
 
+The PostgreSQL mirrors live on a second throwaway server, as a mirror would in production: what they
+write must not become WAL of the source that the runs after them (each from its own slot) decode.
+
 * Baseline: native logical replication. A subscription in a mirror database (``copy_data=false``,
   its slot made before the workload, created disabled) is enabled after the workload; its time runs
   from ``ENABLE`` until its slot has confirmed the last change's LSN (the apply worker commits each
@@ -86,20 +89,23 @@ def main() -> None:
     parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
     args = parser.parse_args()
     load_before = load_average()
-    with (ThrowawayCluster() as cluster, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
+    # The mirrors live on a server of their own, as they would in production: what they write must
+    # not become WAL of the source that a later run (another slot) has to decode.
+    with (ThrowawayCluster() as cluster, ThrowawayCluster() as mirrors, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
           tempfile.TemporaryDirectory(prefix="sparkcdc-bench-apply-") as tmp):
         work = Path(tmp)
         conn.execute(TABLE_DDL)
-        for name in ("native_mirror", "pg_mirror"):
-            conn.execute(f"CREATE DATABASE {name}")
-        with psycopg.connect(cluster.conninfo("native_mirror"), autocommit=True) as native:
+        with psycopg.connect(mirrors.conninfo(), autocommit=True) as admin:
+            for name in ("native_mirror", "pg_mirror"):
+                admin.execute(f"CREATE DATABASE {name}")
+        with psycopg.connect(mirrors.conninfo("native_mirror"), autocommit=True) as native:
             native.execute(TABLE_DDL)
             conn.execute("CREATE PUBLICATION bench_native FOR TABLE bench")
             conn.execute("SELECT pg_create_logical_replication_slot('bench_native', 'pgoutput')")
             native.execute(f"CREATE SUBSCRIPTION bench_native CONNECTION '{cluster.conninfo()}' PUBLICATION bench_native "
                            "WITH (create_slot = false, slot_name = 'bench_native', copy_data = false, enabled = false)")
         runs = {}
-        for name, target in (("postgresql", f"postgresql://{cluster.user}@{cluster.host}:{cluster.port}/pg_mirror"),
+        for name, target in (("postgresql", f"postgresql://{mirrors.user}@{mirrors.host}:{mirrors.port}/pg_mirror"),
                              ("delta", str(work / "delta")), ("iceberg", f"iceberg+file://{work / 'iceberg'}")):
             props = sparkcdc_properties(cluster, f"apply_{name}", "no_data")
             config = write_properties(work / f"{name}.properties", props)
@@ -113,7 +119,7 @@ def main() -> None:
         end_lsn = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]  # type: ignore[index]
         print(f"workload: {total:,} changes ({deleted:,} deletes) in {time.perf_counter() - began:.1f} s")
 
-        with psycopg.connect(cluster.conninfo("native_mirror"), autocommit=True) as native:
+        with psycopg.connect(mirrors.conninfo("native_mirror"), autocommit=True) as native:
             began = time.perf_counter()
             native.execute("ALTER SUBSCRIPTION bench_native ENABLE")
             while True:
@@ -132,7 +138,7 @@ def main() -> None:
             run = run_sparkcdc(config, None, checkpoint, apply_to=target)
             wall, processing, records = run.wall_seconds, run.processing_seconds, run.records
             if name == "postgresql":
-                with psycopg.connect(cluster.conninfo("pg_mirror"), autocommit=True) as mirror:
+                with psycopg.connect(mirrors.conninfo("pg_mirror"), autocommit=True) as mirror:
                     equal = checksum(mirror) == checksum(conn)
             elif name == "delta":
                 equal = delta_equal(conn, Path(target) / "public" / "bench")
