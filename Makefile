@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml setup.py scripts/system-deps.sh src/sparkcdc/native.py 
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) scripts/precompile_pyspark_zip.py
 	touch $(STAMP)
 
 lint: $(STAMP)
