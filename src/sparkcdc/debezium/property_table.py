@@ -404,6 +404,9 @@ _ALL = [
        doc="has no effect here: column comments are not added to the schemas"),
     # sparkcdc's own (Spark runtime)
     _P("sparkcdc.state.location", doc="directory for the streaming state handed between micro-batches"),
+    _P("sparkcdc.output.topic.files",
+       doc="with sparkcdc.output.layout=topic_files: the topic files directory the reader tasks write into "
+           "(local, or mounted at the same path on every node)"),
     _P("sparkcdc.max.batch.wal.bytes", "268435456", "int", check=_non_negative,
        doc="WAL bytes one streaming micro-batch covers at most (0: no limit)"),
     _P("sparkcdc.snapshot.chunk.rows", "100000", "int", check=_positive,
@@ -413,8 +416,10 @@ _ALL = [
     _P("sparkcdc.apply.changes.per.task", "200000", "int", check=_positive,
        doc="apply: a table's micro-batch beyond this many changes is split by key over several fold tasks "
            "(at least the cluster's default parallelism)"),
-    _P("sparkcdc.output.layout", "columns", "enum", ("columns", "lines", "changes"),
+    _P("sparkcdc.output.layout", "columns", "enum", ("columns", "lines", "changes", "topic_files"),
        doc="the source's rows: the record's columns; (lines) topic, its topic-files JSON line, lsn, commit_lsn, ordinal; "
+           "(topic_files) the reader tasks write the topic files under sparkcdc.output.topic.files themselves and the rows "
+           "name them (topic, file, records), for the topic files sink to publish; "
            "(changes) each table's row changes as typed Arrow blocks, no JSON (what table_changes and apply_changes read fastest)"),
     # converter settings (Kafka Connect JsonConverter)
     _P("key.converter.schemas.enable", "true", "bool"),

@@ -82,7 +82,7 @@ def run_pipeline(
     from ..gc_policy import use_throughput_gc
     from .options import options_for
     from .session import spark_session
-    from .sinks.topic_files import TopicFilesBatchWriter, local_output_path, topic_files_writer
+    from .sinks.topic_files import TopicFilesBatchWriter, local_output_path
     from .source import register
 
     called = time.perf_counter()
@@ -105,6 +105,7 @@ def run_pipeline(
     spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}")
     register(spark)
     topic_files = None if output is None or not appliers else TopicFilesBatchWriter(output)
+    files_writer = TopicFilesBatchWriter(output) if output is not None and not appliers else None
 
     def start() -> Any:
         """The streaming query, from the checkpoint: the first start and every restart alike."""
@@ -115,11 +116,13 @@ def run_pipeline(
             frame = spark.readStream.format("postgres-cdc").options(**options_for(layout)).load()
             writer = frame.writeStream.foreachBatch(_BatchFanOut(topic_files, appliers))
         else:
-            # The topic files need only each record's line: the reader builds it (see sparkcdc.spark.lines).
-            lines = {**properties, "sparkcdc.output.layout": "lines"}
+            # The topic files need only each record's line: the reader's tasks write them (see
+            # sparkcdc.spark.sinks.reader_files) and the writer publishes what their rows name.
+            assert files_writer is not None
+            lines = {**properties, "sparkcdc.output.layout": "topic_files",
+                     "sparkcdc.output.topic.files": str(files_writer.output)}
             frame = spark.readStream.format("postgres-cdc").options(**options_for(lines)).load()
-            assert output is not None
-            writer = topic_files_writer(frame, output)
+            writer = frame.writeStream.foreachBatch(files_writer)
         writer = writer.option("checkpointLocation", location).queryName(config.settings.name)
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger_interval)
         return writer.start()
@@ -170,7 +173,9 @@ def run_pipeline(
     def input_rows(p: dict[str, Any]) -> int:
         # On the changes layout (apply without topic files) a source row is a block: the appliers'
         # census counted the changes.
-        counted = appliers[0].stats.changes_by_batch if appliers and topic_files is None else {}
+        # On the topic_files layout (topic files only) a row names a file: the writer counted its records.
+        counted = (appliers[0].stats.changes_by_batch if appliers and topic_files is None
+                   else files_writer.records_by_batch if files_writer is not None else {})
         return counted.get(int(p.get("batchId", -1)), int(p.get("numInputRows", 0)))
 
     return RunSummary(

@@ -28,11 +28,12 @@ __all__ = ["PostgresCdcDataSource", "register"]
 class _Partition(InputPartition):
     """A snapshot chunk or a stream range, with the configuration the executor needs."""
 
-    def __init__(self, properties: Mapping[str, str], work: Any, run_id: str) -> None:
+    def __init__(self, properties: Mapping[str, str], work: Any, run_id: str, index: int = 0) -> None:
         super().__init__(work)
         self.properties = dict(properties)
         self.work = work
         self.run_id = run_id
+        self.index = index  # the partition's place in its batch
 
 
 class PostgresCdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -61,7 +62,7 @@ class PostgresCdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         planner = self.planner
-        return [_Partition(self._config.raw, work, planner.run_id) for work in planner.partitions(start, end)]
+        return [_Partition(self._config.raw, work, planner.run_id, index) for index, work in enumerate(planner.partitions(start, end))]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return read_partition(partition)  # type: ignore[arg-type]
@@ -87,9 +88,26 @@ def read_partition(partition: _Partition) -> Iterator[Any]:
     layout = config.get("sparkcdc.output.layout")
     if layout == "changes":
         return _change_blocks(config, partition)
-    lines = layout == "lines"
-    convert = line_batch if lines else to_arrow
-    return (convert(batch) for batch in read_work(config, partition.work, run_id=partition.run_id, lines=lines))
+    lines = layout in ("lines", "topic_files")
+    batches = read_work(config, partition.work, run_id=partition.run_id, lines=lines)
+    if layout == "topic_files":
+        from .sinks.reader_files import write_topic_files
+
+        return write_topic_files((line_batch(batch) for batch in batches), _topic_files_output(config), partition.index)
+    return (line_batch(batch) if lines else to_arrow(batch) for batch in batches)
+
+
+def _topic_files_output(config: Any) -> Any:
+    """Where the ``topic_files`` layout's readers write: ``sparkcdc.output.topic.files``, required."""
+    from pathlib import Path
+
+    from ..errors import ConfigurationError
+
+    location = config.get("sparkcdc.output.topic.files")
+    if not location:
+        raise ConfigurationError("required with sparkcdc.output.layout=topic_files: the topic files directory the reader "
+                                 "tasks write into", prop="sparkcdc.output.topic.files")
+    return Path(location)
 
 
 def _change_blocks(config: Any, partition: _Partition) -> Iterator[Any]:
@@ -118,6 +136,11 @@ class PostgresCdcDataSource(DataSource):
             from .changes_layout import CHANGES_DDL_SCHEMA
 
             return CHANGES_DDL_SCHEMA
+        if layout == "topic_files":
+            from .sinks.reader_files import STAGED_FILES_DDL_SCHEMA
+
+            _topic_files_output(config_from_options(self.options))  # refused here, on the driver, when absent
+            return STAGED_FILES_DDL_SCHEMA
         return LINES_DDL_SCHEMA if layout == "lines" else DDL_SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:  # noqa: N802

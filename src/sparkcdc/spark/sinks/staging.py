@@ -32,9 +32,13 @@ __all__ = [
     "STAGING_DIR",
     "PublishedBatch",
     "TopicFilesError",
+    "escape_partition_value",
     "new_staging_dir",
     "publish_batch",
     "remove_staging",
+    "remove_task_staging",
+    "stage_task_files",
+    "task_staging_root",
 ]
 
 STAGING_DIR = "_sparkcdc_staging"
@@ -42,6 +46,12 @@ _PARTITION_PREFIX = "topic="
 # Spark's name for a partition whose value is null or empty (ExternalCatalogUtils.DEFAULT_PARTITION_NAME).
 _NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
+# What Spark escapes in a partition directory name (ExternalCatalogUtils.charToEscape): control
+# characters and these.
+_TO_ESCAPE = frozenset(chr(c) for c in range(0x20)) | frozenset('"#%\'*/:=?\\\x7f{[]^')
+#: Under the staging root: a directory per reader task that writes topic files itself (the
+#: ``topic_files`` layout, :mod:`.reader_files`). Not named after a batch: a task does not know it.
+_TASKS_DIR = "tasks"
 
 
 class TopicFilesError(DestinationError):
@@ -64,6 +74,42 @@ def new_staging_dir(output: Path, batch_id: int) -> Path:
 
 def batch_file_name(batch_id: int, n: int) -> str:
     return f"part-{batch_id:010d}-{n:05d}.jsonl"
+
+
+def escape_partition_value(value: str | None) -> str:
+    """A topic as Spark names its partition directory: ``%XX`` for the characters Spark escapes;
+    null or empty as Spark's null partition (which :func:`publish_batch` refuses, naming it)."""
+    if not value:
+        return _NULL_PARTITION
+    return "".join(f"%{ord(c):02X}" if c in _TO_ESCAPE else c for c in value)
+
+
+def task_staging_root(output: Path) -> Path:
+    """Where reader tasks write their topic files before a batch's writer stages them."""
+    return output / STAGING_DIR / _TASKS_DIR
+
+
+def stage_task_files(staging: Path, files: list[tuple[str | None, str]], batch_id: int) -> None:
+    """Move the task-written ``(topic, file)`` files into ``staging``, as Spark would have staged
+    them (``topic=<escaped>/part-…``), keeping their order within each topic."""
+    for n, (topic, file) in enumerate(files):
+        source = Path(file)
+        partition = staging / f"{_PARTITION_PREFIX}{escape_partition_value(topic)}"
+        try:
+            partition.mkdir(parents=True, exist_ok=True)
+            os.replace(source, partition / f"part-{n:05d}.jsonl")
+        except OSError as exc:
+            raise TopicFilesError(f"batch {batch_id}: cannot stage {source}, written by a reader task: {exc}") from exc
+
+
+def remove_task_staging(output: Path) -> None:
+    """Delete every reader task's directory: called once a batch is published, when the tasks of its
+    job have ended; what is left there belonged to failed or speculative attempts."""
+    shutil.rmtree(task_staging_root(output), ignore_errors=True)
+    try:
+        (output / STAGING_DIR).rmdir()
+    except OSError:
+        pass  # not empty (a later batch's directory) or already gone
 
 
 def unescape_partition_value(name: str) -> str:
@@ -122,6 +168,8 @@ def remove_staging(output: Path, *, up_to: int) -> None:
     except FileNotFoundError:
         return
     for entry in entries:
+        if entry.name == _TASKS_DIR:
+            continue  # reader tasks' files: removed by remove_task_staging once a batch is published
         batch, _, _ = entry.name.partition("-")
         if batch.isdigit() and int(batch) <= up_to:
             shutil.rmtree(entry, ignore_errors=True)

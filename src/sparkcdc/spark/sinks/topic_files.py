@@ -11,7 +11,9 @@ strings (value null for a tombstone), a header's value is its bytes decoded as U
 Batch N's lines are in ``<topic>/part-<N:010d>-<n:05d>.jsonl``; each file's lines keep the order of
 the Spark partition they come from, which for the ``postgres-cdc`` source is commit order; sorting a topic's lines by
 (commit_lsn, lsn, ordinal) gives its commit order in every case. With the source's ``lines``
-layout (what ``sparkcdc run`` uses) the reader has built each line; otherwise Spark SQL builds it. A re-executed batch replaces its
+layout the reader has built each line; otherwise Spark SQL builds it. With its ``topic_files`` layout
+(what ``sparkcdc run --output`` uses) the reader's tasks have written the files themselves
+(:mod:`.reader_files`) and the rows only name them: the writer stages and publishes those files. A re-executed batch replaces its
 earlier output, and an attempt that dies before publishing leaves nothing visible.
 """
 
@@ -29,7 +31,7 @@ from pyspark.sql.streaming import DataStreamWriter
 
 from ...debezium import topic_line
 from ...errors import ConfigurationError
-from .staging import TopicFilesError, new_staging_dir, publish_batch
+from .staging import TopicFilesError, new_staging_dir, publish_batch, remove_task_staging, stage_task_files
 
 __all__ = ["TopicFilesBatchWriter", "TopicFilesError", "line_column", "local_output_path", "topic_files_writer", "topic_lines"]
 
@@ -56,13 +58,24 @@ class TopicFilesBatchWriter:
         # against Python's; they agree today, but nothing guarantees it.
         self.output = local_output_path(path)
         self.fsync = fsync
+        #: Per batch id, the records written, when the rows name files the reader wrote (the
+        #: ``topic_files`` layout: a row is then a file, not a record).
+        self.records_by_batch: dict[int, int] = {}
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         staging = new_staging_dir(self.output, batch_id)
         try:
-            # One action: the batch's source is read once (a second read would decode the WAL again).
-            _write_unsorted(topic_lines(batch), staging)
+            if "file" in batch.columns and "records" in batch.columns:
+                # The reader's tasks wrote the files: the rows (one per task and topic) name them.
+                named = batch.select("topic", "file", "records").collect()
+                stage_task_files(staging, [(row["topic"], row["file"]) for row in named], batch_id)
+                staging.mkdir(parents=True, exist_ok=True)  # a batch without records stages nothing
+                self.records_by_batch[batch_id] = sum(int(row["records"]) for row in named)
+            else:
+                # One action: the batch's source is read once (a second read would decode the WAL again).
+                _write_unsorted(topic_lines(batch), staging)
             published = publish_batch(self.output, staging, batch_id, fsync=self.fsync)
+            remove_task_staging(self.output)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             try:

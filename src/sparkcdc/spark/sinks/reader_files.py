@@ -1,0 +1,80 @@
+"""Topic files written by the task that reads the changes: the ``topic_files`` output layout.
+
+Why: measured (benchmarks/RESULTS.md, stream 2026-11-25), a streaming micro-batch written through
+Spark moved every line's bytes (3.7 KB each with schemas) from the Python reader into the JVM's
+Arrow buffers, into its rows and into its text writer: the JVM's task thread spent 10 s of CPU per
+million records on it and the reader sat blocked 8 s waiting for the JVM to take its output, while
+the topic files only need the bytes the reader already has. Here the reader's task appends each
+record's line (:mod:`sparkcdc.debezium.topic_line`, the same bytes) to one file per topic under a
+staging directory of its own, and hands Spark one row per file: ``topic, file, records``.
+
+Exactly once stays the driver's job, as for files Spark writes (:mod:`.staging`): the
+``foreachBatch`` writer collects the batch's rows (a handful), moves the files they name into the
+batch's staging directory and publishes it; files of a failed or speculative task attempt are
+never named by a row of the committed job and are deleted with their directory. The output must be
+a local file system or one mounted at the same path on every node (the readers write into it).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .staging import escape_partition_value, task_staging_root
+
+__all__ = ["STAGED_FILES_ARROW_SCHEMA", "STAGED_FILES_DDL_SCHEMA", "write_topic_files"]
+
+STAGED_FILES_DDL_SCHEMA = "topic string, file string, records long"
+STAGED_FILES_ARROW_SCHEMA = pa.schema([("topic", pa.string()), ("file", pa.string()), ("records", pa.int64())])
+
+
+def write_topic_files(line_batches: Iterable[pa.RecordBatch], output: Path, index: int) -> Iterator[pa.RecordBatch]:
+    """Append the lines of ``line_batches`` (the ``lines`` layout: ``topic, line, …``) to one file
+    per topic under a new task directory of ``output``'s staging; then one row per file. ``index``
+    (the partition's place in its batch) orders the files of one topic across the batch's tasks."""
+    directory = task_staging_root(output) / uuid.uuid4().hex
+    files: dict[str | None, tuple[BinaryIO, Path]] = {}
+    counts: dict[str | None, int] = {}
+    try:
+        for batch in line_batches:
+            for topic, first, end, text in _topic_runs(batch):
+                entry = files.get(topic)
+                if entry is None:
+                    partition = directory / f"topic={escape_partition_value(topic)}"
+                    partition.mkdir(parents=True, exist_ok=True)
+                    path = partition / f"part-{index:05d}.jsonl"
+                    entry = files[topic] = (open(path, "wb"), path)  # noqa: SIM115 - closed below, after the last batch
+                entry[0].write(text)
+                entry[0].write(b"\n")
+                counts[topic] = counts.get(topic, 0) + end - first
+    finally:
+        for handle, _ in files.values():
+            handle.close()
+    if files:
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(list(files), pa.string()), pa.array([str(path) for _, path in files.values()], pa.string()),
+             pa.array([counts[topic] for topic in files], pa.int64())],
+            schema=STAGED_FILES_ARROW_SCHEMA,
+        )
+
+
+def _topic_runs(batch: pa.RecordBatch) -> Iterator[tuple[str | None, int, int, pa.Buffer]]:
+    """``(topic, first row, end row, their lines joined by newlines)`` for each run of consecutive
+    rows of one topic: one write per run, the joining done by Arrow."""
+    size = batch.num_rows
+    if size == 0:
+        return
+    topics = batch.column(0)
+    filled = pc.fill_null(topics, "")
+    changes = np.flatnonzero(pc.not_equal(filled.slice(1), filled.slice(0, size - 1)).to_numpy(zero_copy_only=False)) + 1
+    starts = [0, *changes.tolist(), size]
+    offsets = pa.array(np.asarray(starts, dtype=np.int32))
+    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, batch.column(1)), "\n")
+    for run, (first, end) in enumerate(zip(starts, starts[1:], strict=False)):
+        yield topics[first].as_py(), first, end, joined[run].as_buffer()

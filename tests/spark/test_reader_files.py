@@ -1,0 +1,98 @@
+"""The ``topic_files`` layout: the reader's tasks write the topic files, the writer publishes them.
+
+Held to the files Spark's own writer makes from the same lines (the ``lines`` layout), byte for
+byte: topics in runs and interleaved, topics Spark escapes, several partitions of one batch in
+their order. Files of a task attempt that no row names (a failed or speculative attempt) are never
+published and are gone after the batch; a batch without records publishes nothing; a record
+without a topic is refused, as with Spark's writer. The path through ``sparkcdc run`` (a live
+stream, replays after SIGKILLs) is covered by the CLI, conformance and kill tests.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.errors import PySparkException
+
+from sparkcdc.errors import ConfigurationError
+from sparkcdc.spark.lines import LINES_ARROW_SCHEMA, LINES_DDL_SCHEMA
+from sparkcdc.spark.sinks.reader_files import STAGED_FILES_DDL_SCHEMA, write_topic_files
+from sparkcdc.spark.sinks.staging import STAGING_DIR, TopicFilesError, task_staging_root
+from sparkcdc.spark.sinks.topic_files import TopicFilesBatchWriter
+from sparkcdc.spark.source import _topic_files_output
+
+from .test_topic_files_sink import snapshot_of
+
+TOPICS = ["srv.public.a", "srv.public.a", "odd topic=1%:#", "srv.public.a", "srv.public.b", "srv.public.b", "odd topic=1%:#"]
+
+
+def _lines(topics: list[str | None], start: int = 0) -> pa.RecordBatch:
+    rows = [{"topic": t, "line": f'{{"n":{start + i},"t":"{t}","pad":"{"é" * (i % 5)}"}}', "lsn": start + i,
+             "commit_lsn": 100, "ordinal": start + i} for i, t in enumerate(topics)]
+    return pa.RecordBatch.from_pylist(rows, schema=LINES_ARROW_SCHEMA)
+
+
+def _rows(batch: pa.RecordBatch) -> list[tuple[Any, ...]]:
+    return list(zip(*(batch.column(i).to_pylist() for i in range(batch.num_columns)), strict=True))
+
+
+def test_task_written_files_are_the_files_spark_writes(spark: Any, tmp_path: Path) -> None:
+    partitions = [[_lines(TOPICS), _lines(TOPICS[::-1], 10)], [_lines(TOPICS[2:], 20)]]  # two tasks, batches each
+    by_spark = tmp_path / "spark"
+    lines = [row for batches in partitions for batch in batches for row in _rows(batch)]
+    TopicFilesBatchWriter(by_spark)(spark.createDataFrame(lines, LINES_DDL_SCHEMA).coalesce(1), 3)
+
+    by_tasks = tmp_path / "tasks"
+    named = [row for index, batches in enumerate(partitions) for batch in write_topic_files(batches, by_tasks, index)
+             for row in _rows(batch)]
+    assert sorted({topic for topic, _, _ in named}) == sorted(set(TOPICS))
+    writer = TopicFilesBatchWriter(by_tasks)
+    writer(spark.createDataFrame(named, STAGED_FILES_DDL_SCHEMA).coalesce(1), 3)
+    assert writer.records_by_batch == {3: len(lines)}
+    # Spark writes a topic's lines of one task into one file: the same lines, the same order.
+    assert _by_topic(by_tasks) == _by_topic(by_spark)
+    assert not (by_tasks / STAGING_DIR).exists()
+
+
+def _by_topic(output: Path) -> dict[str, bytes]:
+    found: dict[str, bytes] = {}
+    for name, data in snapshot_of(output).items():
+        topic = name.split("/")[0]
+        found[topic] = found.get(topic, b"") + data
+    return found
+
+
+def test_files_no_row_names_are_never_published(spark: Any, tmp_path: Path) -> None:
+    output = tmp_path / "out"
+    dead = [row for batch in write_topic_files([_lines(["srv.public.a"] * 3)], output, 0) for row in _rows(batch)]
+    live = [row for batch in write_topic_files([_lines(["srv.public.a"] * 2, 50)], output, 0) for row in _rows(batch)]
+    assert Path(dead[0][1]).exists() and task_staging_root(output).exists()
+    writer = TopicFilesBatchWriter(output)
+    writer(spark.createDataFrame(live, STAGED_FILES_DDL_SCHEMA), 0)  # the committed job's rows name only its own files
+    published = snapshot_of(output)
+    assert list(published) == ["srv.public.a/part-0000000000-00000.jsonl"]
+    assert published["srv.public.a/part-0000000000-00000.jsonl"].count(b"\n") == 2
+    assert not Path(dead[0][1]).exists() and not (output / STAGING_DIR).exists()
+
+    writer(spark.createDataFrame([], STAGED_FILES_DDL_SCHEMA), 1)  # a batch without records: nothing new
+    assert snapshot_of(output) == published and writer.records_by_batch[1] == 0
+
+
+def test_a_record_without_a_topic_is_refused(spark: Any, tmp_path: Path) -> None:
+    output = tmp_path / "out"
+    named = [row for batch in write_topic_files([_lines(["srv.public.a", None])], output, 0) for row in _rows(batch)]
+    with pytest.raises((TopicFilesError, PySparkException), match="without a topic"):
+        TopicFilesBatchWriter(output)(spark.createDataFrame(named, STAGED_FILES_DDL_SCHEMA), 0)
+    assert not list(output.glob("*/part-*"))
+
+
+def test_the_layout_needs_its_directory() -> None:
+    class Config:
+        def get(self, name: str) -> str:
+            return ""
+
+    with pytest.raises(ConfigurationError, match="sparkcdc.output.topic.files"):
+        _topic_files_output(Config())
