@@ -17,6 +17,8 @@ a local file system or one mounted at the same path on every node (the readers w
 
 from __future__ import annotations
 
+import queue
+import threading
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -37,10 +39,15 @@ STAGED_FILES_ARROW_SCHEMA = pa.schema([("topic", pa.string()), ("file", pa.strin
 def write_topic_files(line_batches: Iterable[pa.RecordBatch], output: Path, index: int) -> Iterator[pa.RecordBatch]:
     """Append the lines of ``line_batches`` (the ``lines`` layout: ``topic, line, …``) to one file
     per topic under a new task directory of ``output``'s staging; then one row per file. ``index``
-    (the partition's place in its batch) orders the files of one topic across the batch's tasks."""
+    (the partition's place in its batch) orders the files of one topic across the batch's tasks.
+
+    The writes run in a thread of their own: copying a batch's lines into the page cache is kernel
+    time (measured: 2 to 8 s of system CPU for 3.7 GB here) during which the write releases the GIL,
+    so the next batch is decoded and encoded meanwhile, on another core."""
     directory = task_staging_root(output) / uuid.uuid4().hex
     files: dict[str | None, tuple[BinaryIO, Path]] = {}
     counts: dict[str | None, int] = {}
+    writer = _Writer()
     try:
         for batch in line_batches:
             for topic, first, end, text in _topic_runs(batch):
@@ -50,10 +57,11 @@ def write_topic_files(line_batches: Iterable[pa.RecordBatch], output: Path, inde
                     partition.mkdir(parents=True, exist_ok=True)
                     path = partition / f"part-{index:05d}.jsonl"
                     entry = files[topic] = (open(path, "wb"), path)  # noqa: SIM115 - closed below, after the last batch
-                entry[0].write(text)
-                entry[0].write(b"\n")
+                writer.write(entry[0], text)
                 counts[topic] = counts.get(topic, 0) + end - first
+        writer.finish()
     finally:
+        writer.stop()
         for handle, _ in files.values():
             handle.close()
     if files:
@@ -62,6 +70,52 @@ def write_topic_files(line_batches: Iterable[pa.RecordBatch], output: Path, inde
              pa.array([counts[topic] for topic in files], pa.int64())],
             schema=STAGED_FILES_ARROW_SCHEMA,
         )
+
+
+class _Writer:
+    """One thread appending buffers to files in the order given (a run of lines, then its newline)."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[tuple[BinaryIO, pa.Buffer] | None] = queue.Queue(maxsize=_PENDING_WRITES)
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="sparkcdc-topic-files-writer", daemon=True)
+        self._thread.start()
+
+    def write(self, handle: BinaryIO, text: pa.Buffer) -> None:
+        self._raise_failure()
+        self._queue.put((handle, text))
+
+    def finish(self) -> None:
+        """Wait until every write is done; raise the first write's failure, if any."""
+        self.stop()
+        self._raise_failure()
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if self._failure is not None:
+                continue  # drain: the task fails with the first failure
+            handle, text = item
+            try:
+                handle.write(text)
+                handle.write(b"\n")
+            except BaseException as exc:  # noqa: BLE001 - handed to the task's thread, which raises it
+                self._failure = exc
+
+
+#: Runs waiting for the writer thread at most: a run holds up to a batch of lines (a few MiB).
+_PENDING_WRITES = 4
 
 
 def _topic_runs(batch: pa.RecordBatch) -> Iterator[tuple[str | None, int, int, pa.Buffer]]:
