@@ -96,3 +96,23 @@ def test_the_layout_needs_its_directory() -> None:
 
     with pytest.raises(ConfigurationError, match="sparkcdc.output.topic.files"):
         _topic_files_output(Config())
+
+
+def test_a_failed_write_fails_the_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writes run in a thread of their own; its failure (a full disk, say) is the task's."""
+    from sparkcdc.spark.sinks import reader_files
+
+    class FullDisk:
+        def __init__(self, path: Any, mode: str) -> None:
+            self.closed = False
+
+        def write(self, data: Any) -> int:
+            raise OSError(28, "No space left on device")
+
+        def close(self) -> None:
+            self.closed = True
+
+    monkeypatch.setattr(reader_files, "open", FullDisk, raising=False)
+    batches = [_lines(["srv.public.a"] * 3, 10 * i) for i in range(10)]  # more runs than the writer's queue holds
+    with pytest.raises(OSError, match="No space left"):
+        list(write_topic_files(batches, tmp_path / "out", 0))
