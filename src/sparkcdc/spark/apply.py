@@ -118,7 +118,7 @@ class _Census:
     reads_only: Mapping[str, bool] = field(default_factory=dict)
     #: Per table, from the changes layout's block headers: its (truncates, key changes, key changes
     #: lacking an unchanged TOASTed value); absent on other frames, whose typed changes are counted.
-    key_changes: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
+    fold_hints: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -475,7 +475,7 @@ def _whole_from_census(spec: ApplySpec, census: _Census) -> bool | None:
     table = spec.qualified_table
     if census.reads_only.get(table, False):
         return False
-    counts = census.key_changes.get(table)
+    counts = census.fold_hints.get(table)
     if counts is None or spec.apply_as_truncates not in (None, DEFAULT_TRUNCATES):
         return None
     truncates, key_changes, partial = counts

@@ -104,8 +104,7 @@ def run_pipeline(
     restarts = RestartPolicy.from_config(config)
     spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}")
     register(spark)
-    topic_files = None if output is None or not appliers else TopicFilesBatchWriter(output)
-    files_writer = TopicFilesBatchWriter(output) if output is not None and not appliers else None
+    topic_files = None if output is None else TopicFilesBatchWriter(output)
 
     def start() -> Any:
         """The streaming query, from the checkpoint: the first start and every restart alike."""
@@ -118,11 +117,11 @@ def run_pipeline(
         else:
             # The topic files need only each record's line: the reader's tasks write them (see
             # sparkcdc.spark.sinks.reader_files) and the writer publishes what their rows name.
-            assert files_writer is not None
+            assert topic_files is not None
             lines = {**properties, "sparkcdc.output.layout": "topic_files",
-                     "sparkcdc.output.topic.files": str(files_writer.output)}
+                     "sparkcdc.output.topic.files": str(topic_files.output)}
             frame = spark.readStream.format("postgres-cdc").options(**options_for(lines)).load()
-            writer = frame.writeStream.foreachBatch(files_writer)
+            writer = frame.writeStream.foreachBatch(topic_files)
         writer = writer.option("checkpointLocation", location).queryName(config.settings.name)
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger_interval)
         return writer.start()
@@ -172,10 +171,12 @@ def run_pipeline(
             applier.close()
     def input_rows(p: dict[str, Any]) -> int:
         # On the changes layout (apply without topic files) a source row is a block: the appliers'
-        # census counted the changes.
-        # On the topic_files layout (topic files only) a row names a file: the writer counted its records.
-        counted = (appliers[0].stats.changes_by_batch if appliers and topic_files is None
-                   else files_writer.records_by_batch if files_writer is not None else {})
+        # census counted the changes. On the topic_files layout (topic files only) a row names a
+        # file: the writer counted its records (and counts none when Spark wrote the lines).
+        if appliers and topic_files is None:
+            counted = appliers[0].stats.changes_by_batch
+        else:
+            counted = topic_files.records_by_batch if topic_files is not None else {}
         return counted.get(int(p.get("batchId", -1)), int(p.get("numInputRows", 0)))
 
     return RunSummary(

@@ -106,6 +106,10 @@ def remove_task_staging(output: Path) -> None:
     """Delete every reader task's directory: called once a batch is published, when the tasks of its
     job have ended; what is left there belonged to failed or speculative attempts."""
     shutil.rmtree(task_staging_root(output), ignore_errors=True)
+    _remove_root_if_empty(output)
+
+
+def _remove_root_if_empty(output: Path) -> None:
     try:
         (output / STAGING_DIR).rmdir()
     except OSError:
@@ -173,10 +177,7 @@ def remove_staging(output: Path, *, up_to: int) -> None:
         batch, _, _ = entry.name.partition("-")
         if batch.isdigit() and int(batch) <= up_to:
             shutil.rmtree(entry, ignore_errors=True)
-    try:
-        root.rmdir()
-    except OSError:
-        pass  # not empty (a later batch's directory) or already gone
+    _remove_root_if_empty(output)
 
 
 def _staged_files(staging: Path, batch_id: int) -> dict[str, list[Path]]:
