@@ -89,6 +89,18 @@ def test_a_record_without_a_topic_is_refused(spark: Any, tmp_path: Path) -> None
     assert not list(output.glob("*/part-*"))
 
 
+def test_the_directory_without_the_layout_is_refused() -> None:
+    """No silent no-op: the directory is only honoured by the topic_files layout."""
+    from sparkcdc.spark.source import PostgresCdcDataSource
+
+    connector = {"database.hostname": "h", "database.user": "u", "database.dbname": "d", "topic.prefix": "p"}
+    with pytest.raises(ConfigurationError, match="sparkcdc.output.topic.files.*layout is lines"):
+        PostgresCdcDataSource({**connector, "sparkcdc.output.layout": "lines", "sparkcdc.output.topic.files": "/tmp/x"}).schema()
+    with pytest.raises(ConfigurationError, match="sparkcdc.output.topic.files"):
+        PostgresCdcDataSource({**connector, "sparkcdc.output.layout": "topic_files"}).schema()
+    assert PostgresCdcDataSource({**connector, "sparkcdc.output.layout": "lines"}).schema().startswith("topic string, line")
+
+
 def test_the_layout_needs_its_directory() -> None:
     class Config:
         def get(self, name: str) -> str:

@@ -406,7 +406,7 @@ _ALL = [
     _P("sparkcdc.state.location", doc="directory for the streaming state handed between micro-batches"),
     _P("sparkcdc.output.topic.files",
        doc="with sparkcdc.output.layout=topic_files: the topic files directory the reader tasks write into "
-           "(local, or mounted at the same path on every node)"),
+           "(local, or mounted at the same path on every node); refused with any other layout"),
     _P("sparkcdc.max.batch.wal.bytes", "268435456", "int", check=_non_negative,
        doc="WAL bytes one streaming micro-batch covers at most (0: no limit)"),
     _P("sparkcdc.snapshot.chunk.rows", "100000", "int", check=_positive,

@@ -131,7 +131,14 @@ class PostgresCdcDataSource(DataSource):
         return "postgres-cdc"
 
     def schema(self) -> str:
-        layout = config_from_options(self.options).get("sparkcdc.output.layout")
+        config = config_from_options(self.options)
+        layout = config.get("sparkcdc.output.layout")
+        if layout != "topic_files" and config.get("sparkcdc.output.topic.files"):
+            from ..errors import ConfigurationError
+
+            raise ConfigurationError(f"only the topic_files layout writes topic files from the reader, and the layout is "
+                                     f"{layout}: drop the property or set sparkcdc.output.layout=topic_files",
+                                     prop="sparkcdc.output.topic.files")
         if layout == "changes":
             from .changes_layout import CHANGES_DDL_SCHEMA
 
@@ -139,7 +146,7 @@ class PostgresCdcDataSource(DataSource):
         if layout == "topic_files":
             from .sinks.reader_files import STAGED_FILES_DDL_SCHEMA
 
-            _topic_files_output(config_from_options(self.options))  # refused here, on the driver, when absent
+            _topic_files_output(config)  # refused here, on the driver, when absent
             return STAGED_FILES_DDL_SCHEMA
         return LINES_DDL_SCHEMA if layout == "lines" else DDL_SCHEMA
 
