@@ -175,3 +175,17 @@ def test_master_and_remote_are_refused_together(tmp_path):
     with pytest.raises(ConfigurationError, match="remote: a Spark master"):
         run_pipeline({"database.hostname": "h", "database.user": "u", "database.dbname": "d", "topic.prefix": "p"},
                      output=tmp_path / "o", checkpoint=tmp_path / "ck", master="local[2]", remote="sc://127.0.0.1:15002")
+
+
+def test_a_server_without_sparkcdc_is_named_with_what_to_install():
+    """What the server answers when its Python lacks sparkcdc (seen with a server whose
+    PYSPARK_PYTHON shadows it; starting a second server here would double the module's time)."""
+    from sparkcdc.spark.runner import _server_lacks
+
+    answer = ("[PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source instance: Traceback (most recent call last):\n"
+              "  File \"/srv/sparkcdc/__init__.py\", line 1, in <module>\nModuleNotFoundError: No module named 'sparkcdc'\n"
+              " SQLSTATE: 38000\n\nJVM stacktrace:\norg.apache.spark.sql.AnalysisException")
+    message = _server_lacks(answer)
+    assert message is not None and "cannot import 'sparkcdc'" in message and "PYSPARK_PYTHON" in message
+    assert _server_lacks("ModuleNotFoundError: No module named 'deltalake'") is not None
+    assert _server_lacks("[PYTHON_DATA_SOURCE_ERROR] connection refused") is None

@@ -44,9 +44,11 @@ def _accepts(port: int) -> bool:
 
 
 @contextmanager
-def connect_server(root: Path, *, master: str = "local[2]", timeout: float = 120.0) -> Iterator[ConnectServer]:
+def connect_server(root: Path, *, master: str = "local[2]", python: str | None = None,
+                   timeout: float = 120.0) -> Iterator[ConnectServer]:
     """A Spark Connect server bound to 127.0.0.1 on a free port, up once it accepts connections and
-    has logged that it started; it and every process it started are gone when the block ends."""
+    has logged that it started; it and every process it started are gone when the block ends.
+    ``python``: the server's ``PYSPARK_PYTHON`` (default: this interpreter)."""
     root.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log = root / "connect-server.log"
@@ -61,6 +63,8 @@ def connect_server(root: Path, *, master: str = "local[2]", timeout: float = 120
     # spark-submit runs the server as a daemon (SPARK_DAEMON_MEMORY), but it is also the driver of the
     # queries: Spark refuses a driver heap under 450 MiB.
     env["SPARK_DAEMON_MEMORY"] = "1g"
+    if python is not None:
+        env["PYSPARK_PYTHON"] = python
     server = _Daemon(argv, env, log)
     try:
         def up() -> bool:

@@ -142,7 +142,13 @@ def run_pipeline(
             writer = frame.writeStream.foreachBatch(topic_files)
         writer = writer.option("checkpointLocation", location).queryName(config.settings.name)
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger_interval)
-        return writer.start()
+        try:
+            return writer.start()
+        except Exception as exc:
+            lacking = _server_lacks(str(exc)) if observed else None
+            if lacking is not None:  # the server analysed the source in its own Python
+                raise PipelineError(lacking) from None
+            raise
 
     stopped = False
     progress: list[dict[str, Any]] = []
@@ -160,7 +166,7 @@ def run_pipeline(
             report = _report(failure)
             cause = None if stopped else retriable_cause(report)
             if cause is None:
-                raise PipelineError(_describe(failure))
+                raise PipelineError((_server_lacks(report) if observed else None) or _describe(failure))
             if any(int(p.numInputRows or 0) for p in runs):
                 consecutive = 0  # records flowed since the last restart: as Debezium, the count starts again
             if not restarts.allows(consecutive):
@@ -251,6 +257,17 @@ def _observed_records(progress: Any) -> int:
         # metric's JSON, ``{"values": [...], "schema": {...}}``, as if it were a row of named fields.
         fields = dict(zip((f["name"] for f in fields["schema"]["fields"]), fields["values"], strict=True))
     return int(fields.get("records") or 0)
+
+
+def _server_lacks(report: str) -> str | None:
+    """What to say when a Spark Connect server's Python could not import a module sparkcdc needs
+    (sparkcdc itself, or a target's library): the client cannot install it there. None otherwise."""
+    found = re.search(r"No module named '([A-Za-z0-9_.]+)'", report)
+    if found is None:
+        return None
+    module = found.group(1)
+    return (f"the Spark Connect server's Python cannot import {module!r}: install sparkcdc (the client's version) with its "
+            f"dependencies in the Python the server runs for its workers (its PYSPARK_PYTHON); see docs/spark-connect.md")
 
 
 def _appliers(config: ConnectorConfig, checkpoint: str, apply_to: Sequence[str | tuple[str, int]], scd_type: int) -> list[Any]:
