@@ -3,7 +3,7 @@
 
 From a client session: the ``postgres-cdc`` source streams a snapshot and then changes into the
 topic files sink, into a typed view (``table_changes``, written by Spark's parquet sink) and, through
-``apply_changes``, into a PostgreSQL mirror. Then ``sparkcdc run --remote`` does the same as a user
+``apply_changes`` reading the ``changes`` layout, into a PostgreSQL mirror. Then ``sparkcdc run --remote`` does the same as a user
 runs it: topic files, a PostgreSQL and a Delta mirror, each compared with the source table.
 """
 
@@ -92,7 +92,9 @@ def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark,
         assert frame._cached_schema is None and changes._cached_schema is None
         _run_available_now(changes.writeStream.format("parquet").option("path", str(typed)), tmp_path / "ck-view")
         mirror_url = f"postgresql://{pg_cluster.user}@{pg_cluster.host}:{pg_cluster.port}/{mirror}"
-        _run_available_now(apply_changes(source(apply_props), mirror_url, properties=apply_props,
+        # The changes layout (typed blocks, decoded by mapInArrow on the server), as `run --apply-to` reads it.
+        typed_blocks = source({**apply_props, "sparkcdc.output.layout": "changes"})
+        _run_available_now(apply_changes(typed_blocks, mirror_url, properties=apply_props,
                                          checkpoint_location=tmp_path / "ck-apply"), tmp_path / "ck-apply")
 
     run_all()  # the snapshot

@@ -193,6 +193,9 @@ def run_pipeline(
         _stop_quietly(spark)
         for applier in appliers:
             applier.close()
+        if observed:
+            _release_quietly(spark)
+
     def input_rows(p: Any) -> int:
         if observed:
             return _observed_records(p)
@@ -369,6 +372,15 @@ def _stop_quietly(spark: Any) -> None:
             query.stop()
         except Exception:  # noqa: BLE001 - the query's own failure is what gets reported
             log.debug("stopping query %s failed", query.name, exc_info=True)
+
+
+def _release_quietly(spark: Any) -> None:
+    """End a Spark Connect session: the server drops its state now rather than at its idle timeout
+    (a classic session stays: its SparkContext is this process's, reused by the next run)."""
+    try:
+        spark.stop()
+    except Exception:  # noqa: BLE001 - the run's own outcome is what gets reported
+        log.debug("releasing the Spark Connect session failed", exc_info=True)
 
 
 def _describe(failure: Any) -> str:
