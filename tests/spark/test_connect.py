@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from sparkcdc.cli.app import EXIT_CONFIG, app
 from sparkcdc.errors import ConfigurationError
-from sparkcdc.spark.runner import run_pipeline
+from sparkcdc.spark.runner import _observe_records, _observed_records, run_pipeline
 
 from .support import output_lines, payload, properties
 
@@ -52,8 +52,9 @@ def _mirror_rows(cluster: Any, database: str, table: str) -> list[tuple[Any, ...
         return mirror.execute(f"SELECT id, label, amount FROM public.{table} ORDER BY id").fetchall()
 
 
-def _run_available_now(writer: Any, checkpoint: Path) -> None:
-    """Start a query (availableNow) and wait for its end; its failure fails the test."""
+def _run_available_now(writer: Any, checkpoint: Path) -> list[int]:
+    """Start a query (availableNow) and wait for its end; its failure fails the test. The records its
+    batches counted (``sparkcdc run``'s observed metric, when the frame observes it)."""
     query = writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
     try:
         query.awaitTermination(RUN_TIMEOUT)
@@ -61,6 +62,7 @@ def _run_available_now(writer: Any, checkpoint: Path) -> None:
     finally:
         query.stop()
     assert query.exception() is None, str(query.exception())
+    return [_observed_records(p) for p in query.recentProgress]
 
 
 def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark, pg_cluster, db, tmp_path, unique_name):
@@ -83,8 +85,11 @@ def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark,
     def source(props: dict[str, str]) -> Any:
         return spark.readStream.format("postgres-cdc").options(**options_for(props)).load()
 
-    def run_all() -> None:
-        _run_available_now(topic_files_writer(source(files_props), out), tmp_path / "ck-files")
+    def run_all() -> list[list[int]]:
+        # As `run --output` does: the reader's tasks write the topic files (on the server's side), the
+        # writer publishes them; the records counted by what the runner observes on Connect.
+        files = source({**files_props, "sparkcdc.output.layout": "topic_files", "sparkcdc.output.topic.files": str(out)})
+        written = _run_available_now(topic_files_writer(_observe_records(files, "topic_files"), out), tmp_path / "ck-files")
         frame = source(view_props)
         changes = views.table_changes(frame, view, layout="columns")
         # The layout given, building the view analysed nothing: no round trip to the server, whose
@@ -93,14 +98,16 @@ def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark,
         _run_available_now(changes.writeStream.format("parquet").option("path", str(typed)), tmp_path / "ck-view")
         mirror_url = f"postgresql://{pg_cluster.user}@{pg_cluster.host}:{pg_cluster.port}/{mirror}"
         # The changes layout (typed blocks, decoded by mapInArrow on the server), as `run --apply-to` reads it.
-        typed_blocks = source({**apply_props, "sparkcdc.output.layout": "changes"})
-        _run_available_now(apply_changes(typed_blocks, mirror_url, properties=apply_props,
-                                         checkpoint_location=tmp_path / "ck-apply"), tmp_path / "ck-apply")
+        typed_blocks = _observe_records(source({**apply_props, "sparkcdc.output.layout": "changes"}), "changes")
+        applied = _run_available_now(apply_changes(typed_blocks, mirror_url, properties=apply_props,
+                                                   checkpoint_location=tmp_path / "ck-apply"), tmp_path / "ck-apply")
+        return [written, applied]
 
-    run_all()  # the snapshot
+    assert run_all() == [[4], [4]]  # the snapshot: four records, four row changes
     assert _mirror_rows(pg_cluster, mirror, table) == _source_rows(db, table)
     _change(db, table)
-    run_all()  # the changes since
+    # The changes since: c, u, d and the delete's tombstone are records; the row changes are three.
+    assert run_all() == [[4], [3]]
 
     events = [payload(line) for line in output_lines(out) if line["topic"] == f"srv.public.{table}"]
     seen = [(e["op"], (e["after"] or e["before"])["id"]) for e in events if e is not None]
