@@ -69,6 +69,7 @@ def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark,
     from sparkcdc.spark import views
     from sparkcdc.spark.apply import apply_changes
     from sparkcdc.spark.options import options_for
+    from sparkcdc.spark.session import default_parallelism
     from sparkcdc.spark.sinks.topic_files import topic_files_writer
 
     spark = connect_spark
@@ -105,6 +106,8 @@ def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark,
 
     assert run_all() == [[4], [4]]  # the snapshot: four records, four row changes
     assert _mirror_rows(pg_cluster, mirror, table) == _source_rows(db, table)
+    # What apply splits a big table's batch into, asked without a SparkContext: the server's local[2].
+    assert default_parallelism(spark) == 2
     _change(db, table)
     # The changes since: c, u, d and the delete's tombstone are records; the row changes are three.
     assert run_all() == [[4], [3]]

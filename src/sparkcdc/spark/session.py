@@ -106,7 +106,8 @@ def default_parallelism(spark: Any) -> int:
         return int(configured)
     from pyspark.sql import functions as F
 
-    row = spark.range(0, 1 << 16).agg(F.countDistinct(F.spark_partition_id()).alias("n")).first()
+    partitions = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p"))  # not inside an aggregate: nondeterministic
+    row = partitions.agg(F.countDistinct("p").alias("n")).first()
     return max(1, int(row["n"])) if row is not None else 1
 
 
