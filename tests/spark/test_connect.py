@@ -127,6 +127,16 @@ def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark,
     assert _mirror_rows(pg_cluster, mirror, table) == _source_rows(db, table)
 
 
+def test_a_setting_of_the_servers_application_is_refused_naming_it(connect_server, monkeypatch):
+    from sparkcdc.spark.session import spark_session
+
+    for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE"):  # the session's process-wide mode, undone after
+        monkeypatch.delenv(name, raising=False)
+
+    with pytest.raises(ConfigurationError, match=r"^spark\.executor\.memory: a Spark Connect session sets only runtime"):
+        spark_session(remote=connect_server.url, extra={"spark.sql.shuffle.partitions": "3", "spark.executor.memory": "2g"})
+
+
 def test_run_remote_writes_topic_files_and_mirrors(connect_server, pg_cluster, db, tmp_path, unique_name):
     table = f"cr_{unique_name}"
     _make_table(db, table)

@@ -69,8 +69,19 @@ def _connect_session(remote: str, app_name: str, extra: dict[str, str] | None) -
     builder: Any = SparkSession.builder.remote(remote)
     spark = builder.create()
     for key, value in {**_SESSION_SETTINGS, **(extra or {})}.items():
-        spark.conf.set(key, value)
+        try:
+            spark.conf.set(key, value)
+        except Exception as exc:  # noqa: BLE001 - Spark Connect's AnalysisException, named below
+            spark.stop()
+            from ..errors import ConfigurationError
+
+            raise ConfigurationError(f"a Spark Connect session sets only runtime (SQL) settings; this one is the server's "
+                                     f"application's, set where the server is started ({_first_line(exc)})", prop=key) from None
     return spark
+
+
+def _first_line(exc: BaseException) -> str:
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
 
 
 def is_connect(spark: Any) -> bool:
