@@ -22,16 +22,19 @@ def test_decode_benchmark_runs() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("script", "size"), [("snapshot.py", "--rows"), ("stream.py", "--changes")])
-def test_debezium_vs_sparkcdc_benchmark_runs(script: str, size: str) -> None:
-    """Both sides (embedded Debezium, `sparkcdc run --once`) on 2,000 events; the script checks the output."""
+@pytest.mark.parametrize(("script", "size", "extra"), [("snapshot.py", "--rows", []), ("stream.py", "--changes", ["--kafka"])])
+def test_debezium_vs_sparkcdc_benchmark_runs(script: str, size: str, extra: list[str]) -> None:
+    """Both sides (embedded Debezium, `sparkcdc run --once`) on 2,000 events; the script checks the output
+    (the stream's also from `run --kafka` into a Tansu broker, consumed back)."""
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / script), size, "2000", "--repeat", "1"],
+        [sys.executable, str(BENCHMARKS / script), size, "2000", "--repeat", "1", *extra],
         capture_output=True, text=True, timeout=540,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ratio sparkcdc / Debezium" in result.stdout
     assert "sparkcdc wall" in result.stdout
+    if extra:
+        assert "sparkcdc --kafka" in result.stdout
 
 
 @pytest.mark.slow
