@@ -144,13 +144,8 @@ def _committed(link: KafkaLink, index: int, batch_id: int, query: str | None, ru
     value = link.read_fence(batch_id).get(fence_key(link.pipeline_id, index))
     if value is None:
         return None
-    try:
-        fence = json.loads(value)
-        fenced_batch, fenced_query = int(fence["batch_id"]), fence.get("query_id")
-        topics = {str(k): int(v) for k, v in fence.get("topics", {}).items()}
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise link.error(f"the fence topic {link.fence_topic!r} holds a record that is not a fence: {value[:200]!r}",
-                         batch_id, link.fence_topic) from exc
+    fence = _parse_fence(link, value, batch_id)
+    fenced_batch, fenced_query, topics = fence["batch_id"], fence.get("query_id"), fence["topics"]
     if fenced_query != query or fenced_batch < batch_id:
         return None  # another query's (a new checkpoint), or an older batch
     if snapshot_batch and fence.get("run_id") != run_id:
@@ -161,6 +156,18 @@ def _committed(link: KafkaLink, index: int, batch_id: int, query: str | None, ru
     log.log(level, "Kafka sink %s: task %d of batch %d is already committed to Kafka (fence: batch %d); skipped",
             link.pipeline_id, index, batch_id, fenced_batch)
     return topics if fenced_batch == batch_id else {}
+
+
+def _parse_fence(link: KafkaLink, value: bytes, batch_id: int) -> dict[str, Any]:
+    """A task's fence record, with ``batch_id`` an int and ``topics`` a dict of counts; refused when malformed."""
+    try:
+        fence = json.loads(value)
+        fence["batch_id"] = int(fence["batch_id"])
+        fence["topics"] = {str(k): int(v) for k, v in fence.get("topics", {}).items()}
+        return fence  # type: ignore[no-any-return]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise link.error(f"the fence topic {link.fence_topic!r} holds a record that is not a fence: {value[:200]!r}",
+                         batch_id, link.fence_topic) from exc
 
 
 def _produce(producer: Any, link: KafkaLink, batches: Iterable[EncodedBatch], batch_id: int) -> dict[str, int]:
@@ -292,14 +299,9 @@ class ReaderKafkaBatchWriter:
         prefix = f"{link.pipeline_id}#".encode()
         committed: dict[int, tuple[str | None, int]] = {}
         for key, value in link.read_fence(batch_id).items():
-            if not key.startswith(prefix) or value is None:
-                continue
-            try:
-                fence = json.loads(value)
-                committed[int(key[len(prefix):])] = (fence.get("query_id"), int(fence["batch_id"]))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise link.error(f"the fence topic {link.fence_topic!r} holds a record that is not a fence: {value[:200]!r}",
-                                 batch_id, link.fence_topic) from exc
+            if key.startswith(prefix) and value is not None and key[len(prefix):].isdigit():
+                fence = _parse_fence(link, value, batch_id)
+                committed[int(key[len(prefix):])] = (fence.get("query_id"), fence["batch_id"])
         return committed
 
 
