@@ -237,6 +237,10 @@ def run(
         help="Keep a mirror of every captured table: postgresql://…, a Delta Lake directory, iceberg:<catalog> or iceberg+file:<warehouse>. May be given more than once.")] = None,
     scd_type: Annotated[int, typer.Option("--scd-type", metavar="1|2",
                                           help="With --apply-to: 1 mirrors the tables, 2 keeps their history (__START_AT/__END_AT).")] = 1,
+    trigger_interval: Annotated[str, typer.Option(
+        "--trigger-interval", metavar="INTERVAL",
+        help="Without --once: how often a micro-batch starts (Spark's processingTime, e.g. '500 milliseconds'; "
+             "'0 seconds' starts the next as soon as one ends, the least latency).")] = "1 second",
     kafka: Annotated[str | None, typer.Option(
         "--kafka", metavar="BOOTSTRAP",
         help="Produce the change events to this Kafka cluster (host:port,...) exactly once, from the tasks that read them "
@@ -265,6 +269,7 @@ def run(
     with StopEvent(on_first=stopping) as stop, _reported(loaded):
         summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
                                       stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type, kafka=kafka,
+                                      trigger_interval=trigger_interval,
                                       on_restart=lambda message: err.print(f"restarting: {message}", soft_wrap=True, markup=False))
     if summary_file is not None and hasattr(summary, "to_dict"):
         Path(summary_file).write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
