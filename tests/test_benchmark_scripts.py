@@ -67,3 +67,15 @@ def test_snapshot_apply_benchmark_runs() -> None:
     assert result.stdout.count("mirror equals the source") == 4
     peaks = re.findall(r"peak memory: driver Python ([\d,]+) MB, driver JVM ([\d,]+) MB", result.stdout)
     assert len(peaks) == 4 and all(int(p.replace(",", "")) > 20 for pair in peaks for p in pair), result.stdout
+
+
+@pytest.mark.slow
+def test_latency_benchmark_runs() -> None:
+    """Both sides at 200 changes/s for 3 s: every generated change must arrive (the script fails otherwise)."""
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "latency.py"), "--rates", "200", "--seconds", "3"],
+        capture_output=True, text=True, timeout=540,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "sparkcdc at 200 changes/s: p50" in result.stdout
+    assert "debezium at 200 changes/s: p50" in result.stdout
