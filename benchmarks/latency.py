@@ -13,8 +13,8 @@ is seen delivered minus its ``source.ts_ms`` (PostgreSQL's commit time; same mac
   engine's consumer is handed its batch.
 
 Each side and rate gets a slot of its own created just before (so no backlog), a warm-up change
-that must arrive before the timed generator starts, and the whole generator window (every id
-generated must arrive; the run fails otherwise). Reported per side and rate: p50, p99 and max in
+that must arrive and ``--warmup`` seconds at the rate (JIT, Python workers) before the timed
+window, and the whole window counts (every id generated must arrive; the run fails otherwise). Reported per side and rate: p50, p99 and max in
 milliseconds, and the changes counted. The sides run one after the other (not at once) so that
 neither takes the other's cores.
 
@@ -197,12 +197,15 @@ def debezium_running(cluster: ThrowawayCluster, conn: psycopg.Connection, name: 
 
 
 # -- one measurement ----------------------------------------------------------------------------------
-def measure(conn: psycopg.Connection, conninfo: str, latencies: Latencies, rate: int, seconds: float, first: int) -> tuple[dict[str, float], int]:
-    """Warm up with one change, then the generator's window; every id must arrive. The window's
-    summary and the next free id."""
+def measure(conn: psycopg.Connection, conninfo: str, latencies: Latencies, rate: int, seconds: float, first: int,
+            warmup: float) -> tuple[dict[str, float], int]:
+    """Warm up (one change, then ``warmup`` seconds at the rate: JIT, Python workers), then the timed
+    window; every id must arrive. The window's summary and the next free id."""
     conn.execute("INSERT INTO bench VALUES (%s, 0, 'warm-up', 0, now(), true)", (first,))
     wait_for(lambda: first in latencies.by_id, 300, lambda: "the warm-up change did not arrive")
-    generator = Generator(conninfo, rate, seconds, first + 1)
+    warm = Generator(conninfo, rate, warmup, first + 1)
+    warm.run()
+    generator = Generator(conninfo, rate, seconds, warm.next_id)
     generator.run()
     ids = generator.ids
     wait_for(lambda: latencies.seen(ids) == len(ids), 300, lambda: f"{latencies.seen(ids):,} of {len(ids):,} changes arrived")
@@ -213,6 +216,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rates", default="1000,5000", help="changes per second, comma-separated")
     parser.add_argument("--seconds", type=float, default=120.0, help="length of each rate's window")
+    parser.add_argument("--warmup", type=float, default=10.0, help="seconds at the rate before each timed window")
     parser.add_argument("--trigger-interval", default="0 seconds", help="sparkcdc run --trigger-interval")
     parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
     args = parser.parse_args()
@@ -231,7 +235,7 @@ def main() -> None:
                 running = (sparkcdc_running(cluster, Path(tmp), name, args.trigger_interval, latencies) if side == "sparkcdc"
                            else debezium_running(cluster, conn, name, latencies))
                 with running:
-                    summary, next_id = measure(conn, cluster.conninfo(), latencies, rate, args.seconds, next_id)
+                    summary, next_id = measure(conn, cluster.conninfo(), latencies, rate, args.seconds, next_id, args.warmup)
                 conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s "
                              "AND NOT active", (name,))
                 results.append((side, rate, summary))

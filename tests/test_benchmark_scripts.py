@@ -73,7 +73,7 @@ def test_snapshot_apply_benchmark_runs() -> None:
 def test_latency_benchmark_runs() -> None:
     """Both sides at 200 changes/s for 3 s: every generated change must arrive (the script fails otherwise)."""
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "latency.py"), "--rates", "200", "--seconds", "3"],
+        [sys.executable, str(BENCHMARKS / "latency.py"), "--rates", "200", "--seconds", "3", "--warmup", "1"],
         capture_output=True, text=True, timeout=540,
     )
     assert result.returncode == 0, result.stdout + result.stderr
