@@ -15,7 +15,7 @@ import json
 import signal
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -237,6 +237,9 @@ def run(
         help="Keep a mirror of every captured table: postgresql://…, a Delta Lake directory, iceberg:<catalog> or iceberg+file:<warehouse>. May be given more than once.")] = None,
     scd_type: Annotated[int, typer.Option("--scd-type", metavar="1|2",
                                           help="With --apply-to: 1 mirrors the tables, 2 keeps their history (__START_AT/__END_AT).")] = 1,
+    conf: Annotated[list[str] | None, typer.Option(
+        "--conf", metavar="KEY=VALUE",
+        help="A Spark setting for the session, as spark-submit's --conf (e.g. spark.executor.memory=2g). May be given more than once.")] = None,
 ) -> None:
     """Run the pipeline. SIGINT/SIGTERM stop it cleanly after the current micro-batch; a second signal exits immediately.
 
@@ -247,6 +250,7 @@ def run(
         _fail(EXIT_CONFIG, "give --output DIR, --apply-to TARGET, or both")
     if scd_type not in (1, 2):
         _fail(EXIT_CONFIG, f"--scd-type must be 1 or 2, not {scd_type}")
+    spark_conf = _conf_pairs(conf or ())
     loaded = _load(config)
     runner = _import_runner()
     err = _stderr()
@@ -257,13 +261,24 @@ def run(
     # Paths stay strings: they may be URIs (s3a://, hdfs://) that Path would mangle.
     with StopEvent(on_first=stopping) as stop, _reported(loaded):
         summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
-                                      stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type,
+                                      stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type, spark_conf=spark_conf,
                                       on_restart=lambda message: err.print(f"restarting: {message}", soft_wrap=True, markup=False))
     if summary_file is not None and hasattr(summary, "to_dict"):
         Path(summary_file).write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
     batches, records = getattr(summary, "batches", None), getattr(summary, "records", None)
     done = "stopped" if stop.is_set() else "finished"
     err.print(f"{done}" + (f": {batches} micro-batch(es), {records} record(s)" if batches is not None else ""))
+
+
+def _conf_pairs(pairs: Sequence[str]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` pairs, as spark-submit reads them: the value may hold ``=``; the last of a key wins."""
+    conf: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            _fail(EXIT_CONFIG, f"--conf {pair!r}: expected KEY=VALUE, e.g. --conf spark.executor.memory=2g")
+        conf[key.strip()] = value
+    return conf
 
 
 @app.command("signal")
