@@ -1,4 +1,4 @@
-"""The ``sparkcdc`` command: ``validate``, ``status``, ``run``, ``signal`` and ``demo``.
+"""The ``sparkcdc`` command: ``validate``, ``status``, ``run``, ``signal``, ``demo`` and ``submit-script``.
 
 Exit codes are part of the interface, because these commands run in deployment scripts and health
 checks: 0 success; 1 the server (or the pipeline) has a problem, or cannot be reached; 2 the
@@ -229,7 +229,7 @@ def run(
                                             help="Spark checkpoint location (a path or URI); it holds the connector's offsets.")],
     output: Annotated[str | None, typer.Option("--output", metavar="DIR", help="Where the change events are written (a local directory or file: URI; topic directories are created under it).")] = None,
     once: Annotated[bool, typer.Option("--once", help="Process what is available now, then stop.")] = False,
-    master: Annotated[str | None, typer.Option("--master", metavar="URL", help="Spark master, e.g. local[4] (default: Spark's).")] = None,
+    master: Annotated[str | None, typer.Option("--master", metavar="URL", help="Spark master, e.g. local[4] (default: spark-defaults.conf's spark.master, else local[*]; under spark-submit only spark-submit's --master).")] = None,
     summary_file: Annotated[str | None, typer.Option("--summary", metavar="FILE",
                                                      help="Write a JSON summary of the run (batches, records, timings) here.")] = None,
     apply_to: Annotated[list[str] | None, typer.Option(
@@ -327,6 +327,12 @@ def demo(
     result = run_demo(seconds=seconds, master=master, console=_stdout())
     if not result.mirror_equal:
         raise typer.Exit(EXIT_PROBLEMS)
+
+
+@app.command("submit-script")
+def submit_script() -> None:
+    """Print the path of the script to give spark-submit: spark-submit --master URL "$(sparkcdc submit-script)" run CONFIG ..."""
+    typer.echo(str(Path(__file__).resolve().with_name("spark_submit.py")))
 
 
 def main() -> None:

@@ -16,6 +16,8 @@ from pyspark import SparkConf
 from pyspark.core.context import SparkContext
 from pyspark.sql import SparkSession
 
+from ..errors import ConfigurationError
+
 __all__ = ["DEFAULTS", "make_active", "spark_session", "submitted"]
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,9 @@ def _new_session(master: str | None, app_name: str, extra: dict[str, str]) -> Sp
     SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(extra.items())))
     configured = dict(SparkConf().getAll())  # the JVM's: spark-submit's, spark-defaults.conf's, extra
     configured.update(extra)
+    if was_submitted and master and master != configured.get("spark.master"):
+        raise ConfigurationError(f"spark-submit chose the master {configured.get('spark.master')!r}: give the master "
+                                 "to spark-submit only (its --master), not to sparkcdc run", prop="--master")
     builder = SparkSession.builder
     if master:
         builder = builder.master(master)
