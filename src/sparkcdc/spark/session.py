@@ -85,7 +85,7 @@ def _new_session(master: str | None, app_name: str, extra: dict[str, str]) -> Sp
             builder = builder.config(key, value)
     for key, value in extra.items():
         builder = builder.config(key, value)
-    builder = _python_for_workers(builder, configured)
+    _python_for_workers(configured)
     return builder.getOrCreate()
 
 
@@ -94,21 +94,30 @@ def _named_by_user(name: str | None) -> bool:
     return bool(name) and not str(name).endswith(".py")
 
 
-def _python_for_workers(builder: SparkSession.Builder, configured: Mapping[str, str]) -> SparkSession.Builder:
+def _python_for_workers(configured: Mapping[str, str]) -> None:
     """``spark.pyspark.python`` as spark-submit applies it, for a driver started by plain ``python``.
 
-    PySpark takes the executors' interpreter from ``PYSPARK_PYTHON`` only, so the setting becomes
-    that variable. The driver's own Python workers (a data source's planning) take
-    ``spark.pyspark.driver.python`` first and ``spark.pyspark.python`` next: a path relative to the
-    executors' working directory (``./environment/bin/python`` of a packed environment) would not
-    exist on the driver, so the driver's interpreter is named unless the caller named one.
+    PySpark takes the Python workers' interpreter from ``PYSPARK_PYTHON`` only (spark-submit sets
+    it from the setting before it starts the driver's Python), so the setting becomes that variable.
     """
     python = configured.get("spark.pyspark.python")
     if python:
+        _check_on_the_driver(python)
         os.environ["PYSPARK_PYTHON"] = python
-        if not configured.get("spark.pyspark.driver.python"):
-            builder = builder.config("spark.pyspark.driver.python", os.environ.get("PYSPARK_DRIVER_PYTHON") or sys.executable)
-    return builder
+
+
+def _check_on_the_driver(python: str) -> None:
+    """A Python data source's planning runs in Python processes of the driver, started with the very
+    interpreter path the executors get (PySpark gives a data source one ``pythonExec``): a relative
+    path such as ``./environment/bin/python`` must exist in the driver's working directory too.
+    Refused here with what to do, rather than as a Java IOException when the query starts."""
+    if os.path.isabs(python) or os.sep not in python or os.path.exists(python):
+        return
+    raise ConfigurationError(
+        f"{python!r} does not exist in the driver's working directory {os.getcwd()}, and the driver's Python "
+        "processes (the postgres-cdc source's planning) run this same path: unpack the environment there too "
+        "(mkdir environment && tar -xzf ENV.tar.gz -C environment), or link a Python environment that has "
+        "sparkcdc (ln -s \"$VIRTUAL_ENV\" environment); see docs/clusters.md", prop="spark.pyspark.python")
 
 
 def _warn_unapplied(spark: SparkSession, extra: Mapping[str, str]) -> None:
