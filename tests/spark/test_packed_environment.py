@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import sys
 import time
@@ -129,6 +130,8 @@ def test_executors_run_the_packed_environment(packed_environment: Path, pg_clust
         assert Path(os.path.realpath(origin)).is_relative_to(Path(os.path.realpath(worker.work_dir))), origin  # no link out
         workers_seen.add(worker.worker_id)
     assert workers_seen == {w.worker_id for w in cluster.workers}, f"Python ran on the executors of {workers_seen} only: {probes}"
+    for unpacked in (tmp_path / "cluster").glob("worker-*/app-*/*/environment"):  # 300 MB each, else kept by pytest
+        shutil.rmtree(unpacked)
     print(f"\npacked environment test: {time.monotonic() - started:.1f} s, {len(probes)} Python starts on the executors")
 
 
