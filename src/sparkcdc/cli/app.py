@@ -237,6 +237,14 @@ def run(
         help="Keep a mirror of every captured table: postgresql://…, a Delta Lake directory, iceberg:<catalog> or iceberg+file:<warehouse>. May be given more than once.")] = None,
     scd_type: Annotated[int, typer.Option("--scd-type", metavar="1|2",
                                           help="With --apply-to: 1 mirrors the tables, 2 keeps their history (__START_AT/__END_AT).")] = 1,
+    trigger_interval: Annotated[str, typer.Option(
+        "--trigger-interval", metavar="INTERVAL",
+        help="Without --once: how often a micro-batch starts (Spark's processingTime, e.g. '500 milliseconds'; "
+             "'0 seconds' starts the next as soon as one ends, the least latency).")] = "1 second",
+    kafka: Annotated[str | None, typer.Option(
+        "--kafka", metavar="BOOTSTRAP",
+        help="Produce the change events to this Kafka cluster (host:port,...) exactly once, from the tasks that read them "
+             "(sparkcdc.output.kafka.* properties for the rest). Runs on its own, without --output or --apply-to.")] = None,
     conf: Annotated[list[str] | None, typer.Option(
         "--conf", metavar="KEY=VALUE",
         help="A Spark setting for the session, as spark-submit's --conf (e.g. spark.executor.memory=2g). May be given more than once.")] = None,
@@ -246,8 +254,11 @@ def run(
     If PostgreSQL goes away, the query restarts from its checkpoint after retriable.restart.connector.wait.ms,
     up to errors.max.retries times in a row (-1: no limit); then it exits with 1.
     """
-    if output is None and not apply_to:
-        _fail(EXIT_CONFIG, "give --output DIR, --apply-to TARGET, or both")
+    if kafka is not None and (output is not None or apply_to):
+        _fail(EXIT_CONFIG, "--kafka runs on its own: give --kafka, or --output/--apply-to (a second pipeline, with its own "
+                           "checkpoint, can write the other)")
+    if output is None and not apply_to and kafka is None:
+        _fail(EXIT_CONFIG, "give --output DIR, --apply-to TARGET, or both, or --kafka BOOTSTRAP")
     if scd_type not in (1, 2):
         _fail(EXIT_CONFIG, f"--scd-type must be 1 or 2, not {scd_type}")
     spark_conf = _conf_pairs(conf or ())
@@ -261,7 +272,8 @@ def run(
     # Paths stay strings: they may be URIs (s3a://, hdfs://) that Path would mangle.
     with StopEvent(on_first=stopping) as stop, _reported(loaded):
         summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
-                                      stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type, spark_conf=spark_conf,
+                                      stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type, kafka=kafka,
+                                      trigger_interval=trigger_interval, spark_conf=spark_conf,
                                       on_restart=lambda message: err.print(f"restarting: {message}", soft_wrap=True, markup=False))
     if summary_file is not None and hasattr(summary, "to_dict"):
         Path(summary_file).write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
