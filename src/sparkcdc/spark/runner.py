@@ -70,6 +70,7 @@ def run_pipeline(
     scd_type: int = 1,
     on_restart: Callable[[str], None] | None = None,
     kafka: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
 ) -> RunSummary:
     """Run the connector as a streaming query writing topic directories under ``output`` and/or
     applying every captured table to each target of ``apply_to``: a location (SCD ``scd_type``)
@@ -78,6 +79,7 @@ def run_pipeline(
 
     A query that fails because the server went away is restarted from its checkpoint (see
     :mod:`sparkcdc.spark.restarts`); ``on_restart`` hears of each restart (default: a log warning).
+    ``spark_conf`` (``sparkcdc run --conf``) goes to the session builder (:mod:`sparkcdc.spark.session`).
     """
     from pyspark.errors import StreamingQueryException
 
@@ -107,7 +109,7 @@ def run_pipeline(
     properties["sparkcdc.state.location"] = _state_location(properties.get("sparkcdc.state.location"), location)
     use_throughput_gc()
     restarts = RestartPolicy.from_config(config)
-    spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}")
+    spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}", extra=spark_conf)
     register(spark)
     topic_files = None if output is None else TopicFilesBatchWriter(output)
     kafka_writer = None
