@@ -70,13 +70,17 @@ def run_pipeline(
     apply_to: Sequence[str | tuple[str, int]] = (),
     scd_type: int = 1,
     on_restart: Callable[[str], None] | None = None,
+    kafka: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
 ) -> RunSummary:
     """Run the connector as a streaming query writing topic directories under ``output`` and/or
     applying every captured table to each target of ``apply_to``: a location (SCD ``scd_type``)
-    or a (location, SCD type) pair.
+    or a (location, SCD type) pair; or producing to the Kafka cluster ``kafka`` (bootstrap servers)
+    from the reader tasks, exactly once (:mod:`sparkcdc.spark.sinks.reader_kafka`).
 
     A query that fails because the server went away is restarted from its checkpoint (see
     :mod:`sparkcdc.spark.restarts`); ``on_restart`` hears of each restart (default: a log warning).
+    ``spark_conf`` (``sparkcdc run --conf``) goes to the session builder (:mod:`sparkcdc.spark.session`).
 
     ``remote`` (``sc://host:port``, instead of ``master``) runs the query on a Spark Connect server:
     this process is then only its client. The ``foreachBatch`` writers run in the server's Python
@@ -94,8 +98,11 @@ def run_pipeline(
     notify = on_restart or log.warning
     if not isinstance(config, ConnectorConfig):
         config = ConnectorConfig(config)
-    if output is None and not apply_to:
-        raise PipelineError("nothing to write: give an output directory, an apply target, or both")
+    if kafka is not None and (output is not None or apply_to):
+        raise PipelineError("Kafka is written by the reader tasks and runs on its own: give Kafka, or an output directory "
+                            "and apply targets, not both (run a second pipeline with its own checkpoint for the other)")
+    if output is None and not apply_to and kafka is None:
+        raise PipelineError("nothing to write: give an output directory, an apply target, or both, or a Kafka cluster")
     if master is not None and remote is not None:
         raise ConfigurationError(f"a Spark master ({master}) and a Spark Connect server ({remote}) were both given: "
                                  "the query runs on the server's own master; give one of them", prop="remote")
@@ -115,12 +122,18 @@ def run_pipeline(
     properties["sparkcdc.state.location"] = _state_location(properties.get("sparkcdc.state.location"), location)
     use_throughput_gc()
     restarts = RestartPolicy.from_config(config)
-    spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}", remote=remote)
+    spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}", extra=spark_conf, remote=remote)
     # On Spark Connect the writers run in the server's Python: what they count stays there. The
     # query's observed metrics bring each batch's record count back to this client instead.
     observed = is_connect(spark)
     register(spark)
     topic_files = None if output is None else TopicFilesBatchWriter(output)
+    kafka_writer = None
+    if kafka is not None:
+        from .sinks.reader_kafka import ReaderKafkaBatchWriter, kafka_link
+
+        properties.update({"sparkcdc.output.layout": "kafka", "sparkcdc.output.kafka.bootstrap.servers": kafka})
+        kafka_writer = ReaderKafkaBatchWriter(kafka_link(ConnectorConfig(properties)))  # checked before Spark starts
 
     def start() -> Any:
         """The streaming query, from the checkpoint: the first start and every restart alike."""
@@ -131,6 +144,11 @@ def run_pipeline(
             frame = spark.readStream.format("postgres-cdc").options(**options_for(layout)).load()
             frame = _observe_records(frame, "changes" if topic_files is None else "columns") if observed else frame
             writer = frame.writeStream.foreachBatch(_BatchFanOut(topic_files, appliers))
+        elif kafka_writer is not None:
+            # The reader's tasks produce (sparkcdc.spark.sinks.reader_kafka); the writer collects their counts.
+            frame = spark.readStream.format("postgres-cdc").options(**options_for(properties)).load()
+            frame = _observe_records(frame, "kafka") if observed else frame
+            writer = frame.writeStream.foreachBatch(kafka_writer)
         else:
             # The topic files need only each record's line: the reader's tasks write them (see
             # sparkcdc.spark.sinks.reader_files) and the writer publishes what their rows name.
@@ -204,6 +222,8 @@ def run_pipeline(
         # file: the writer counted its records (and counts none when Spark wrote the lines).
         if appliers and topic_files is None:
             counted = appliers[0].stats.changes_by_batch
+        elif kafka_writer is not None:
+            counted = kafka_writer.records_by_batch
         else:
             counted = topic_files.records_by_batch if topic_files is not None else {}
         return counted.get(int(p.get("batchId", -1)), int(p.numInputRows or 0))
@@ -231,7 +251,8 @@ RECORDS_METRIC = "sparkcdc_records"
 def _observe_records(frame: Any, layout: str) -> Any:
     """``frame`` counting its batch's records as an observed metric (reported in each progress).
 
-    A row of the ``topic_files`` layout names a file of ``records`` records; a row change block of the
+    A row of the ``topic_files`` layout names a file of ``records`` records (one of the ``kafka``
+    layout, the ``records`` a task produced to a topic); a row change block of the
     ``changes`` layout holds ``rows`` changes (its other rows, transaction markers and the like, are
     not counted, as the appliers' census counts only row changes); a row of the ``columns`` layout is
     a record.
@@ -240,7 +261,7 @@ def _observe_records(frame: Any, layout: str) -> Any:
 
     from .views import CHANGE_OPS
 
-    if layout == "topic_files":
+    if layout in ("topic_files", "kafka"):
         count = F.sum("records")
     elif layout == "changes":
         count = F.sum(F.when(F.col("op").isin(*CHANGE_OPS), F.col("rows")))
