@@ -30,7 +30,7 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["ACCUMULATOR_METRICS", "install_accumulator_workaround", "use_postgres_cdc"]
+__all__ = ["ACCUMULATOR_METRICS", "in_pipeline_query_function", "install_accumulator_workaround", "use_postgres_cdc"]
 
 #: The observed metrics that carry Python accumulator updates (pyspark's own name for them).
 ACCUMULATOR_METRICS = "__python_accumulator__"
@@ -39,14 +39,47 @@ _MARK = "__sparkcdc_skips_accumulator_updates__"
 
 def use_postgres_cdc(spark: Any) -> None:
     """Ready a pipeline's session (or any Spark Connect session) for sparkcdc: the ``postgres-cdc``
-    source registered on it and, on Spark Connect, :func:`install_accumulator_workaround`.
-    Calling it again does no harm (each definition file may call it)."""
+    source and the ``sparkcdc-apply`` sink (:mod:`sparkcdc.spark.sinks.apply_sink`) registered on it
+    and, on Spark Connect, :func:`install_accumulator_workaround`. Calling it again does no harm
+    (each definition file may call it)."""
     from .session import is_connect
+    from .sinks.apply_sink import register_apply_sink
     from .source import register
 
     if is_connect(spark):
         install_accumulator_workaround()
     register(spark)
+    register_apply_sink(spark)
+
+
+def in_pipeline_query_function(spark: Any) -> bool:
+    """Whether this thread is inside a Declarative Pipelines query function of ``spark`` (a session).
+
+    There the server refuses any analysis (``ATTEMPT_ANALYSIS_IN_PIPELINE_QUERY_FUNCTION``): what
+    sparkcdc would learn from a frame's schema must come from elsewhere. pyspark marks the calls of a
+    query function with a thread-local ``PipelineAnalysisContext`` naming the flow (a definition
+    file's own code runs under one without a flow name, and may analyse); it is read here without a
+    request to the server. False for a classic session, and when pyspark keeps the mark elsewhere.
+    """
+    from .session import is_connect
+
+    if not is_connect(spark):
+        return False
+    client = getattr(spark, "client", None)
+    extensions = getattr(getattr(client, "thread_local", None), "user_context_extensions", None) or ()
+    if not extensions:
+        return False
+    try:
+        from pyspark.sql.connect.proto import PipelineAnalysisContext
+    except ImportError:
+        return False
+    for _, extension in extensions:
+        if extension.Is(PipelineAnalysisContext.DESCRIPTOR):
+            context = PipelineAnalysisContext()
+            extension.Unpack(context)
+            if context.flow_name:
+                return True
+    return False
 
 
 def install_accumulator_workaround() -> bool:
