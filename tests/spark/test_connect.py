@@ -3,7 +3,7 @@
 
 From a client session: the ``postgres-cdc`` source streams a snapshot and then changes into the
 topic files sink, into a typed view (``table_changes``, written by Spark's parquet sink) and, through
-``apply_changes``, into a PostgreSQL mirror. Then ``sparkcdc run --remote`` does the same as a user
+``apply_changes`` reading the ``changes`` layout, into a PostgreSQL mirror. Then ``sparkcdc run --remote`` does the same as a user
 runs it: topic files, a PostgreSQL and a Delta mirror, each compared with the source table.
 """
 
@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from sparkcdc.cli.app import EXIT_CONFIG, app
 from sparkcdc.errors import ConfigurationError
-from sparkcdc.spark.runner import run_pipeline
+from sparkcdc.spark.runner import _observe_records, _observed_records, run_pipeline
 
 from .support import output_lines, payload, properties
 
@@ -52,8 +52,9 @@ def _mirror_rows(cluster: Any, database: str, table: str) -> list[tuple[Any, ...
         return mirror.execute(f"SELECT id, label, amount FROM public.{table} ORDER BY id").fetchall()
 
 
-def _run_available_now(writer: Any, checkpoint: Path) -> None:
-    """Start a query (availableNow) and wait for its end; its failure fails the test."""
+def _run_available_now(writer: Any, checkpoint: Path) -> list[int]:
+    """Start a query (availableNow) and wait for its end; its failure fails the test. The records its
+    batches counted (``sparkcdc run``'s observed metric, when the frame observes it)."""
     query = writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
     try:
         query.awaitTermination(RUN_TIMEOUT)
@@ -61,12 +62,14 @@ def _run_available_now(writer: Any, checkpoint: Path) -> None:
     finally:
         query.stop()
     assert query.exception() is None, str(query.exception())
+    return [_observed_records(p) for p in query.recentProgress]
 
 
 def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark, pg_cluster, db, tmp_path, unique_name):
     from sparkcdc.spark import views
     from sparkcdc.spark.apply import apply_changes
     from sparkcdc.spark.options import options_for
+    from sparkcdc.spark.session import default_parallelism
     from sparkcdc.spark.sinks.topic_files import topic_files_writer
 
     spark = connect_spark
@@ -83,8 +86,11 @@ def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark,
     def source(props: dict[str, str]) -> Any:
         return spark.readStream.format("postgres-cdc").options(**options_for(props)).load()
 
-    def run_all() -> None:
-        _run_available_now(topic_files_writer(source(files_props), out), tmp_path / "ck-files")
+    def run_all() -> list[list[int]]:
+        # As `run --output` does: the reader's tasks write the topic files (on the server's side), the
+        # writer publishes them; the records counted by what the runner observes on Connect.
+        files = source({**files_props, "sparkcdc.output.layout": "topic_files", "sparkcdc.output.topic.files": str(out)})
+        written = _run_available_now(topic_files_writer(_observe_records(files, "topic_files"), out), tmp_path / "ck-files")
         frame = source(view_props)
         changes = views.table_changes(frame, view, layout="columns")
         # The layout given, building the view analysed nothing: no round trip to the server, whose
@@ -92,13 +98,19 @@ def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark,
         assert frame._cached_schema is None and changes._cached_schema is None
         _run_available_now(changes.writeStream.format("parquet").option("path", str(typed)), tmp_path / "ck-view")
         mirror_url = f"postgresql://{pg_cluster.user}@{pg_cluster.host}:{pg_cluster.port}/{mirror}"
-        _run_available_now(apply_changes(source(apply_props), mirror_url, properties=apply_props,
-                                         checkpoint_location=tmp_path / "ck-apply"), tmp_path / "ck-apply")
+        # The changes layout (typed blocks, decoded by mapInArrow on the server), as `run --apply-to` reads it.
+        typed_blocks = _observe_records(source({**apply_props, "sparkcdc.output.layout": "changes"}), "changes")
+        applied = _run_available_now(apply_changes(typed_blocks, mirror_url, properties=apply_props,
+                                                   checkpoint_location=tmp_path / "ck-apply"), tmp_path / "ck-apply")
+        return [written, applied]
 
-    run_all()  # the snapshot
+    assert run_all() == [[4], [4]]  # the snapshot: four records, four row changes
     assert _mirror_rows(pg_cluster, mirror, table) == _source_rows(db, table)
+    # What apply splits a big table's batch into, asked without a SparkContext: the server's local[2].
+    assert default_parallelism(spark) == 2
     _change(db, table)
-    run_all()  # the changes since
+    # The changes since: c, u, d and the delete's tombstone are records; the row changes are three.
+    assert run_all() == [[4], [3]]
 
     events = [payload(line) for line in output_lines(out) if line["topic"] == f"srv.public.{table}"]
     seen = [(e["op"], (e["after"] or e["before"])["id"]) for e in events if e is not None]
@@ -113,6 +125,16 @@ def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark,
     assert (fields["id"], fields["label"], fields["amount"]) == ("int", "string", "decimal(10,2)")
 
     assert _mirror_rows(pg_cluster, mirror, table) == _source_rows(db, table)
+
+
+def test_a_setting_of_the_servers_application_is_refused_naming_it(connect_server, monkeypatch):
+    from sparkcdc.spark.session import spark_session
+
+    for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE"):  # the session's process-wide mode, undone after
+        monkeypatch.delenv(name, raising=False)
+
+    with pytest.raises(ConfigurationError, match=r"^spark\.executor\.memory: a Spark Connect session sets only runtime"):
+        spark_session(remote=connect_server.url, extra={"spark.sql.shuffle.partitions": "3", "spark.executor.memory": "2g"})
 
 
 def test_run_remote_writes_topic_files_and_mirrors(connect_server, pg_cluster, db, tmp_path, unique_name):
@@ -175,3 +197,17 @@ def test_master_and_remote_are_refused_together(tmp_path):
     with pytest.raises(ConfigurationError, match="remote: a Spark master"):
         run_pipeline({"database.hostname": "h", "database.user": "u", "database.dbname": "d", "topic.prefix": "p"},
                      output=tmp_path / "o", checkpoint=tmp_path / "ck", master="local[2]", remote="sc://127.0.0.1:15002")
+
+
+def test_a_server_without_sparkcdc_is_named_with_what_to_install():
+    """What the server answers when its Python lacks sparkcdc (seen with a server whose
+    PYSPARK_PYTHON shadows it; starting a second server here would double the module's time)."""
+    from sparkcdc.spark.runner import _server_lacks
+
+    answer = ("[PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source instance: Traceback (most recent call last):\n"
+              "  File \"/srv/sparkcdc/__init__.py\", line 1, in <module>\nModuleNotFoundError: No module named 'sparkcdc'\n"
+              " SQLSTATE: 38000\n\nJVM stacktrace:\norg.apache.spark.sql.AnalysisException")
+    message = _server_lacks(answer)
+    assert message is not None and "cannot import 'sparkcdc'" in message and "PYSPARK_PYTHON" in message
+    assert _server_lacks("ModuleNotFoundError: No module named 'deltalake'") is not None
+    assert _server_lacks("[PYTHON_DATA_SOURCE_ERROR] connection refused") is None

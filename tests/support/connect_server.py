@@ -11,14 +11,17 @@ process's ``PYTHONPATH``, so sparkcdc is importable there) read the slot and run
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from .standalone_cluster import HOST, _Daemon, daemon_environment, free_port, spark_home
-from .waiting import wait_until
+from .waiting import ConditionTimeout, wait_until
 
 __all__ = ["CONNECT_SERVER_CLASS", "ConnectServer", "client_session", "connect_server"]
 
@@ -44,9 +47,11 @@ def _accepts(port: int) -> bool:
 
 
 @contextmanager
-def connect_server(root: Path, *, master: str = "local[2]", timeout: float = 120.0) -> Iterator[ConnectServer]:
+def connect_server(root: Path, *, master: str = "local[2]", python: str | None = None,
+                   timeout: float = 120.0) -> Iterator[ConnectServer]:
     """A Spark Connect server bound to 127.0.0.1 on a free port, up once it accepts connections and
-    has logged that it started; it and every process it started are gone when the block ends."""
+    has logged that it started; it and every process it started are gone when the block ends.
+    ``python``: the server's ``PYSPARK_PYTHON`` (default: this interpreter)."""
     root.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log = root / "connect-server.log"
@@ -61,6 +66,12 @@ def connect_server(root: Path, *, master: str = "local[2]", timeout: float = 120
     # spark-submit runs the server as a daemon (SPARK_DAEMON_MEMORY), but it is also the driver of the
     # queries: Spark refuses a driver heap under 450 MiB.
     env["SPARK_DAEMON_MEMORY"] = "1g"
+    if python is not None:
+        env["PYSPARK_PYTHON"] = python
+    # Every process the server starts inherits this: PySpark's worker daemons put themselves in
+    # process groups of their own, so stopping the server's group does not reach them.
+    env["SPARKCDC_TEST_CONNECT_SERVER"] = uuid.uuid4().hex
+    marker = f"SPARKCDC_TEST_CONNECT_SERVER={env['SPARKCDC_TEST_CONNECT_SERVER']}"
     server = _Daemon(argv, env, log)
     try:
         def up() -> bool:
@@ -71,6 +82,34 @@ def connect_server(root: Path, *, master: str = "local[2]", timeout: float = 120
         yield ConnectServer(f"sc://{HOST}:{port}", port, log)
     finally:
         server.stop()
+        _reap(marker)
+
+
+def _processes_with(marker: str) -> list[int]:
+    """The processes whose environment holds ``marker`` (``NAME=value``)."""
+    found, entry = [], marker.encode()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if entry in (proc / "environ").read_bytes().split(b"\0"):
+                    found.append(int(proc.name))
+            except OSError:  # gone meanwhile, or not ours
+                continue
+    return found
+
+
+def _reap(marker: str, patience: float = 15.0) -> None:
+    """Wait for the server's stray processes (worker daemons exit once the JVM closed their pipe);
+    SIGKILL what is left after ``patience`` seconds, and wait until none is."""
+    try:
+        wait_until(lambda: not _processes_with(marker), timeout=patience, interval=0.1, what="the server's workers to exit")
+    except ConditionTimeout:
+        for pid in _processes_with(marker):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        wait_until(lambda: not _processes_with(marker), timeout=patience, interval=0.1, what="the server's killed workers to be gone")
 
 
 #: What a Spark Connect session sets in this process's environment and leaves there: while it is
@@ -83,8 +122,6 @@ _CONNECT_MODE_VARIABLES = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")
 def client_session(url: str) -> Iterator[object]:
     """A Spark Connect client session on ``url`` with ``postgres-cdc`` registered; stopped at the end
     of the block, and this process back in classic mode."""
-    import os
-
     from sparkcdc.spark.session import spark_session
     from sparkcdc.spark.source import register
 

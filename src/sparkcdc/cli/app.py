@@ -264,9 +264,9 @@ def run(
         _fail(EXIT_CONFIG, "give --output DIR, --apply-to TARGET, or both, or --kafka BOOTSTRAP")
     if scd_type not in (1, 2):
         _fail(EXIT_CONFIG, f"--scd-type must be 1 or 2, not {scd_type}")
-    spark_conf = _conf_pairs(conf or ())
     if master is not None and remote is not None:
         _fail(EXIT_CONFIG, "--master and --remote exclude each other: a Spark Connect server runs the query on its own master")
+    spark_conf = _conf_pairs(conf or ())
     loaded = _load(config)
     runner = _import_runner()
     err = _stderr()
@@ -277,8 +277,8 @@ def run(
     # Paths stay strings: they may be URIs (s3a://, hdfs://) that Path would mangle.
     with StopEvent(on_first=stopping) as stop, _reported(loaded):
         summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
-                                      remote=remote, stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type,
-                                      kafka=kafka, trigger_interval=trigger_interval, spark_conf=spark_conf,
+                                      remote=remote, stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type, kafka=kafka,
+                                      trigger_interval=trigger_interval, spark_conf=spark_conf,
                                       on_restart=lambda message: err.print(f"restarting: {message}", soft_wrap=True, markup=False))
     if summary_file is not None and hasattr(summary, "to_dict"):
         Path(summary_file).write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")

@@ -147,6 +147,7 @@ def run_pipeline(
         elif kafka_writer is not None:
             # The reader's tasks produce (sparkcdc.spark.sinks.reader_kafka); the writer collects their counts.
             frame = spark.readStream.format("postgres-cdc").options(**options_for(properties)).load()
+            frame = _observe_records(frame, "kafka") if observed else frame
             writer = frame.writeStream.foreachBatch(kafka_writer)
         else:
             # The topic files need only each record's line: the reader's tasks write them (see
@@ -159,7 +160,13 @@ def run_pipeline(
             writer = frame.writeStream.foreachBatch(topic_files)
         writer = writer.option("checkpointLocation", location).queryName(config.settings.name)
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger_interval)
-        return writer.start()
+        try:
+            return writer.start()
+        except Exception as exc:
+            lacking = _server_lacks(str(exc)) if observed else None
+            if lacking is not None:  # the server analysed the source in its own Python
+                raise PipelineError(lacking) from None
+            raise
 
     stopped = False
     progress: list[dict[str, Any]] = []
@@ -177,7 +184,7 @@ def run_pipeline(
             report = _report(failure)
             cause = None if stopped else retriable_cause(report)
             if cause is None:
-                raise PipelineError(_describe(failure))
+                raise PipelineError((_server_lacks(report) if observed else None) or _describe(failure))
             if any(int(p.numInputRows or 0) for p in runs):
                 consecutive = 0  # records flowed since the last restart: as Debezium, the count starts again
             if not restarts.allows(consecutive):
@@ -204,6 +211,9 @@ def run_pipeline(
         _stop_quietly(spark)
         for applier in appliers:
             applier.close()
+        if observed:
+            _release_quietly(spark)
+
     def input_rows(p: Any) -> int:
         if observed:
             return _observed_records(p)
@@ -241,7 +251,8 @@ RECORDS_METRIC = "sparkcdc_records"
 def _observe_records(frame: Any, layout: str) -> Any:
     """``frame`` counting its batch's records as an observed metric (reported in each progress).
 
-    A row of the ``topic_files`` layout names a file of ``records`` records; a row change block of the
+    A row of the ``topic_files`` layout names a file of ``records`` records (one of the ``kafka``
+    layout, the ``records`` a task produced to a topic); a row change block of the
     ``changes`` layout holds ``rows`` changes (its other rows, transaction markers and the like, are
     not counted, as the appliers' census counts only row changes); a row of the ``columns`` layout is
     a record.
@@ -250,7 +261,7 @@ def _observe_records(frame: Any, layout: str) -> Any:
 
     from .views import CHANGE_OPS
 
-    if layout == "topic_files":
+    if layout in ("topic_files", "kafka"):
         count = F.sum("records")
     elif layout == "changes":
         count = F.sum(F.when(F.col("op").isin(*CHANGE_OPS), F.col("rows")))
@@ -270,6 +281,17 @@ def _observed_records(progress: Any) -> int:
         # metric's JSON, ``{"values": [...], "schema": {...}}``, as if it were a row of named fields.
         fields = dict(zip((f["name"] for f in fields["schema"]["fields"]), fields["values"], strict=True))
     return int(fields.get("records") or 0)
+
+
+def _server_lacks(report: str) -> str | None:
+    """What to say when a Spark Connect server's Python could not import a module sparkcdc needs
+    (sparkcdc itself, or a target's library): the client cannot install it there. None otherwise."""
+    found = re.search(r"No module named '([A-Za-z0-9_.]+)'", report)
+    if found is None:
+        return None
+    module = found.group(1)
+    return (f"the Spark Connect server's Python cannot import {module!r}: install sparkcdc (the client's version) with its "
+            f"dependencies in the Python the server runs for its workers (its PYSPARK_PYTHON); see docs/spark-connect.md")
 
 
 def _appliers(config: ConnectorConfig, checkpoint: str, apply_to: Sequence[str | tuple[str, int]], scd_type: int) -> list[Any]:
@@ -371,6 +393,15 @@ def _stop_quietly(spark: Any) -> None:
             query.stop()
         except Exception:  # noqa: BLE001 - the query's own failure is what gets reported
             log.debug("stopping query %s failed", query.name, exc_info=True)
+
+
+def _release_quietly(spark: Any) -> None:
+    """End a Spark Connect session: the server drops its state now rather than at its idle timeout
+    (a classic session stays: its SparkContext is this process's, reused by the next run)."""
+    try:
+        spark.stop()
+    except Exception:  # noqa: BLE001 - the run's own outcome is what gets reported
+        log.debug("releasing the Spark Connect session failed", exc_info=True)
 
 
 def _describe(failure: Any) -> str:

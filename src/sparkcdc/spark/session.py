@@ -1,5 +1,5 @@
 """The SparkSession sparkcdc runs on: local by default, any master when asked, spark-submit's when
-submitted, or a Spark Connect server.
+submitted, or a Spark Connect server's.
 
 Spark's own configuration comes first: what spark-submit was given (``--master``, ``--conf``), what
 ``spark-defaults.conf`` says, and what the caller passes as ``extra`` (``sparkcdc run --conf``) are
@@ -26,24 +26,19 @@ from pyspark.sql import SparkSession
 
 from ..errors import ConfigurationError
 
-__all__ = ["DEFAULTS", "default_parallelism", "is_connect", "job_description", "make_active", "spark_session",
-           "submitted"]
+__all__ = ["DEFAULTS", "default_parallelism", "is_connect", "job_description", "make_active", "spark_session", "submitted"]
 
 log = logging.getLogger(__name__)
 
-#: Session settings sparkcdc wants; on Spark Connect they are the client session's runtime settings
-#: (a server's own settings, such as its web UI, are the server's business).
-_SESSION_SETTINGS = {
-    "spark.sql.shuffle.partitions": "4",
-}
-#: Settings of the application Spark starts here (a Connect server has started its own).
-_APPLICATION_SETTINGS = {
+#: What sparkcdc sets where nobody else did.
+DEFAULTS = {
     "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "4",
     "spark.python.worker.reuse": "true",
     "spark.sql.streaming.stopGracefullyOnShutdown": "true",
 }
-#: What sparkcdc sets where nobody else did (a session it starts here).
-DEFAULTS = {**_APPLICATION_SETTINGS, **_SESSION_SETTINGS}
+#: Of those, what a Spark Connect session sets on itself (the others are the server application's).
+_SESSION_DEFAULTS = ("spark.sql.shuffle.partitions",)
 
 
 def submitted() -> bool:
@@ -53,19 +48,20 @@ def submitted() -> bool:
 
 def spark_session(master: str | None = None, app_name: str = "sparkcdc", extra: Mapping[str, str] | None = None, *,
                   remote: str | None = None) -> SparkSession:
-    """The session to run on.
+    """The session to run on; with ``remote`` a new Spark Connect session on that server
+    (``sc://host:port[/;param=value...]``), not with a master.
 
     ``master`` (``--master``) is set only when given: otherwise spark-submit's, ``spark-defaults.conf``'s
     or Spark's own default (``local[*]``) applies. ``extra`` (``--conf``) wins over everything. A
     session that already exists in this process is reused: only ``extra``'s runtime SQL settings can
-    still apply to it, and a warning names those that did not. With ``remote`` it is a Spark Connect
-    session on that server (``sc://host:port[/;param=value...]``); not both.
+    still apply to it, and a warning names those that did not.
     """
+    extra = dict(extra or {})
     if remote is not None:
         if master is not None:
-            raise ValueError(f"a Spark Connect session ({remote}) runs on its server's master: give no master ({master})")
-        return _connect_session(remote, app_name, dict(extra or {}))
-    extra = dict(extra or {})
+            raise ConfigurationError(f"a Spark Connect session ({remote}) runs on its server's master: give no master ({master})",
+                                     prop="--master")
+        return _connect_session(remote, extra)
     existing = SparkSession._instantiatedSession
     if existing is not None and existing._sc._jsc is not None:
         builder = SparkSession.builder
@@ -110,6 +106,37 @@ def _new_session(master: str | None, app_name: str, extra: dict[str, str]) -> Sp
     return builder.getOrCreate()
 
 
+def _connect_session(remote: str, extra: Mapping[str, str]) -> SparkSession:
+    """A new Spark Connect session: its settings are this client's, not the server's other sessions'.
+
+    The server's Python workers (its driver's and executors') run the source's reader and the
+    ``foreachBatch`` functions: sparkcdc must be installed there, which this process cannot do.
+    """
+    from ..errors import PipelineError
+
+    try:
+        from pyspark.sql.connect.utils import check_dependencies
+
+        check_dependencies()
+    except ImportError as exc:  # grpc, protobuf, pandas...: pyspark names the missing one
+        raise PipelineError(f"this Python cannot be a Spark Connect client ({exc}); install pyspark's connect extra "
+                            "(pyspark[connect]), which sparkcdc's dependencies pin") from None
+    builder: Any = SparkSession.builder.remote(remote)
+    spark = builder.create()
+    for key, value in {**{key: DEFAULTS[key] for key in _SESSION_DEFAULTS}, **extra}.items():
+        try:
+            spark.conf.set(key, value)
+        except Exception as exc:  # noqa: BLE001 - Spark Connect's AnalysisException, named below
+            spark.stop()
+            raise ConfigurationError(f"a Spark Connect session sets only runtime (SQL) settings; this one is the server's "
+                                     f"application's, set where the server is started ({_first_line(exc)})", prop=key) from None
+    return spark
+
+
+def _first_line(exc: BaseException) -> str:
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+
+
 def _named_by_user(name: str | None) -> bool:
     """spark-submit names an application after its script unless told ``--name``."""
     return bool(name) and not str(name).endswith(".py")
@@ -150,26 +177,6 @@ def _warn_unapplied(spark: SparkSession, extra: Mapping[str, str]) -> None:
     if unapplied:
         log.warning("not applied, the SparkSession of this process already exists and keeps its own value "
                     "(only runtime SQL settings apply to it): %s", ", ".join(unapplied))
-def _connect_session(remote: str, app_name: str, extra: Mapping[str, str] | None) -> SparkSession:
-    """A new Spark Connect session: its settings are this client's, not the server's other sessions'.
-
-    The server's Python workers (its driver's and executors') run the source's reader and the
-    ``foreachBatch`` functions: sparkcdc must be installed there, which this process cannot do.
-    """
-    from ..errors import PipelineError
-
-    try:
-        from pyspark.sql.connect.utils import check_dependencies
-
-        check_dependencies()
-    except ImportError as exc:  # grpc, protobuf, pandas...: pyspark names the missing one
-        raise PipelineError(f"this Python cannot be a Spark Connect client ({exc}); install pyspark's connect extra "
-                            "(pyspark[connect]), which sparkcdc's dependencies pin") from None
-    builder: Any = SparkSession.builder.remote(remote)
-    spark = builder.create()
-    for key, value in {**_SESSION_SETTINGS, **(extra or {})}.items():
-        spark.conf.set(key, value)
-    return spark
 
 
 def is_connect(spark: Any) -> bool:
@@ -205,7 +212,8 @@ def default_parallelism(spark: Any) -> int:
         return int(configured)
     from pyspark.sql import functions as F
 
-    row = spark.range(0, 1 << 16).agg(F.countDistinct(F.spark_partition_id()).alias("n")).first()
+    partitions = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p"))  # not inside an aggregate: nondeterministic
+    row = partitions.agg(F.countDistinct("p").alias("n")).first()
     return max(1, int(row["n"])) if row is not None else 1
 
 
