@@ -33,14 +33,30 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pipeline"
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
-def pipeline_project(root: Path, props: dict[str, str], tables: list[str]) -> tuple[Path, dict[str, str]]:
+#: A definition file added to the example: a typed table whose query function calls table_changes
+#: without ``layout``, which must not analyse the frame there (Spark refuses it in a query function).
+NO_LAYOUT = """
+import json, os
+from pyspark import pipelines as dp
+from sparkcdc.spark.views import describe_table, table_changes
+
+_view = describe_table(json.loads(open(os.environ["SPARKCDC_CONFIG"]).read()), os.environ["SPARKCDC_TABLES"].split(",")[0])
+
+@dp.table(name="default_layout")
+def default_layout():
+    return table_changes(spark.readStream.table("cdc_events"), _view)
+"""
+
+
+def pipeline_project(root: Path, props: dict[str, str], tables: list[str], apply_to: str) -> tuple[Path, dict[str, str]]:
     """The example copied under ``root`` with its storage there, and the environment that points it
-    at ``props`` (a JSON config file) and ``tables``."""
+    at ``props`` (a JSON config file), ``tables`` and the apply target ``apply_to``."""
     project = root / "pipeline"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__", "spark-warehouse", "pipeline-storage"))
     spec = project / "spark-pipeline.yml"
     spec.write_text(spec.read_text().replace("file:///tmp/sparkcdc-example-pipeline/pipeline-storage",
                                              (project / "pipeline-storage").as_uri()))
+    (project / "transformations" / "no_layout.py").write_text(NO_LAYOUT)
     config = root / "connector.json"
     config.write_text(json.dumps(props))
     env = daemon_environment()  # SPARK_HOME, PYSPARK_PYTHON=this interpreter, 127.0.0.1
@@ -50,6 +66,7 @@ def pipeline_project(root: Path, props: dict[str, str], tables: list[str]) -> tu
         "SPARK_SUBMIT_OPTS": QUICK_JVM,
         "SPARKCDC_CONFIG": str(config),
         "SPARKCDC_TABLES": ",".join(tables),
+        "SPARKCDC_APPLY_TO": apply_to,
     })
     return project, env
 
@@ -79,6 +96,20 @@ def streaming_table(project: Path, name: str) -> list[dict[str, object]]:
     return pq.read_table(directory).to_pylist()
 
 
+def mirrored(cluster: ThrowawayCluster, database: str, table: str) -> list[tuple[object, ...]]:
+    """The rows of the sink's mirror of ``table`` (public.<table> in ``database``), its columns only."""
+    with psycopg.connect(cluster.conninfo(database), autocommit=True) as conn:
+        columns = [r[0] for r in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = %s "
+            "ORDER BY ordinal_position", (table,)).fetchall()]
+        with psycopg.connect(cluster.conninfo(), autocommit=True) as source:
+            wanted = [r[0] for r in source.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = %s "
+                "ORDER BY ordinal_position", (table,)).fetchall()]
+        assert set(wanted) <= set(columns), f"the mirror of {table} has columns {columns}"
+        return sorted(conn.execute(f"SELECT {', '.join(wanted)} FROM public.{table}").fetchall())
+
+
 def instant(value: dt.datetime) -> dt.datetime:
     """A timestamp read from Spark's parquet (INT96: an instant, read without a zone) as an aware UTC datetime."""
     value = value.to_pydatetime() if hasattr(value, "to_pydatetime") else value
@@ -95,7 +126,10 @@ def test_example_pipeline_writes_typed_tables(pg_cluster: ThrowawayCluster, db: 
                "FROM generate_series(1, 120) g")
     tables = [f"public.{customers}", f"public.{orders}"]
     props = properties(pg_cluster, unique_name, tables)
-    project, env = pipeline_project(tmp_path, props, tables)
+    mirror = f"{unique_name}_mirror"
+    db.execute(f'CREATE DATABASE "{mirror}"')
+    project, env = pipeline_project(tmp_path, props, tables,
+                                    f"postgresql://{pg_cluster.user}@{pg_cluster.host}:{pg_cluster.port}/{mirror}")
     try:
         run_pipeline(project, env, tmp_path / "run-1.log")
 
@@ -103,6 +137,8 @@ def test_example_pipeline_writes_typed_tables(pg_cluster: ThrowawayCluster, db: 
         assert {r["__op"] for r in got_customers} == {"r"}
         assert sorted((r["id"], r["name"], r["vip"]) for r in got_customers) == [
             (g, f"customer {g}", g % 3 == 0) for g in range(1, 41)]
+        assert sorted(streaming_table(project, "default_layout"), key=lambda r: r["id"]) == sorted(got_customers, key=lambda r: r["id"])
+        assert mirrored(pg_cluster, mirror, customers) == sorted(db.execute(f"SELECT id, name, vip FROM {customers}").fetchall())
         got_orders = streaming_table(project, f"public_{orders}")
         start = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
         assert sorted((r["id"], r["customer"], r["amount"], instant(r["placed"])) for r in got_orders) == [
@@ -117,6 +153,9 @@ def test_example_pipeline_writes_typed_tables(pg_cluster: ThrowawayCluster, db: 
         deleted = [r for r in streaming_table(project, f"public_{orders}") if r["__op"] != "r"]
         assert [(r["__op"], r["id"]) for r in deleted] == [("d", 5)]
         assert deleted[0]["__lsn"] > changed[0]["__lsn"]
+        # The sinks applied the new changes to the mirror, once (the first run's batches not again).
+        for table in (customers, orders):
+            assert mirrored(pg_cluster, mirror, table) == sorted(db.execute(f"SELECT * FROM {table}").fetchall())
     finally:
         db.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s AND NOT active",
                    (unique_name,))

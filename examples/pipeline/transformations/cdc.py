@@ -62,8 +62,7 @@ def _typed_table(table: str) -> None:
 
         @dp.append_flow(target=f"{name}_mirror", name=f"{name}_apply")
         def apply() -> DataFrame:
-            # From cdc_events, as the typed table (see docs/declarative-pipelines.md, "Flow order").
-            return apply_input(table_changes(spark.readStream.table("cdc_events"), view, layout="columns"))  # noqa: F821
+            return apply_input(spark.readStream.table(name))  # noqa: F821
 
 
 for _table in TABLES:

@@ -68,10 +68,14 @@ def apply_input(changes: DataFrame, *, apply_as_deletes: str | None = DEFAULT_DE
                 apply_as_truncates: str | None = DEFAULT_TRUNCATES) -> DataFrame:
     """What a flow into the sink returns: ``changes`` (one table's typed changes) with the delete and
     truncate flags the fold reads, in one partition. No analysis: it can run in a pipeline's query
-    function. Give the same ``apply_as_deletes`` / ``apply_as_truncates`` as the sink's parameters."""
+    function. Give the same ``apply_as_deletes`` / ``apply_as_truncates`` as the sink's parameters.
+
+    A ``select``, not ``withColumn``: in a pipeline (pyspark 4.3), a flow whose plan holds a
+    ``withColumn`` loses its dependency on the pipeline's tables once they exist in the catalog, and
+    starts before them in the next run (docs/declarative-pipelines.md, "Flow order")."""
     from ..apply import _condition
 
-    flagged = changes.withColumn(DELETE_FLAG, _condition(apply_as_deletes)).withColumn(TRUNCATE_FLAG, _condition(apply_as_truncates))
+    flagged = changes.select("*", _condition(apply_as_deletes).alias(DELETE_FLAG), _condition(apply_as_truncates).alias(TRUNCATE_FLAG))
     return flagged.coalesce(1)
 
 
