@@ -171,5 +171,5 @@ class ApplyStreamWriter(DataSourceStreamArrowWriter):
         with_target(self.location, self.open_options, commit)
 
     def abort(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 - PySpark's name
-        """Nothing to undo: an aborted batch's staging is never committed, and the next commit of
-        this pipeline removes its staged rows up to its batch."""
+        """Nothing to undo: an aborted batch's staging is never committed, and the next commit to the
+        table (Spark runs the batch again under the same id) removes the staging up to its batch."""
