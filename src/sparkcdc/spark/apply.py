@@ -329,12 +329,7 @@ class ChangeApplier:
         return _Plan(resolved, columns, sequence, schema, changes.persist(StorageLevel.MEMORY_AND_DISK), split=True)
 
     def _prepare(self, resolved: ResolvedSpec, view: Any, schema: pa.Schema) -> tuple[list[TargetColumn], list[TargetColumn]]:
-        by_name = {c.name: c for c in view.columns}
-        columns = [
-            TargetColumn(name, schema.field(name).type, by_name[name].pg_type, by_name[name].nullable)
-            for name in resolved.columns
-        ]
-        sequence = [TargetColumn(name, schema.field(name).type, None, False) for name in resolved.sequence]
+        columns, sequence = target_columns(resolved, view, schema)
         shape = (resolved.columns, tuple(schema.field(c).type for c in resolved.columns))
         if self._prepared.get(resolved.target) != shape:
             self.target.prepare(resolved, columns, sequence)
@@ -432,6 +427,18 @@ STAGE_JOB = "sparkcdc apply: fold and stage"
 
 #: The tag of that job on Spark Connect, whose clients cannot describe jobs.
 STAGE_JOB_TAG = "sparkcdc-apply-fold-and-stage"
+
+
+def target_columns(resolved: ResolvedSpec, view: Any, schema: pa.Schema) -> tuple[list[TargetColumn], list[TargetColumn]]:
+    """The target's columns and sequence columns of a table: their Arrow types as the typed changes
+    (``schema``) have them, PostgreSQL types and nullability as its view (``describe_table``) says."""
+    by_name = {c.name: c for c in view.columns}
+    columns = [
+        TargetColumn(name, schema.field(name).type, by_name[name].pg_type, by_name[name].nullable)
+        for name in resolved.columns
+    ]
+    sequence = [TargetColumn(name, schema.field(name).type, None, False) for name in resolved.sequence]
+    return columns, sequence
 
 
 def _census(batch: DataFrame) -> _Census:

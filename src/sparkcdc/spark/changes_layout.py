@@ -73,7 +73,12 @@ _SOURCE_TS = pa.timestamp("us", tz="UTC")
 
 
 def is_changes_layout(frame: DataFrame) -> bool:
-    return "block" in frame.columns and "rows" in frame.columns
+    return has_changes_columns(frame.columns)
+
+
+def has_changes_columns(columns: Sequence[str]) -> bool:
+    """Whether a frame with these columns is the source's ``changes`` layout."""
+    return "block" in columns and "rows" in columns
 
 
 def _arrow_type(spark_type: T.DataType) -> pa.DataType:

@@ -40,6 +40,32 @@ def _parse(text: Column, schema: T.StructType, wrapped: bool) -> Column:
     return F.from_json(text, T.StructType([T.StructField("payload", schema, True)])).getField("payload")
 
 
+def _layout_of(frame: DataFrame) -> str:
+    """The layout a frame of the source was read with, from its columns (an analysis); "columns" in
+    a Declarative Pipelines query function, where Spark refuses analyses."""
+    from ..changes_layout import has_changes_columns
+    from ..pipelines import in_pipeline_query_function
+
+    if in_pipeline_query_function(frame.sparkSession):
+        return "columns"
+    try:
+        columns = frame.columns
+    except Exception as exc:
+        condition = getattr(exc, "getCondition", lambda: None)()
+        if condition == "ATTEMPT_ANALYSIS_IN_PIPELINE_QUERY_FUNCTION":
+            raise TableViewError("table_changes in a Declarative Pipelines query function cannot look at the frame's "
+                                 "columns (Spark refuses analyses there): pass layout='columns' or layout='changes'") from exc
+        raise
+    if has_changes_columns(columns):
+        return "changes"
+    missing = [name for name in _SOURCE_COLUMNS if name not in columns]
+    if missing:
+        raise TableViewError(
+            f"table_changes needs the postgres-cdc source's default 'columns' layout; the frame lacks {', '.join(missing)}"
+        )
+    return "columns"
+
+
 def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[str, str] | None = None, *,
                   layout: str | None = None) -> DataFrame:
     """One table's changes from the ``postgres-cdc`` source (default "columns" layout), typed.
@@ -51,7 +77,8 @@ def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[
     ``"changes"``. Given, the frame is not analysed: on Spark Connect an analysis is a round trip to
     the server (which, for a ``postgres-cdc`` read, runs the source's Python to learn its schema), and
     a Declarative Pipelines query function may not analyse at all. Without it, the frame's columns
-    tell the layout (and name what a frame of another kind lacks).
+    tell the layout (and name what a frame of another kind lacks), except in a pipeline query
+    function: there it is the source's default, ``"columns"`` (pass ``"changes"`` for the other).
     """
     if layout not in (None, "columns", "changes"):
         raise TableViewError(f"table_changes reads the postgres-cdc source's 'columns' or 'changes' layout, not {layout!r}")
@@ -61,15 +88,12 @@ def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[
         if properties is None:
             raise TypeError(f"table_changes({table!r}): pass the connector properties, or a TableView from describe_table")
         view = describe_table(properties, table)
-    from ..changes_layout import is_changes_layout, typed_changes
+    from ..changes_layout import typed_changes
 
-    if layout == "changes" or (layout is None and is_changes_layout(frame)):
+    if layout is None:
+        layout = _layout_of(frame)
+    if layout == "changes":
         return typed_changes(frame, view)
-    missing = [] if layout == "columns" else [name for name in _SOURCE_COLUMNS if name not in frame.columns]
-    if missing:
-        raise TableViewError(
-            f"table_changes needs the postgres-cdc source's default 'columns' layout; the frame lacks {', '.join(missing)}"
-        )
     readers = [ColumnReader.of(column) for column in view.columns]
     has_key = any(r.key_codec is not None for r in readers)
     meta_names = [name for name, _ in METADATA_COLUMNS[:-1]]

@@ -1,0 +1,175 @@
+"""``sparkcdc-apply``: ``apply_changes``'s targets (PostgreSQL, Delta, Iceberg) as a streaming sink of
+a Python data source, for what cannot run ``foreachBatch``: a Declarative Pipelines sink
+(``dp.create_sink(name, format="sparkcdc-apply", options=...)`` with ``@dp.append_flow``), or any
+``writeStream.format("sparkcdc-apply")``.
+
+One sink applies one table. Its input is the table's typed changes (``views.table_changes``)
+prepared by :func:`apply_input`: the delete and truncate flags evaluated (Spark SQL expressions, so
+in the query) and the whole micro-batch in one partition. Then, per micro-batch, as
+``apply_changes`` does (docs/apply-path.md), with the same code (:mod:`sparkcdc.apply.partition`,
+the targets' ``stage`` and ``commit``):
+
+* **the driver**, when the query starts (:class:`ApplyStreamWriter` is made there): the table
+  described, the parameters resolved, the target table and its staging prepared;
+* **the executor** of the partition (``write``): folds the batch's events against the target's
+  state of their keys and stages the result under a tag of its own; its commit message is the
+  staged part;
+* **the driver** (``commit(messages, batch_id)``): one target commit of the staged parts with the
+  batch id, atomically; a batch at or below the recorded one changes nothing (a re-executed batch).
+
+What differs from ``apply_changes``: a batch is never split by key (one task folds it), and no
+batch is an *image*: the sink's micro-batches are those of the flow that feeds it (e.g. over a
+streaming table), not the source's, so the initial snapshot is applied as upserts of its rows and
+does not delete target rows the snapshot lacks. The positions are recorded under the
+``pipeline_id`` option (give each sink its own).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from ...apply.errors import ApplyError, ApplySpecError
+from ...apply.fold import DELETE_FLAG, OLD_KEY, TRUNCATE_FLAG, UNCHANGED
+from ...apply.partition import stage_partition, with_target
+from ...apply.spec import DEFAULT_DELETES, DEFAULT_TRUNCATES, ApplySpec
+from ...apply.staged import StagedBatch, StagedPart
+from ...apply.targets import target_for
+
+__all__ = ["APPLY_SINK_FORMAT", "ApplyDataSource", "ApplyStreamWriter", "apply_input", "apply_sink_options", "register_apply_sink"]
+
+#: The data source's name (``format``).
+APPLY_SINK_FORMAT = "sparkcdc-apply"
+
+_PARAMETERS_OPTION = "sparkcdc.apply.parameters"  # ApplySpec's parameters, as JSON
+_BATCH_ID_PROPERTY = "streaming.sql.batchId"  # the micro-batch of a task (Spark sets it for micro-batch queries)
+
+
+def apply_sink_options(target: str, table: str, properties: Mapping[str, str], *, pipeline_id: str,
+                       **parameters: Any) -> dict[str, str]:
+    """The sink's options: the ``target`` location (``postgresql://...``, a Delta or Iceberg location),
+    the source ``table`` ("schema.table"), the connector ``properties`` (the table is described with
+    them), the ``pipeline_id`` its batches are recorded under, and ``parameters`` as for
+    ``apply_changes`` (``keys``, ``stored_as_scd_type``, ``target``...: JSON-serialisable values)."""
+    from ..options import options_for
+
+    return {"target": target, "table": table, "pipeline_id": pipeline_id, **options_for(properties),
+            _PARAMETERS_OPTION: json.dumps(parameters)}
+
+
+def apply_input(changes: DataFrame, *, apply_as_deletes: str | None = DEFAULT_DELETES,
+                apply_as_truncates: str | None = DEFAULT_TRUNCATES) -> DataFrame:
+    """What a flow into the sink returns: ``changes`` (one table's typed changes) with the delete and
+    truncate flags the fold reads, in one partition. No analysis: it can run in a pipeline's query
+    function. Give the same ``apply_as_deletes`` / ``apply_as_truncates`` as the sink's parameters.
+
+    A ``select``, not ``withColumn``: in a pipeline (pyspark 4.3), a flow whose plan holds a
+    ``withColumn`` loses its dependency on the pipeline's tables once they exist in the catalog, and
+    starts before them in the next run (docs/declarative-pipelines.md, "Flow order")."""
+    from ..apply import _condition
+
+    flagged = changes.select("*", _condition(apply_as_deletes).alias(DELETE_FLAG), _condition(apply_as_truncates).alias(TRUNCATE_FLAG))
+    return flagged.coalesce(1)
+
+
+def register_apply_sink(spark: Any) -> None:
+    """Register ``sparkcdc-apply`` on ``spark`` (a classic or Spark Connect session)."""
+    spark.dataSource.register(ApplyDataSource)
+
+
+class ApplyDataSource(DataSource):
+    """The ``sparkcdc-apply`` data source: a streaming writer only."""
+
+    @classmethod
+    def name(cls) -> str:
+        return APPLY_SINK_FORMAT
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> ApplyStreamWriter:  # noqa: N802 - PySpark's name
+        return ApplyStreamWriter(dict(self.options), schema)
+
+
+@dataclass
+class AppliedPart(WriterCommitMessage):
+    """An executor's staged part of a micro-batch (None: its partition had no change)."""
+
+    part: StagedPart | None
+
+
+class ApplyStreamWriter(DataSourceStreamArrowWriter):
+    """Made on the driver when the query starts (it prepares the target there), then pickled to the
+    executors for ``write``; ``commit`` runs on the driver. It holds no connection: executors open
+    the target once per Python worker (:func:`sparkcdc.apply.partition.with_target`)."""
+
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from ..apply import target_columns
+        from ..options import properties_from_options
+        from ..views import describe_table
+
+        lowered = {key.lower(): value for key, value in options.items()}
+        missing = [name for name in ("target", "table", "pipeline_id") if not lowered.get(name)]
+        if missing:
+            raise ApplySpecError(missing[0], f"the {APPLY_SINK_FORMAT} sink needs the option {missing[0]!r} "
+                                             "(apply_sink_options builds them)")
+        self.location = lowered["target"]
+        self.pipeline_id = lowered["pipeline_id"]
+        properties, _ = properties_from_options({k: v for k, v in options.items() if k.lower() not in ("target", "table", "pipeline_id", _PARAMETERS_OPTION)})
+        parameters = json.loads(lowered.get(_PARAMETERS_OPTION) or "{}")
+        spec = ApplySpec(table=lowered["table"], **parameters)
+        view = describe_table(properties, spec.qualified_table)
+        self.resolved = spec.resolve([c.name for c in view.columns], view.keys)
+        wanted = list(dict.fromkeys([*self.resolved.columns, *self.resolved.sequence, DELETE_FLAG, TRUNCATE_FLAG, UNCHANGED, OLD_KEY]))
+        absent = [name for name in wanted if name not in schema.fieldNames()]
+        if absent:
+            raise ApplySpecError("input", f"the {APPLY_SINK_FORMAT} sink of {spec.qualified_table} needs the columns "
+                                          f"{absent}: feed it table_changes(...) through apply_input(...)")
+        arrow = to_arrow_schema(schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC", prefers_large_types=False)
+        self.schema = pa.schema([arrow.field(name) for name in wanted])
+        self.columns, self.sequence = target_columns(self.resolved, view, self.schema)
+        target = target_for(self.location)
+        try:
+            target.prepare(self.resolved, self.columns, self.sequence)
+            self.open_options = target.open_options()
+        finally:
+            target.close()
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> AppliedPart:
+        """Fold and stage this partition's events (an executor)."""
+        from pyspark import TaskContext
+
+        gathered = [batch for batch in iterator if batch.num_rows]
+        if not gathered:
+            return AppliedPart(None)
+        context = TaskContext.get()
+        batch_id = context.getLocalProperty(_BATCH_ID_PROPERTY) if context is not None else None
+        if not batch_id:
+            raise ApplyError(f"the {APPLY_SINK_FORMAT} sink runs in micro-batch streaming queries only (no {_BATCH_ID_PROPERTY})")
+        events = pa.Table.from_batches(gathered).select(self.schema.names).cast(self.schema)
+        part = with_target(self.location, self.open_options, lambda target: stage_partition(
+            target, self.resolved, self.columns, self.sequence, events, pipeline_id=self.pipeline_id, batch_id=int(batch_id)))
+        return AppliedPart(part)
+
+    def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 - PySpark's name
+        """Apply the staged parts and record the batch, in one target commit (the driver)."""
+        parts = tuple(m.part for m in messages if isinstance(m, AppliedPart) and m.part is not None)
+        if not parts:
+            return
+        staged = StagedBatch(self.resolved, parts)
+
+        def commit(target: Any) -> bool:
+            target.attach(self.resolved, self.columns, self.sequence)  # prepared when the query started
+            return bool(target.commit(staged, pipeline_id=self.pipeline_id, batch_id=batchId))
+
+        with_target(self.location, self.open_options, commit)
+
+    def abort(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 - PySpark's name
+        """Nothing to undo: an aborted batch's staging is never committed, and the next commit to the
+        table (Spark runs the batch again under the same id) removes the staging up to its batch."""
