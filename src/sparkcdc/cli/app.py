@@ -237,6 +237,10 @@ def run(
         help="Keep a mirror of every captured table: postgresql://…, a Delta Lake directory, iceberg:<catalog> or iceberg+file:<warehouse>. May be given more than once.")] = None,
     scd_type: Annotated[int, typer.Option("--scd-type", metavar="1|2",
                                           help="With --apply-to: 1 mirrors the tables, 2 keeps their history (__START_AT/__END_AT).")] = 1,
+    metrics_port: Annotated[int | None, typer.Option("--metrics-port", metavar="PORT",
+                                                     help="Serve Debezium's metrics for Prometheus at http://HOST:PORT/metrics (see docs/metrics.md).")] = None,
+    metrics_host: Annotated[str, typer.Option("--metrics-host", metavar="HOST",
+                                              help="The address the metrics are served on (with --metrics-port).")] = "127.0.0.1",
 ) -> None:
     """Run the pipeline. SIGINT/SIGTERM stop it cleanly after the current micro-batch; a second signal exits immediately.
 
@@ -258,6 +262,7 @@ def run(
     with StopEvent(on_first=stopping) as stop, _reported(loaded):
         summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
                                       stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type,
+                                      **({} if metrics_port is None else {"metrics_port": metrics_port, "metrics_host": metrics_host}),
                                       on_restart=lambda message: err.print(f"restarting: {message}", soft_wrap=True, markup=False))
     if summary_file is not None and hasattr(summary, "to_dict"):
         Path(summary_file).write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")

@@ -77,6 +77,8 @@ class StreamingProcessor:
         #: End LSN of the last COMMIT (or non-transactional message) processed: ``source.sequence[0]``.
         self.last_commit_lsn: int | None = None
         self.last_commit_ts_us: int | None = None
+        #: Changes skipped by event.processing.failure.handling.mode=warn/skip (the NumberOfErroneousEvents metric).
+        self.erroneous_events = 0
         self._tx: _Transaction | None = None
         #: The signal table (``signal.data.collection``) to watch, and its relation id once a Relation named it.
         self.signal_table: tuple[str, str] | None = None

@@ -69,6 +69,8 @@ def run_pipeline(
     apply_to: Sequence[str | tuple[str, int]] = (),
     scd_type: int = 1,
     on_restart: Callable[[str], None] | None = None,
+    metrics_port: int | None = None,
+    metrics_host: str = "127.0.0.1",
 ) -> RunSummary:
     """Run the connector as a streaming query writing topic directories under ``output`` and/or
     applying every captured table to each target of ``apply_to``: a location (SCD ``scd_type``)
@@ -76,6 +78,9 @@ def run_pipeline(
 
     A query that fails because the server went away is restarted from its checkpoint (see
     :mod:`sparkcdc.spark.restarts`); ``on_restart`` hears of each restart (default: a log warning).
+
+    ``metrics_port``: serve the connector's metrics for Prometheus on ``metrics_host:metrics_port``
+    while the run lasts (see :mod:`sparkcdc.spark.metrics` and docs/metrics.md).
     """
     from pyspark.errors import StreamingQueryException
 
@@ -105,6 +110,7 @@ def run_pipeline(
     spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}")
     register(spark)
     topic_files = None if output is None else TopicFilesBatchWriter(output)
+    metrics = _metrics(properties, metrics_port, metrics_host)
 
     def start() -> Any:
         """The streaming query, from the checkpoint: the first start and every restart alike."""
@@ -124,7 +130,10 @@ def run_pipeline(
             writer = frame.writeStream.foreachBatch(topic_files)
         writer = writer.option("checkpointLocation", location).queryName(config.settings.name)
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger_interval)
-        return writer.start()
+        running = writer.start()
+        if metrics is not None:
+            metrics[0].attach(running)
+        return running
 
     stopped = False
     progress: list[dict[str, Any]] = []
@@ -169,6 +178,10 @@ def run_pipeline(
         _stop_quietly(spark)
         for applier in appliers:
             applier.close()
+        if metrics is not None:
+            metrics[1].shutdown()
+            metrics[1].server_close()
+            metrics[0].close()
     def input_rows(p: dict[str, Any]) -> int:
         # On the changes layout (apply without topic files) a source row is a block: the appliers'
         # census counted the changes. On the topic_files layout (topic files only) a row names a
@@ -193,6 +206,22 @@ def run_pipeline(
         apply_seconds={a.target.description: {k: round(v, 3) for k, v in a.stats.seconds.items()}
                        for a in appliers if a.stats.batches},
     )
+
+
+def _metrics(properties: dict[str, str], port: int | None, host: str) -> tuple[Any, Any] | None:
+    """The metrics collector and its Prometheus server, started before Spark (a port in use fails the run at once)."""
+    if port is None:
+        return None
+    from .metrics import MetricsCollector, serve_metrics
+
+    collector = MetricsCollector(ConnectorConfig(properties))
+    try:
+        server = serve_metrics(collector, port, host)
+    except OSError as exc:
+        raise PipelineError(f"cannot serve the metrics on {host}:{port}: {exc}") from None
+    collector.start()
+    log.info("metrics for Prometheus on http://%s:%d/metrics", host, port)
+    return collector, server
 
 
 def _appliers(config: ConnectorConfig, checkpoint: str, apply_to: Sequence[str | tuple[str, int]], scd_type: int) -> list[Any]:
