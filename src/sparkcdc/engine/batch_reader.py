@@ -92,7 +92,7 @@ def read_stream_range(
             yield from report.count(records if watch is None else watch.filter(records))
         elif watch is not None:
             yield from report.count(watch.filter(()))  # a read-only chunk in a batch without WAL: emitted at once
-        report.erroneous = processor.erroneous_events
+        report.erroneous, report.filtered = processor.erroneous_events, processor.filtered_events
         report.finish()
         if end.lsn > start.lsn or state is None:
             signals = () if watch is None else tuple(s.to_dict() for s in watch.signals)

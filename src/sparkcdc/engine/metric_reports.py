@@ -139,6 +139,7 @@ class StreamReporter:
         self.last: Any = None
         self.last_ms = 0
         self.erroneous = 0
+        self.filtered = 0
 
     def count(self, records: Iterable[T]) -> Iterator[T]:
         ops, commits = self.ops, self.commits
@@ -166,7 +167,7 @@ class StreamReporter:
         report: dict[str, Any] = {
             "start_lsn": self.start_lsn, "end_lsn": self.end_lsn, "events": events, "created": ops.get("c", 0),
             "updated": ops.get("u", 0), "deleted": ops.get("d", 0), "truncated": ops.get("t", 0), "messages": ops.get("m", 0),
-            "erroneous": self.erroneous, "filtered": 0, "transactions": len(self.commits), "read_rows": self.read_rows,
+            "erroneous": self.erroneous, "filtered": self.filtered, "transactions": len(self.commits), "read_rows": self.read_rows,
             "incremental": self.incremental, "updated_ms": _now_ms(),
         }
         if last is not None:
