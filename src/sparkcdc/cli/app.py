@@ -241,6 +241,9 @@ def run(
                                                      help="Serve Debezium's metrics for Prometheus at http://HOST:PORT/metrics (see docs/metrics.md).")] = None,
     metrics_host: Annotated[str, typer.Option("--metrics-host", metavar="HOST",
                                               help="The address the metrics are served on (with --metrics-port).")] = "127.0.0.1",
+    progress: Annotated[bool, typer.Option("--progress/--no-progress",
+                                           help="Show the snapshot's progress per table, then a streaming status line "
+                                                "(live on a terminal, a log line every 10 s otherwise).")] = True,
 ) -> None:
     """Run the pipeline. SIGINT/SIGTERM stop it cleanly after the current micro-batch; a second signal exits immediately.
 
@@ -263,12 +266,19 @@ def run(
         summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
                                       stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type,
                                       **({} if metrics_port is None else {"metrics_port": metrics_port, "metrics_host": metrics_host}),
+                                      **({"progress": _progress_display(err)} if progress else {}),
                                       on_restart=lambda message: err.print(f"restarting: {message}", soft_wrap=True, markup=False))
     if summary_file is not None and hasattr(summary, "to_dict"):
         Path(summary_file).write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
     batches, records = getattr(summary, "batches", None), getattr(summary, "records", None)
     done = "stopped" if stop.is_set() else "finished"
     err.print(f"{done}" + (f": {batches} micro-batch(es), {records} record(s)" if batches is not None else ""))
+
+
+def _progress_display(err: Console) -> Any:
+    from .progress import progress_display
+
+    return progress_display(_stdout(), lambda line: err.print(line, soft_wrap=True, markup=False))
 
 
 @app.command("signal")

@@ -247,6 +247,13 @@ class ConnectorMetrics:
         for table, rows in read_rows.items():
             current.rows[table] = current.rows.get(table, 0) + int(rows)
 
+    def tables_done(self) -> list[str]:
+        """The tables of the last initial or blocking snapshot whose every chunk has been read."""
+        snap = self.snapshot
+        if snap is None:
+            return []
+        return [t for t in snap.tables if snap.chunk_counts.get(t) and snap.done_chunks.get(t, 0) >= snap.chunk_counts[t]]
+
     # -- Debezium's attributes -------------------------------------------------------------------
     def snapshot_attributes(self, now_ms: int) -> dict[str, Any]:
         """The snapshot MBean's attributes: of the incremental snapshot while one runs (or ran last),

@@ -30,7 +30,7 @@ from ..debezium.config import ConnectorConfig
 from ..engine.metric_reports import metrics_location, read_json, stream_report_lsn
 from ..engine.metrics import ATTRIBUTES, SNAPSHOT, STREAMING, ConnectorMetrics
 
-__all__ = ["CdcMetricsListener", "MetricsCollector", "PrometheusExposition", "serve_metrics"]
+__all__ = ["CdcMetricsListener", "MetricsCollector", "PrometheusExposition", "RunMetrics", "serve_metrics"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,9 @@ class MetricsCollector:
         self.last_batch_id: int | None = None
         self.last_batch_end_lsn: int | None = None
         self.commit_lag_seconds: float | None = None
+        #: The planner's row estimates (pg_class.reltuples) of the running snapshot's tables, for progress displays.
+        self.table_estimates: dict[str, int] = {}
+        self._estimated_snapshot: str | None = None
         self.started_ms = _now_ms()
         self._folded_upto = -1
         self._lock = threading.Lock()
@@ -156,6 +159,7 @@ class MetricsCollector:
             row = self._conn.execute(_SLOT_QUERY, (self.config.settings.slot_name,)).fetchone()
             slot = {} if row is None else {"wal_status": row[0], "retained_bytes": row[1], "pending_bytes": row[2],
                                            "active": bool(row[3]), "safe_wal_size": row[4]}
+            self._estimate_tables()
             ok = True
         except Exception as exc:  # noqa: BLE001 - a server that went away is what Connected reports
             log.debug("metrics: the server did not answer: %s", exc)
@@ -163,6 +167,18 @@ class MetricsCollector:
             slot, ok = {}, False
         with self._lock:
             self.slot, self.server_ok = slot, ok
+
+    def _estimate_tables(self) -> None:
+        """Once per snapshot: its tables' row estimates (``reltuples``; unknown before an ANALYZE)."""
+        snapshot = self.model.snapshot
+        if snapshot is None or snapshot.id == self._estimated_snapshot:
+            return
+        rows = self._conn.execute(
+            "SELECT n.nspname || '.' || c.relname, c.reltuples::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname || '.' || c.relname = ANY(%s)", (list(snapshot.tables),)).fetchall()
+        estimates = {str(name): int(count) for name, count in rows if count is not None and count >= 0}
+        with self._lock:
+            self.table_estimates, self._estimated_snapshot = estimates, snapshot.id
 
     def _close_connection(self) -> None:
         if self._conn is not None:
@@ -189,6 +205,8 @@ class MetricsCollector:
                     "commit_lag_seconds": self.commit_lag_seconds,
                     "last_committed_batch_id": self.last_batch_id,
                     "last_committed_batch_end_lsn": self.last_batch_end_lsn,
+                    "table_estimates": dict(self.table_estimates),
+                    "snapshot_tables_done": self.model.tables_done(),
                 },
             }
 
@@ -305,6 +323,46 @@ def serve_metrics(collector: MetricsCollector, port: int, host: str = "127.0.0.1
     server = make_server(host, port, app, Server, handler_class=QuietHandler)
     threading.Thread(target=server.serve_forever, name="sparkcdc-metrics-http", daemon=True).start()
     return server
+
+
+class RunMetrics:
+    """A run's metrics: the collector, its Prometheus server (``port``) and a progress display."""
+
+    def __init__(self, collector: MetricsCollector, server: Any, progress: Any) -> None:
+        self.collector, self.server, self.progress = collector, server, progress
+
+    @classmethod
+    def start(cls, properties: Mapping[str, str], port: int | None, host: str, progress: Any) -> RunMetrics | None:
+        """Started before Spark: a port in use fails the run at once. None when nothing asks for metrics."""
+        if port is None and progress is None:
+            return None
+        from ..errors import PipelineError
+
+        collector = MetricsCollector(ConnectorConfig(dict(properties)))
+        server = None
+        if port is not None:
+            try:
+                server = serve_metrics(collector, port, host)
+            except OSError as exc:
+                raise PipelineError(f"cannot serve the metrics on {host}:{port}: {exc}") from None
+            log.info("metrics for Prometheus on http://%s:%d/metrics", host, port)
+        collector.start()
+        if progress is not None:
+            progress.start(collector)
+        return cls(collector, server, progress)
+
+    @property
+    def spark_conf(self) -> dict[str, str] | None:
+        """Spark's console progress bar would scribble over a display that owns the terminal."""
+        return {"spark.ui.showConsoleProgress": "false"} if getattr(self.progress, "owns_terminal", False) else None
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+        self.collector.close()
 
 
 def _listener_base() -> type:

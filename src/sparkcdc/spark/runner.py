@@ -71,6 +71,7 @@ def run_pipeline(
     on_restart: Callable[[str], None] | None = None,
     metrics_port: int | None = None,
     metrics_host: str = "127.0.0.1",
+    progress: Any = None,
 ) -> RunSummary:
     """Run the connector as a streaming query writing topic directories under ``output`` and/or
     applying every captured table to each target of ``apply_to``: a location (SCD ``scd_type``)
@@ -80,11 +81,14 @@ def run_pipeline(
     :mod:`sparkcdc.spark.restarts`); ``on_restart`` hears of each restart (default: a log warning).
 
     ``metrics_port``: serve the connector's metrics for Prometheus on ``metrics_host:metrics_port``
-    while the run lasts (see :mod:`sparkcdc.spark.metrics` and docs/metrics.md).
+    while the run lasts (see :mod:`sparkcdc.spark.metrics` and docs/metrics.md). ``progress``: a
+    display of the same figures (``start(collector)``, ``stop()``; see :mod:`sparkcdc.cli.progress`);
+    one that draws on the terminal (``owns_terminal``) turns Spark's console progress bar off.
     """
     from pyspark.errors import StreamingQueryException
 
     from ..gc_policy import use_throughput_gc
+    from .metrics import RunMetrics
     from .options import options_for
     from .session import spark_session
     from .sinks.topic_files import TopicFilesBatchWriter, local_output_path
@@ -107,10 +111,15 @@ def run_pipeline(
     properties["sparkcdc.state.location"] = _state_location(properties.get("sparkcdc.state.location"), location)
     use_throughput_gc()
     restarts = RestartPolicy.from_config(config)
-    spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}")
+    metrics = RunMetrics.start(properties, metrics_port, metrics_host, progress)
+    try:
+        spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}", extra=metrics.spark_conf if metrics else None)
+    except BaseException:
+        if metrics is not None:
+            metrics.close()
+        raise
     register(spark)
     topic_files = None if output is None else TopicFilesBatchWriter(output)
-    metrics = _metrics(properties, metrics_port, metrics_host)
 
     def start() -> Any:
         """The streaming query, from the checkpoint: the first start and every restart alike."""
@@ -132,7 +141,7 @@ def run_pipeline(
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger_interval)
         running = writer.start()
         if metrics is not None:
-            metrics[0].attach(running)
+            metrics.collector.attach(running)
         return running
 
     stopped = False
@@ -179,9 +188,7 @@ def run_pipeline(
         for applier in appliers:
             applier.close()
         if metrics is not None:
-            metrics[1].shutdown()
-            metrics[1].server_close()
-            metrics[0].close()
+            metrics.close()
     def input_rows(p: dict[str, Any]) -> int:
         # On the changes layout (apply without topic files) a source row is a block: the appliers'
         # census counted the changes. On the topic_files layout (topic files only) a row names a
@@ -206,22 +213,6 @@ def run_pipeline(
         apply_seconds={a.target.description: {k: round(v, 3) for k, v in a.stats.seconds.items()}
                        for a in appliers if a.stats.batches},
     )
-
-
-def _metrics(properties: dict[str, str], port: int | None, host: str) -> tuple[Any, Any] | None:
-    """The metrics collector and its Prometheus server, started before Spark (a port in use fails the run at once)."""
-    if port is None:
-        return None
-    from .metrics import MetricsCollector, serve_metrics
-
-    collector = MetricsCollector(ConnectorConfig(properties))
-    try:
-        server = serve_metrics(collector, port, host)
-    except OSError as exc:
-        raise PipelineError(f"cannot serve the metrics on {host}:{port}: {exc}") from None
-    collector.start()
-    log.info("metrics for Prometheus on http://%s:%d/metrics", host, port)
-    return collector, server
 
 
 def _appliers(config: ConnectorConfig, checkpoint: str, apply_to: Sequence[str | tuple[str, int]], scd_type: int) -> list[Any]:
