@@ -95,3 +95,28 @@ def test_prometheus_names_follow_the_jmx_exporter_rule(tmp_path: Path) -> None:
     assert samples[("debezium_metrics_TotalNumberOfEventsSeen", snapshot)] == 7.0
     assert text.count("# TYPE debezium_metrics_TotalNumberOfEventsSeen untyped") == 1  # both contexts, one family
     assert "debezium_metrics_LastEvent" not in text  # a string: the exporter has no sample for it
+
+
+def test_incremental_snapshot_attributes_from_the_offsets_state(tmp_path: Path) -> None:
+    from sparkcdc.engine.incremental import ChunkWindow, IncrementalState, SnapshotCollection
+    from sparkcdc.engine.metric_reports import incremental_summary
+
+    chunk = ChunkWindow("w-1", "public", "a", ("id",), ("int4",), ("100",), ("200",), None, "00000003-00000002-1", 2)
+    state = IncrementalState("sig-1", (SnapshotCollection("public", "a"), SnapshotCollection("public", "b")), ("100",), ("900",),
+                             chunk=chunk, chunks=2, rows=200)
+    report = StreamReporter(tmp_path, 100, 300, incremental_summary(state))
+    list(report.count([_Record("r", 0, 1, table="a")] * 100 + [_Record("c", 250, 2_000_000)]))
+    report.finish()
+    content = read_json(tmp_path / "stream" / f"batch-{300:020d}.json")
+    assert content is not None
+    metrics = ConnectorMetrics("srv")
+    metrics.fold_stream_batch(content, now_ms=5_000)
+    running = metrics.snapshot_attributes(now_ms=7_000)
+    assert running["SnapshotRunning"] and not running["SnapshotCompleted"]
+    assert (running["TotalTableCount"], running["RemainingTableCount"]) == (2, 2)
+    assert running["RowsScanned"] == {"public.a": 100} and running["TotalNumberOfEventsSeen"] == 100
+    assert (running["ChunkId"], running["ChunkFrom"], running["ChunkTo"], running["TableTo"]) == ("sig-1-2", '["100"]', '["200"]', '["900"]')
+    assert metrics.streaming_attributes(now_ms=7_000)["TotalNumberOfEventsSeen"] == 1  # the reads are the snapshot's, not the stream's
+    metrics.fold_stream_batch({**content, "incremental": None, "read_rows": {}, "events": 0}, now_ms=9_000)
+    done = metrics.snapshot_attributes(now_ms=10_000)
+    assert done["SnapshotCompleted"] and not done["SnapshotRunning"] and done["SnapshotDurationInSeconds"] == 4

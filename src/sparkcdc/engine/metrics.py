@@ -242,8 +242,9 @@ class ConnectorMetrics:
             current.paused_ms += now_ms - current.paused_since_ms
             current.paused_since_ms = None
         current.paused = paused
-        for name in ("chunk_id", "chunk_from", "chunk_to", "table_from", "table_to"):
-            setattr(current, name, str(state.get(name) or ""))
+        if state.get("chunk_id"):  # between chunks (no window in the offset) the last chunk stays the current one
+            for name in ("chunk_id", "chunk_from", "chunk_to", "table_from", "table_to"):
+                setattr(current, name, str(state.get(name) or ""))
         for table, rows in read_rows.items():
             current.rows[table] = current.rows.get(table, 0) + int(rows)
 
