@@ -38,6 +38,7 @@ __all__ = [
     "counted_chunk",
     "incremental_summary",
     "metrics_location",
+    "prune_snapshot_reports",
     "prune_stream_reports",
     "read_json",
     "stream_report_lsn",
@@ -135,39 +136,44 @@ class StreamReporter:
         self.incremental = incremental
         self.ops: dict[str, int] = {}
         self.read_rows: dict[str, int] = {}
-        self.commits: set[int] = set()
+        self.transactions = 0
         self.last: Any = None
         self.last_ms = 0
         self.erroneous = 0
         self.filtered = 0
 
     def count(self, records: Iterable[T]) -> Iterator[T]:
-        ops, commits = self.ops, self.commits
-        seen = 0
+        """``records``, counted as they pass (per record: keep this loop lean, it runs once per change)."""
+        ops = self.ops
+        last = None
+        last_commit = -1
+        transactions = 0
         for record in records:
             op = record.op  # type: ignore[attr-defined]
             if op is not None:
-                ops[op] = ops.get(op, 0) + 1
                 if op == "r":
                     table = f"{record.schema}.{record.table}"  # type: ignore[attr-defined]
                     self.read_rows[table] = self.read_rows.get(table, 0) + 1
                 else:
-                    commits.add(record.commit_lsn)  # type: ignore[attr-defined]
-                    self.last = record
-                    seen += 1
-                    if seen % REPORT_ROWS == 0:
-                        self.last_ms = _now_ms()
+                    ops[op] = ops.get(op, 0) + 1
+                    last = record
+                    commit = record.commit_lsn  # type: ignore[attr-defined]
+                    if commit != last_commit:  # a batch's changes arrive in commit order
+                        transactions += 1
+                        last_commit = commit
             yield record
-        if self.last is not None:
+        self.transactions += transactions
+        if last is not None:
+            self.last = last
             self.last_ms = _now_ms()  # when the batch's last event was handed on: "processed"
 
     def finish(self) -> None:
         ops, last = self.ops, self.last
-        events = sum(n for op, n in ops.items() if op != "r")
+        events = sum(ops.values())
         report: dict[str, Any] = {
             "start_lsn": self.start_lsn, "end_lsn": self.end_lsn, "events": events, "created": ops.get("c", 0),
             "updated": ops.get("u", 0), "deleted": ops.get("d", 0), "truncated": ops.get("t", 0), "messages": ops.get("m", 0),
-            "erroneous": self.erroneous, "filtered": self.filtered, "transactions": len(self.commits), "read_rows": self.read_rows,
+            "erroneous": self.erroneous, "filtered": self.filtered, "transactions": self.transactions, "read_rows": self.read_rows,
             "incremental": self.incremental, "updated_ms": _now_ms(),
         }
         if last is not None:
@@ -222,3 +228,16 @@ def prune_stream_reports(location: Path, before_lsn: int, older_than_s: float = 
                 path.unlink(missing_ok=True)
         except OSError:
             continue
+
+
+def prune_snapshot_reports(location: Path, keep: str) -> None:
+    """Drop the reports of every snapshot but ``keep`` (a new snapshot resets the snapshot metrics, as in Debezium)."""
+    import shutil
+
+    for path in location.glob("snapshot-*"):
+        if path.name in (f"snapshot-{keep}", f"snapshot-{keep}.json"):
+            continue
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)

@@ -41,7 +41,7 @@ from .connection import conninfo_from_config, sql_connection
 from .heartbeat import HeartbeatTimer
 from .incremental import IncrementalState
 from .incremental_planner import BlockingRequest, IncrementalSnapshots
-from .metric_reports import metrics_location, prune_stream_reports, read_json, write_json
+from .metric_reports import metrics_location, prune_snapshot_reports, prune_stream_reports, read_json, write_json
 from .notifications import Notifier, notification_pieces
 from .offsets import SnapshotSpec, SourceOffset
 from .setup import apply_replica_identities, captured_tables, ensure_publication_for
@@ -283,6 +283,7 @@ class ConnectorPlanner:
 
     def _report_snapshot(self, spec: SnapshotSpec) -> None:
         """The snapshot's report for the metrics (sparkcdc.engine.metric_reports): its tables and start."""
+        prune_snapshot_reports(self.metrics_location, spec.id)
         write_json(self.metrics_location / f"snapshot-{spec.id}.json", {
             "snapshot": spec.id, "kind": spec.kind, "started_ms": spec.ts_us // 1000, "completed_ms": None,
             "tables": [f"{s}.{t}" for s, t in spec.tables], "chunks": len(self._plan)})
