@@ -20,7 +20,7 @@ import pytest
 from ..spark.support import properties
 from ..support.waiting import ConditionTimeout, wait_until
 
-ROWS = 300_000
+ROWS = 400_000
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 

@@ -1,12 +1,9 @@
-"""The metrics model folds task and planner reports into Debezium's attributes; the exposition names
-them as Debezium's JMX exporter rule does. No Spark, no server: reports are written as tasks write them."""
+"""The metrics model folds task and planner reports into Debezium's attributes. No Spark, no server:
+the reports are written as the tasks write them."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
 from sparkcdc.engine.metric_reports import ChunkReporter, StreamReporter, read_json
 from sparkcdc.engine.metrics import ATTRIBUTES, SNAPSHOT, STREAMING, ConnectorMetrics
@@ -69,32 +66,6 @@ def test_every_attribute_of_the_manual_tables() -> None:
     metrics = ConnectorMetrics("srv")
     for context in (SNAPSHOT, STREAMING):
         assert {n for c, n in names if c == context} == set(metrics.attributes(context, 0))
-
-
-def test_prometheus_names_follow_the_jmx_exporter_rule(tmp_path: Path) -> None:
-    from sparkcdc.spark.metrics import MetricsCollector, PrometheusExposition
-
-    collector = MetricsCollector({"topic.prefix": "dbserver1", "database.hostname": "localhost", "database.user": "u",
-                                  "database.dbname": "d", "slot.name": "s", "sparkcdc.state.location": str(tmp_path)},
-                                 poll_server=False)
-    collector.model.fold_snapshot({"snapshot": "x", "started_ms": 0, "tables": ["public.customers"]}, [
-        {"table": "public.customers", "rows": 7, "chunk_count": 1, "done": True, "updated_ms": 1}])
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(PrometheusExposition(collector))  # type: ignore[arg-type]
-    text = generate_latest(registry).decode()
-    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for f in text_string_to_metric_families(text) for s in f.samples}
-    rule = {"plugin": "postgres", "name": "dbserver1"}  # plugin=$1, name=$3 (server=), context=$2
-    # debezium.([^:]+)<type=connector-metrics, context=([^,]+), server=([^,]+), key=([^>]+)><>RowsScanned
-    rows = {**rule, "context": "snapshot", "table": "public.customers"}
-    assert samples[("debezium_metrics_RowsScanned", tuple(sorted(rows.items())))] == 7.0
-    # debezium.([^:]+)<type=connector-metrics, context=([^,]+), server=([^>]+)>([^:]+) -> debezium_metrics_$4
-    streaming = tuple(sorted({**rule, "context": "streaming"}.items()))
-    assert samples[("debezium_metrics_MilliSecondsBehindSource", streaming)] == -1.0
-    assert samples[("debezium_metrics_QueueTotalCapacity", streaming)] == 8192.0
-    snapshot = tuple(sorted({**rule, "context": "snapshot"}.items()))
-    assert samples[("debezium_metrics_TotalNumberOfEventsSeen", snapshot)] == 7.0
-    assert text.count("# TYPE debezium_metrics_TotalNumberOfEventsSeen untyped") == 1  # both contexts, one family
-    assert "debezium_metrics_LastEvent" not in text  # a string: the exporter has no sample for it
 
 
 def test_incremental_snapshot_attributes_from_the_offsets_state(tmp_path: Path) -> None:

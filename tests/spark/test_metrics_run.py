@@ -35,7 +35,7 @@ MANUAL_STREAMING = ("LastEvent", "MilliSecondsSinceLastEvent", "TotalNumberOfEve
 # The JMX exporter turns numbers and booleans into samples; strings, string arrays and string maps have none.
 NOT_NUMERIC = {"LastEvent", "MonitoredTables", "CapturedTables", "SourceEventPosition", "LastTransactionId"}
 
-ROWS = 240_000
+ROWS = 400_000
 
 
 def _free_port() -> int:
