@@ -18,6 +18,9 @@ from pathlib import Path
 
 import psycopg
 from prometheus_client.parser import text_string_to_metric_families
+from typer.testing import CliRunner
+
+from sparkcdc.cli.app import app
 
 from ..support.processes import GroupProcess
 from ..support.waiting import wait_until
@@ -152,6 +155,11 @@ def test_metrics_during_snapshot_and_streaming(db: psycopg.Connection, pg_cluste
         lag = wait_until(lambda: (s := scrape.samples()) and s.get(("sparkcdc_commit_lag_seconds", (("name", "srv"),))),
                          timeout=30, what="the commit lag")
         assert 0 < lag < 30
+        # `sparkcdc status` tells the same story in time: the newest source commit in the committed output
+        status = CliRunner().invoke(app, ["status", str(config), "--json", "--checkpoint", str(tmp_path / "ck")])
+        assert status.exit_code == 0, status.output
+        newest = json.loads(status.stdout)["checkpoint"]["newest_source_commit"]
+        assert newest is not None and 0 <= newest["age_seconds"] < 300 and newest["committed_at"].startswith("20")
         # every attribute of both tables, the strings too, in /attributes
         attributes = scrape.attributes()
         assert set(MANUAL_SNAPSHOT) <= set(attributes["snapshot"]) and set(MANUAL_STREAMING) <= set(attributes["streaming"])
