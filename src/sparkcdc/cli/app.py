@@ -266,7 +266,7 @@ def run(
         summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
                                       stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type,
                                       **({} if metrics_port is None else {"metrics_port": metrics_port, "metrics_host": metrics_host}),
-                                      **({"progress": _progress_display(err)} if progress else {}),
+                                      **({"display": _progress_display(err)} if progress else {}),
                                       on_restart=lambda message: err.print(f"restarting: {message}", soft_wrap=True, markup=False))
     if summary_file is not None and hasattr(summary, "to_dict"):
         Path(summary_file).write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")

@@ -332,9 +332,9 @@ class RunMetrics:
         self.collector, self.server, self.progress = collector, server, progress
 
     @classmethod
-    def start(cls, properties: Mapping[str, str], port: int | None, host: str, progress: Any) -> RunMetrics | None:
+    def start(cls, properties: Mapping[str, str], port: int | None, host: str, display: Any) -> RunMetrics | None:
         """Started before Spark: a port in use fails the run at once. None when nothing asks for metrics."""
-        if port is None and progress is None:
+        if port is None and display is None:
             return None
         from ..errors import PipelineError
 
@@ -347,9 +347,9 @@ class RunMetrics:
                 raise PipelineError(f"cannot serve the metrics on {host}:{port}: {exc}") from None
             log.info("metrics for Prometheus on http://%s:%d/metrics", host, port)
         collector.start()
-        if progress is not None:
-            progress.start(collector)
-        return cls(collector, server, progress)
+        if display is not None:
+            display.start(collector)
+        return cls(collector, server, display)
 
     @property
     def spark_conf(self) -> dict[str, str] | None:

@@ -71,7 +71,7 @@ def run_pipeline(
     on_restart: Callable[[str], None] | None = None,
     metrics_port: int | None = None,
     metrics_host: str = "127.0.0.1",
-    progress: Any = None,
+    display: Any = None,
 ) -> RunSummary:
     """Run the connector as a streaming query writing topic directories under ``output`` and/or
     applying every captured table to each target of ``apply_to``: a location (SCD ``scd_type``)
@@ -81,8 +81,8 @@ def run_pipeline(
     :mod:`sparkcdc.spark.restarts`); ``on_restart`` hears of each restart (default: a log warning).
 
     ``metrics_port``: serve the connector's metrics for Prometheus on ``metrics_host:metrics_port``
-    while the run lasts (see :mod:`sparkcdc.spark.metrics` and docs/metrics.md). ``progress``: a
-    display of the same figures (``start(collector)``, ``stop()``; see :mod:`sparkcdc.cli.progress`);
+    while the run lasts (see :mod:`sparkcdc.spark.metrics` and docs/metrics.md). ``display``: a
+    progress display of the same figures (``start(collector)``, ``stop()``; see :mod:`sparkcdc.cli.progress`);
     one that draws on the terminal (``owns_terminal``) turns Spark's console progress bar off.
     """
     from pyspark.errors import StreamingQueryException
@@ -111,7 +111,7 @@ def run_pipeline(
     properties["sparkcdc.state.location"] = _state_location(properties.get("sparkcdc.state.location"), location)
     use_throughput_gc()
     restarts = RestartPolicy.from_config(config)
-    metrics = RunMetrics.start(properties, metrics_port, metrics_host, progress)
+    metrics = RunMetrics.start(properties, metrics_port, metrics_host, display)
     try:
         spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}", extra=metrics.spark_conf if metrics else None)
     except BaseException:
