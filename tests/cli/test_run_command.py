@@ -62,7 +62,44 @@ def test_defaults(config_file: Path, fake_runner: types.ModuleType) -> None:
     fake_runner.run_pipeline = lambda config, **kwargs: seen.update(kwargs)  # type: ignore[attr-defined]
     result = RUNNER.invoke(app, ["run", str(config_file), "--output", "out", "--checkpoint", "ck"])
     assert result.exit_code == 0, result.output
-    assert (seen["once"], seen["master"]) == (False, None)
+    assert (seen["once"], seen["master"], seen["spark_conf"]) == (False, None, {})
+    assert (seen["trigger_interval"], seen["kafka"]) == ("1 second", None)
+
+
+def test_kafka_and_trigger_interval_reach_the_runner(config_file: Path, fake_runner: types.ModuleType) -> None:
+    seen: dict[str, Any] = {}
+    fake_runner.run_pipeline = lambda config, **kwargs: seen.update(kwargs)  # type: ignore[attr-defined]
+    result = RUNNER.invoke(app, ["run", str(config_file), "--kafka", "b1:9092,b2:9092", "--checkpoint", "ck",
+                                 "--trigger-interval", "0 seconds"])
+    assert result.exit_code == 0, result.output
+    assert (seen["kafka"], seen["output"], seen["trigger_interval"]) == ("b1:9092,b2:9092", None, "0 seconds")
+
+
+def test_kafka_runs_on_its_own(config_file: Path, fake_runner: types.ModuleType) -> None:
+    fake_runner.run_pipeline = lambda *a, **k: pytest.fail("the runner must not be called")  # type: ignore[attr-defined]
+    result = RUNNER.invoke(app, ["run", str(config_file), "--kafka", "b:9092", "--output", "o", "--checkpoint", "ck"])
+    assert result.exit_code == EXIT_CONFIG
+    assert "--kafka runs on its own" in result.output
+
+
+def test_conf_pairs_reach_the_runner(config_file: Path, fake_runner: types.ModuleType) -> None:
+    seen: dict[str, Any] = {}
+    fake_runner.run_pipeline = lambda config, **kwargs: seen.update(kwargs)  # type: ignore[attr-defined]
+    result = RUNNER.invoke(app, ["run", str(config_file), "--output", "o", "--checkpoint", "c",
+                                 "--conf", "spark.executor.memory=2g", "--conf", "spark.driver.extraJavaOptions=-Da=b -Dc=d",
+                                 "--conf", "spark.executor.memory=3g", "--conf", "spark.empty="])
+    assert result.exit_code == 0, result.output
+    # as spark-submit: the value keeps its own '=' and spaces, the last of a key wins, empty is a value
+    assert seen["spark_conf"] == {"spark.executor.memory": "3g", "spark.driver.extraJavaOptions": "-Da=b -Dc=d", "spark.empty": ""}
+
+
+@pytest.mark.parametrize("pair", ["spark.executor.memory", "=2g", " =x"])
+def test_a_conf_without_key_and_value_is_refused_before_anything_starts(config_file: Path, fake_runner: types.ModuleType,
+                                                                        pair: str) -> None:
+    fake_runner.run_pipeline = lambda *a, **k: pytest.fail("the runner must not be called")  # type: ignore[attr-defined]
+    result = RUNNER.invoke(app, ["run", str(config_file), "--output", "o", "--checkpoint", "c", "--conf", pair])
+    assert result.exit_code == EXIT_CONFIG
+    assert f"--conf {pair!r}: expected KEY=VALUE" in result.output
 
 
 def test_sigterm_sets_the_stop_event_and_handlers_are_restored(config_file: Path, fake_runner: types.ModuleType) -> None:

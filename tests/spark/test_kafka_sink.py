@@ -180,11 +180,11 @@ def test_the_fence_of_another_streaming_query_does_not_apply(
     import sparkcdc.spark.sinks.kafka as sink
 
     topic, pipeline = f"{unique_name}.t", f"p-{unique_name}"
-    monkeypatch.setattr(sink, "_query_id", lambda batch: "query-1")
+    monkeypatch.setattr(sink, "query_id", lambda batch: "query-1")
     KafkaBatchWriter(kafka_broker, pipeline_id=pipeline)(frame(spark, [record(topic, "{}", '{"n":0}', lsn=1, commit_lsn=1)]), 0)
     KafkaBatchWriter(kafka_broker, pipeline_id=pipeline)(frame(spark, [record(topic, "{}", '{"n":0}', lsn=1, commit_lsn=1)]), 0)
     # A new checkpoint (another query id): its batch ids start again at 0, and its batch 0 is new.
-    monkeypatch.setattr(sink, "_query_id", lambda batch: "query-2")
+    monkeypatch.setattr(sink, "query_id", lambda batch: "query-2")
     KafkaBatchWriter(kafka_broker, pipeline_id=pipeline)(frame(spark, [record(topic, "{}", '{"n":1}', lsn=1, commit_lsn=1)]), 0)
     assert [r["value"] for r in consume(kafka_broker, [topic])] == [b'{"n":0}', b'{"n":1}']
 

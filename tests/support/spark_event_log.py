@@ -154,3 +154,18 @@ def _read_app(events: Iterable[dict[str, Any]], worker_of: Callable[[str], str |
             workers=frozenset(worker_of(log_urls.get(e, "")) or "?" for e in executors),
         ))
     return AppLog(app_id, start_ms, log_urls, tuple(stages))
+
+
+def spark_properties(directory: Path) -> list[dict[str, str]]:
+    """The Spark properties of every application logged under ``directory`` (its environment
+    update event: what the SparkContext ran with), oldest first."""
+    found = []
+    for path in sorted(directory.iterdir()):
+        if path.name.startswith("."):
+            continue
+        for event in _events(path):
+            if event.get("Event") == "SparkListenerEnvironmentUpdate":
+                props = event.get("Spark Properties") or {}
+                found.append(dict(props) if isinstance(props, dict) else {str(k): str(v) for k, v in props})
+                break
+    return found

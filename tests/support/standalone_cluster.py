@@ -130,9 +130,10 @@ def _group_alive(group: int) -> bool:
     return True
 
 
-def daemon_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The daemons' environment: this process's (so executors see the same PYTHONPATH), Spark's home
-    and Python, everything bound to 127.0.0.1, small daemon heaps (they only schedule)."""
+def daemon_environment(base: Mapping[str, str] | None = None, python: str | None = sys.executable) -> dict[str, str]:
+    """The daemons' environment: this process's (so executors see the same PYTHONPATH) unless
+    ``base`` replaces it, Spark's home and ``python`` as the workers' Python (None: no
+    PYSPARK_PYTHON), everything bound to 127.0.0.1, small daemon heaps (they only schedule)."""
     env = dict(os.environ if base is None else base)
     env.update({
         "SPARK_HOME": str(spark_home()),
@@ -140,23 +141,27 @@ def daemon_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
         "SPARK_PUBLIC_DNS": HOST,
         "SPARK_DAEMON_MEMORY": "256m",
         "SPARK_DAEMON_JAVA_OPTS": QUICK_JVM,
-        "PYSPARK_PYTHON": sys.executable,
     })
+    if python is None:
+        env.pop("PYSPARK_PYTHON", None)
+    else:
+        env["PYSPARK_PYTHON"] = python
     env.pop("SPARK_CONF_DIR", None)  # no spark-defaults.conf of the caller in the daemons
     env.pop("SPARK_ENV_LOADED", None)
     return env
 
 
 @contextmanager
-def standalone_cluster(root: Path, *, workers: int = 2, cores: int = 1, memory: str = "1g",
-                       timeout: float = 90.0) -> Iterator[StandaloneCluster]:
+def standalone_cluster(root: Path, *, workers: int = 2, cores: int = 1, memory: str = "1g", timeout: float = 90.0,
+                       base_env: Mapping[str, str] | None = None, python: str | None = sys.executable) -> Iterator[StandaloneCluster]:
     """A master and ``workers`` workers on 127.0.0.1, up once the master lists them all ALIVE; every
-    JVM (daemons and the executors they launched) is gone when the block ends."""
+    JVM (daemons and the executors they launched) is gone when the block ends. ``base_env`` and
+    ``python``: see :func:`daemon_environment` (a cluster whose nodes lack the driver's Python)."""
     root.mkdir(parents=True, exist_ok=True)
     logs = root / "logs"
     logs.mkdir(exist_ok=True)
     spark_class = str(spark_home() / "bin" / "spark-class")
-    env = daemon_environment()
+    env = daemon_environment(base_env, python)
     with ExitStack() as stack:
         master_port, master_ui = free_port(), free_port()
         master = _Daemon([spark_class, "org.apache.spark.deploy.master.Master", "--host", HOST,

@@ -1,4 +1,4 @@
-"""The ``sparkcdc`` command: ``validate``, ``status``, ``run``, ``signal`` and ``demo``.
+"""The ``sparkcdc`` command: ``validate``, ``status``, ``run``, ``signal``, ``demo`` and ``submit-script``.
 
 Exit codes are part of the interface, because these commands run in deployment scripts and health
 checks: 0 success; 1 the server (or the pipeline) has a problem, or cannot be reached; 2 the
@@ -15,7 +15,7 @@ import json
 import signal
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -229,7 +229,7 @@ def run(
                                             help="Spark checkpoint location (a path or URI); it holds the connector's offsets.")],
     output: Annotated[str | None, typer.Option("--output", metavar="DIR", help="Where the change events are written (a local directory or file: URI; topic directories are created under it).")] = None,
     once: Annotated[bool, typer.Option("--once", help="Process what is available now, then stop.")] = False,
-    master: Annotated[str | None, typer.Option("--master", metavar="URL", help="Spark master, e.g. local[4] (default: Spark's).")] = None,
+    master: Annotated[str | None, typer.Option("--master", metavar="URL", help="Spark master, e.g. local[4] (default: spark-defaults.conf's spark.master, else local[*]; under spark-submit only spark-submit's --master).")] = None,
     summary_file: Annotated[str | None, typer.Option("--summary", metavar="FILE",
                                                      help="Write a JSON summary of the run (batches, records, timings) here.")] = None,
     apply_to: Annotated[list[str] | None, typer.Option(
@@ -237,6 +237,17 @@ def run(
         help="Keep a mirror of every captured table: postgresql://…, a Delta Lake directory, iceberg:<catalog> or iceberg+file:<warehouse>. May be given more than once.")] = None,
     scd_type: Annotated[int, typer.Option("--scd-type", metavar="1|2",
                                           help="With --apply-to: 1 mirrors the tables, 2 keeps their history (__START_AT/__END_AT).")] = 1,
+    trigger_interval: Annotated[str, typer.Option(
+        "--trigger-interval", metavar="INTERVAL",
+        help="Without --once: how often a micro-batch starts (Spark's processingTime, e.g. '500 milliseconds'; "
+             "'0 seconds' starts the next as soon as one ends, the least latency).")] = "1 second",
+    kafka: Annotated[str | None, typer.Option(
+        "--kafka", metavar="BOOTSTRAP",
+        help="Produce the change events to this Kafka cluster (host:port,...) exactly once, from the tasks that read them "
+             "(sparkcdc.output.kafka.* properties for the rest). Runs on its own, without --output or --apply-to.")] = None,
+    conf: Annotated[list[str] | None, typer.Option(
+        "--conf", metavar="KEY=VALUE",
+        help="A Spark setting for the session, as spark-submit's --conf (e.g. spark.executor.memory=2g). May be given more than once.")] = None,
     metrics_port: Annotated[int | None, typer.Option("--metrics-port", metavar="PORT",
                                                      help="Serve Debezium's metrics for Prometheus at http://HOST:PORT/metrics (see docs/metrics.md).")] = None,
     metrics_host: Annotated[str, typer.Option("--metrics-host", metavar="HOST",
@@ -250,10 +261,14 @@ def run(
     If PostgreSQL goes away, the query restarts from its checkpoint after retriable.restart.connector.wait.ms,
     up to errors.max.retries times in a row (-1: no limit); then it exits with 1.
     """
-    if output is None and not apply_to:
-        _fail(EXIT_CONFIG, "give --output DIR, --apply-to TARGET, or both")
+    if kafka is not None and (output is not None or apply_to):
+        _fail(EXIT_CONFIG, "--kafka runs on its own: give --kafka, or --output/--apply-to (a second pipeline, with its own "
+                           "checkpoint, can write the other)")
+    if output is None and not apply_to and kafka is None:
+        _fail(EXIT_CONFIG, "give --output DIR, --apply-to TARGET, or both, or --kafka BOOTSTRAP")
     if scd_type not in (1, 2):
         _fail(EXIT_CONFIG, f"--scd-type must be 1 or 2, not {scd_type}")
+    spark_conf = _conf_pairs(conf or ())
     loaded = _load(config)
     runner = _import_runner()
     err = _stderr()
@@ -264,7 +279,8 @@ def run(
     # Paths stay strings: they may be URIs (s3a://, hdfs://) that Path would mangle.
     with StopEvent(on_first=stopping) as stop, _reported(loaded):
         summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
-                                      stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type,
+                                      stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type, kafka=kafka,
+                                      trigger_interval=trigger_interval, spark_conf=spark_conf,
                                       **({} if metrics_port is None else {"metrics_port": metrics_port, "metrics_host": metrics_host}),
                                       **({"display": _progress_display(err)} if progress else {}),
                                       on_restart=lambda message: err.print(f"restarting: {message}", soft_wrap=True, markup=False))
@@ -273,6 +289,17 @@ def run(
     batches, records = getattr(summary, "batches", None), getattr(summary, "records", None)
     done = "stopped" if stop.is_set() else "finished"
     err.print(f"{done}" + (f": {batches} micro-batch(es), {records} record(s)" if batches is not None else ""))
+
+
+def _conf_pairs(pairs: Sequence[str]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` pairs, as spark-submit reads them: the value may hold ``=``; the last of a key wins."""
+    conf: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            _fail(EXIT_CONFIG, f"--conf {pair!r}: expected KEY=VALUE, e.g. --conf spark.executor.memory=2g")
+        conf[key.strip()] = value
+    return conf
 
 
 def _progress_display(err: Console) -> Any:
@@ -327,6 +354,12 @@ def demo(
     result = run_demo(seconds=seconds, master=master, console=_stdout())
     if not result.mirror_equal:
         raise typer.Exit(EXIT_PROBLEMS)
+
+
+@app.command("submit-script")
+def submit_script() -> None:
+    """Print the path of the script to give spark-submit: spark-submit --master URL "$(sparkcdc submit-script)" run CONFIG ..."""
+    typer.echo(str(Path(__file__).resolve().with_name("spark_submit.py")))
 
 
 def main() -> None:

@@ -407,6 +407,21 @@ _ALL = [
     _P("sparkcdc.output.topic.files",
        doc="with sparkcdc.output.layout=topic_files: the topic files directory the reader tasks write into "
            "(local, or mounted at the same path on every node); refused with any other layout"),
+    _P("sparkcdc.output.kafka.bootstrap.servers",
+       doc="with sparkcdc.output.layout=kafka: the Kafka cluster the reader tasks produce to (required); refused with any "
+           "other layout"),
+    _P("sparkcdc.output.kafka.pipeline.id",
+       doc="with sparkcdc.output.layout=kafka: the pipeline's name in Kafka, in its transactional ids "
+           "(sparkcdc-<id>-<task>) and fence topic (_sparkcdc.fence.<id>); one per checkpoint (default: topic.prefix)"),
+    _P("sparkcdc.output.kafka.topic.partitions", "1", "int",
+       doc="with sparkcdc.output.layout=kafka: partitions of a topic the tasks create (-1: the broker's default)"),
+    _P("sparkcdc.output.kafka.topic.replication.factor", "-1", "int",
+       doc="with sparkcdc.output.layout=kafka: replication factor of a topic the tasks create (-1: the broker's default)"),
+    _P("sparkcdc.output.kafka.topic.compact", "false", "bool",
+       doc="with sparkcdc.output.layout=kafka: create missing topics with cleanup.policy=compact"),
+    _P("sparkcdc.output.kafka.timeout.ms", "30000", "int", check=_positive,
+       doc="with sparkcdc.output.layout=kafka: the limit of each exchange with the brokers outside producing records "
+           "(metadata, topic creation, starting and committing a transaction, reading the fence)"),
     _P("sparkcdc.max.batch.wal.bytes", "268435456", "int", check=_non_negative,
        doc="WAL bytes one streaming micro-batch covers at most (0: no limit)"),
     _P("sparkcdc.snapshot.chunk.rows", "100000", "int", check=_positive,
@@ -416,11 +431,13 @@ _ALL = [
     _P("sparkcdc.apply.changes.per.task", "200000", "int", check=_positive,
        doc="apply: a table's micro-batch beyond this many changes is split by key over several fold tasks "
            "(at least the cluster's default parallelism)"),
-    _P("sparkcdc.output.layout", "columns", "enum", ("columns", "lines", "changes", "topic_files"),
+    _P("sparkcdc.output.layout", "columns", "enum", ("columns", "lines", "changes", "topic_files", "kafka"),
        doc="the source's rows: the record's columns; (lines) topic, its topic-files JSON line, lsn, commit_lsn, ordinal; "
            "(topic_files) the reader tasks write the topic files under sparkcdc.output.topic.files themselves and the rows "
            "name them (topic, file, records), for the topic files sink to publish; "
-           "(changes) each table's row changes as typed Arrow blocks, no JSON (what table_changes and apply_changes read fastest)"),
+           "(changes) each table's row changes as typed Arrow blocks, no JSON (what table_changes and apply_changes read fastest); "
+           "(kafka) the reader tasks produce the records to Kafka exactly once themselves (sparkcdc.output.kafka.*) and the rows "
+           "count them (index, topic, records, skipped)"),
     # converter settings (Kafka Connect JsonConverter)
     _P("key.converter.schemas.enable", "true", "bool"),
     _P("value.converter.schemas.enable", "true", "bool"),
@@ -455,6 +472,9 @@ FAMILIES: list[Family] = [
     Family(re.compile(r"column\.mask\.hash\.([^.]+(?:-[^.]+)*)\.with\.salt\.(.+)"), "column.mask.hash.<algorithm>.with.salt.<salt>"),
     Family(re.compile(r"snapshot\.select\.statement\.overrides\..+"), "snapshot.select.statement.overrides.<schema>.<table>",
            doc="applies when the table is listed in snapshot.select.statement.overrides (as in Debezium)"),
+    Family(re.compile(r"sparkcdc\.output\.kafka\.client\..+"), "sparkcdc.output.kafka.client.*",
+           doc="with sparkcdc.output.layout=kafka: librdkafka settings of every client (producers, admin, fence consumer), prefix "
+               "stripped (security, SASL, linger.ms, compression.type); enable.idempotence and acks=all stay required"),
     Family(re.compile(r"signal\.consumer\..+"), "signal.consumer.*",
            doc="the kafka signal channel's librdkafka client settings, prefix stripped (security, timeouts); also used by "
                "`sparkcdc signal` to produce; Java (de)serializer classes are ignored with a warning"),

@@ -1,23 +1,32 @@
 """From Spark's data source options to a connector configuration, and back.
 
-Spark lower-cases option names, which loses information Debezium's names carry
-(``database.tcpKeepAlive``, the salt in ``column.mask.hash.SHA-256.with.salt.<salt>``). So the whole
-configuration can travel as one JSON option, ``sparkcdc.config``, whose content keeps its case;
-plain options are accepted too and mapped back to Debezium's names where the name is known.
+Options can be given one by one (``.option("database.hostname", ...)``, ``.options(**properties)``)
+or as one JSON option, ``sparkcdc.config``, which ``options_for`` builds. Values always arrive as
+given. Names do not: PySpark hands a Python data source its options in a ``CaseInsensitiveDict``,
+which keeps them in lower case. So a plain option's name is matched case-insensitively against the
+known properties (``database.tcpkeepalive`` is ``database.tcpKeepAlive``), and a name that embeds a
+table, ``snapshot.select.statement.overrides.<schema>.<table>``, takes the table's case from the
+list of ``snapshot.select.statement.overrides`` (a value: its case is kept). What cannot be
+recovered, the salt of ``column.mask.hash.<algorithm>.with.salt.<salt>``, is warned about when Spark
+lowered it: such a property belongs in ``sparkcdc.config``, whose content keeps its case.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..debezium.config import PROPERTIES, ConnectorConfig, report_warnings
+from ..debezium.config import PROPERTIES, ConfigError, ConnectorConfig, report_warnings
+from ..debezium.property_table import split_list
 
-__all__ = ["CONFIG_OPTION", "config_from_options", "options_for"]
+__all__ = ["CONFIG_OPTION", "config_from_options", "options_for", "properties_from_options"]
 
 CONFIG_OPTION = "sparkcdc.config"
 _CANONICAL = {name.lower(): name for name in PROPERTIES}
+_OVERRIDES = "snapshot.select.statement.overrides"
+_SALT = re.compile(r"column\.mask\.hash\..+?\.with\.salt\.(.+)", re.IGNORECASE)
 
 
 def options_for(properties: Mapping[str, Any]) -> dict[str, str]:
@@ -25,15 +34,57 @@ def options_for(properties: Mapping[str, Any]) -> dict[str, str]:
     return {CONFIG_OPTION: json.dumps({str(k): str(v) for k, v in properties.items()})}
 
 
-def config_from_options(options: Mapping[str, str]) -> ConnectorConfig:
+def properties_from_options(options: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The connector properties the options carry, and warnings about names whose case was lost.
+
+    ``sparkcdc.config`` (JSON) wins over plain options of the same property.
+    """
+    plain = {key: value for key, value in options.items() if key.lower() != CONFIG_OPTION}
+    given: dict[str, str] = {}
+    for key, value in options.items():
+        if key.lower() == CONFIG_OPTION:
+            given.update(json.loads(value))
+    listed = given.get(_OVERRIDES)
+    if listed is None:
+        listed = next((value for key, value in plain.items() if key.lower() == _OVERRIDES), None)
+    lowered = _lowers_names(options)
     properties: dict[str, str] = {}
-    for key, value in options.items():
-        if key.lower() == CONFIG_OPTION:
-            continue
-        properties[_CANONICAL.get(key.lower(), key)] = value
-    for key, value in options.items():
-        if key.lower() == CONFIG_OPTION:
-            properties.update(json.loads(value))  # case-preserving; wins over plain options
+    warnings: list[str] = []
+    for key, value in plain.items():
+        name = _CANONICAL.get(key.lower()) or _with_table_case(key, split_list(listed)) or key
+        salt = _SALT.fullmatch(name)
+        if lowered and salt and salt.group(1).lower() != salt.group(1).upper():
+            warnings.append(f"{name}: Spark passes data source option names in lower case, so the salt here is the "
+                            "lower-case one; if the salt has capitals, give this property in the sparkcdc.config "
+                            "option (sparkcdc.spark.options.options_for), which keeps its case")
+        properties[name] = value
+    properties.update(given)
+    return properties, warnings
+
+
+def config_from_options(options: Mapping[str, str]) -> ConnectorConfig:
+    properties, warnings = properties_from_options(options)
     config = ConnectorConfig(properties)
+    config.warnings.extend(warnings)
     report_warnings(config)  # deprecated names, settings without effect here: once per process
     return config
+
+
+def _with_table_case(key: str, listed: list[str]) -> str | None:
+    """``snapshot.select.statement.overrides.<schema>.<table>`` with the case of its table as listed."""
+    prefix = _OVERRIDES + "."
+    if not key.lower().startswith(prefix):
+        return None
+    table = key[len(prefix):]
+    matches = sorted({entry for entry in listed if entry.lower() == table.lower()})
+    if len(matches) > 1:
+        raise ConfigError(key, f"Spark passes option names in lower case, and {' and '.join(matches)} (listed in {_OVERRIDES}) "
+                               "differ only in case: give these properties in the sparkcdc.config option, which keeps their case")
+    return prefix + matches[0] if matches else None
+
+
+def _lowers_names(options: Mapping[str, str]) -> bool:
+    """Whether ``options`` came through PySpark, which keeps option names in lower case."""
+    from pyspark.sql.datasource import CaseInsensitiveDict
+
+    return isinstance(options, CaseInsensitiveDict)

@@ -69,17 +69,20 @@ def run_pipeline(
     apply_to: Sequence[str | tuple[str, int]] = (),
     scd_type: int = 1,
     on_restart: Callable[[str], None] | None = None,
+    kafka: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
     metrics_port: int | None = None,
     metrics_host: str = "127.0.0.1",
     display: Any = None,
 ) -> RunSummary:
     """Run the connector as a streaming query writing topic directories under ``output`` and/or
     applying every captured table to each target of ``apply_to``: a location (SCD ``scd_type``)
-    or a (location, SCD type) pair.
+    or a (location, SCD type) pair; or producing to the Kafka cluster ``kafka`` (bootstrap servers)
+    from the reader tasks, exactly once (:mod:`sparkcdc.spark.sinks.reader_kafka`).
 
     A query that fails because the server went away is restarted from its checkpoint (see
     :mod:`sparkcdc.spark.restarts`); ``on_restart`` hears of each restart (default: a log warning).
-
+    ``spark_conf`` (``sparkcdc run --conf``) goes to the session builder (:mod:`sparkcdc.spark.session`).
     ``metrics_port``: serve the connector's metrics for Prometheus on ``metrics_host:metrics_port``
     while the run lasts (see :mod:`sparkcdc.spark.metrics` and docs/metrics.md). ``display``: a
     progress display of the same figures (``start(collector)``, ``stop()``; see :mod:`sparkcdc.cli.progress`);
@@ -98,8 +101,11 @@ def run_pipeline(
     notify = on_restart or log.warning
     if not isinstance(config, ConnectorConfig):
         config = ConnectorConfig(config)
-    if output is None and not apply_to:
-        raise PipelineError("nothing to write: give an output directory, an apply target, or both")
+    if kafka is not None and (output is not None or apply_to):
+        raise PipelineError("Kafka is written by the reader tasks and runs on its own: give Kafka, or an output directory "
+                            "and apply targets, not both (run a second pipeline with its own checkpoint for the other)")
+    if output is None and not apply_to and kafka is None:
+        raise PipelineError("nothing to write: give an output directory, an apply target, or both, or a Kafka cluster")
     try:
         # refused before Spark starts: the sink publishes by local renames
         output = None if output is None else local_output_path(output)
@@ -113,13 +119,21 @@ def run_pipeline(
     restarts = RestartPolicy.from_config(config)
     metrics = RunMetrics.start(properties, metrics_port, metrics_host, display)
     try:
-        spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}", extra=metrics.spark_conf if metrics else None)
+        # --conf wins over what the metrics ask for (Spark's console progress bar off under a live display)
+        extra = {**((metrics.spark_conf or {}) if metrics else {}), **(spark_conf or {})}
+        spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}", extra=extra or None)
     except BaseException:
         if metrics is not None:
             metrics.close()
         raise
     register(spark)
     topic_files = None if output is None else TopicFilesBatchWriter(output)
+    kafka_writer = None
+    if kafka is not None:
+        from .sinks.reader_kafka import ReaderKafkaBatchWriter, kafka_link
+
+        properties.update({"sparkcdc.output.layout": "kafka", "sparkcdc.output.kafka.bootstrap.servers": kafka})
+        kafka_writer = ReaderKafkaBatchWriter(kafka_link(ConnectorConfig(properties)))  # checked before Spark starts
 
     def start() -> Any:
         """The streaming query, from the checkpoint: the first start and every restart alike."""
@@ -129,6 +143,10 @@ def run_pipeline(
             layout = properties if topic_files is not None else {**properties, "sparkcdc.output.layout": "changes"}
             frame = spark.readStream.format("postgres-cdc").options(**options_for(layout)).load()
             writer = frame.writeStream.foreachBatch(_BatchFanOut(topic_files, appliers))
+        elif kafka_writer is not None:
+            # The reader's tasks produce (sparkcdc.spark.sinks.reader_kafka); the writer collects their counts.
+            frame = spark.readStream.format("postgres-cdc").options(**options_for(properties)).load()
+            writer = frame.writeStream.foreachBatch(kafka_writer)
         else:
             # The topic files need only each record's line: the reader's tasks write them (see
             # sparkcdc.spark.sinks.reader_files) and the writer publishes what their rows name.
@@ -195,6 +213,8 @@ def run_pipeline(
         # file: the writer counted its records (and counts none when Spark wrote the lines).
         if appliers and topic_files is None:
             counted = appliers[0].stats.changes_by_batch
+        elif kafka_writer is not None:
+            counted = kafka_writer.records_by_batch
         else:
             counted = topic_files.records_by_batch if topic_files is not None else {}
         return counted.get(int(p.get("batchId", -1)), int(p.get("numInputRows", 0)))

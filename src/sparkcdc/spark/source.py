@@ -28,12 +28,13 @@ __all__ = ["PostgresCdcDataSource", "register"]
 class _Partition(InputPartition):
     """A snapshot chunk or a stream range, with the configuration the executor needs."""
 
-    def __init__(self, properties: Mapping[str, str], work: Any, run_id: str, index: int = 0) -> None:
+    def __init__(self, properties: Mapping[str, str], work: Any, run_id: str, index: int = 0, snapshot_batch: bool = False) -> None:
         super().__init__(work)
         self.properties = dict(properties)
         self.work = work
         self.run_id = run_id
         self.index = index  # the partition's place in its batch
+        self.snapshot_batch = snapshot_batch  # the batch reads an initial (or blocking) snapshot's chunks
 
 
 class PostgresCdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -61,8 +62,12 @@ class PostgresCdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         return self.planner.latest_offset(start)
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        from ..engine.snapshot_plan import SnapshotChunk
+
         planner = self.planner
-        return [_Partition(self._config.raw, work, planner.run_id, index) for index, work in enumerate(planner.partitions(start, end))]
+        pieces = planner.partitions(start, end)
+        snapshot_batch = any(isinstance(work, SnapshotChunk) for work in pieces)
+        return [_Partition(self._config.raw, work, planner.run_id, index, snapshot_batch) for index, work in enumerate(pieces)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return read_partition(partition)  # type: ignore[arg-type]
@@ -94,6 +99,10 @@ def read_partition(partition: _Partition) -> Iterator[Any]:
         from .sinks.reader_files import write_topic_files
 
         return write_topic_files((line_batch(batch) for batch in batches), _topic_files_output(config), partition.index)
+    if layout == "kafka":
+        from .sinks.reader_kafka import kafka_link, produce_partition
+
+        return produce_partition(batches, kafka_link(config), partition.index, partition.run_id, partition.snapshot_batch)
     return (line_batch(batch) if lines else to_arrow(batch) for batch in batches)
 
 
@@ -133,12 +142,7 @@ class PostgresCdcDataSource(DataSource):
     def schema(self) -> str:
         config = config_from_options(self.options)
         layout = config.get("sparkcdc.output.layout")
-        if layout != "topic_files" and config.get("sparkcdc.output.topic.files"):
-            from ..errors import ConfigurationError
-
-            raise ConfigurationError(f"only the topic_files layout writes topic files from the reader, and the layout is "
-                                     f"{layout}: drop the property or set sparkcdc.output.layout=topic_files",
-                                     prop="sparkcdc.output.topic.files")
+        _refuse_other_layouts_settings(config, layout)
         if layout == "changes":
             from .changes_layout import CHANGES_DDL_SCHEMA
 
@@ -148,10 +152,28 @@ class PostgresCdcDataSource(DataSource):
 
             _topic_files_output(config)  # refused here, on the driver, when absent
             return STAGED_FILES_DDL_SCHEMA
+        if layout == "kafka":
+            from .sinks.reader_kafka import PRODUCED_DDL_SCHEMA, kafka_link
+
+            kafka_link(config)  # refused here, on the driver, when incomplete
+            return PRODUCED_DDL_SCHEMA
         return LINES_DDL_SCHEMA if layout == "lines" else DDL_SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:  # noqa: N802
         return PostgresCdcStreamReader(self.options)
+
+
+def _refuse_other_layouts_settings(config: Any, layout: str | None) -> None:
+    """A layout's own settings given with another layout would do nothing: refused, naming the property."""
+    from ..errors import ConfigurationError
+
+    if layout != "topic_files" and config.get("sparkcdc.output.topic.files"):
+        raise ConfigurationError(f"only the topic_files layout writes topic files from the reader, and the layout is "
+                                 f"{layout}: drop the property or set sparkcdc.output.layout=topic_files",
+                                 prop="sparkcdc.output.topic.files")
+    if layout != "kafka" and config.get("sparkcdc.output.kafka.bootstrap.servers"):
+        raise ConfigurationError(f"only the kafka layout produces to Kafka from the reader, and the layout is {layout}: drop "
+                                 f"the property or set sparkcdc.output.layout=kafka", prop="sparkcdc.output.kafka.bootstrap.servers")
 
 
 def register(spark: SparkSession) -> None:

@@ -58,18 +58,15 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-import time
-import warnings
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka.admin import AdminClient
 
-from ...errors import ConfigurationError, DestinationError
+from .kafka_link import FENCE_TOPIC_PREFIX, KafkaLink, KafkaSinkError, TopicConfig, close_quietly, fence_topic_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -82,74 +79,18 @@ __all__ = [
     "TopicConfig",
     "fence_topic_name",
     "kafka_writer",
+    "query_id",
 ]
 
 log = logging.getLogger(__name__)
 
-FENCE_TOPIC_PREFIX = "_sparkcdc.fence."
 #: Rows per partition when ``sort=True`` range-partitions a batch: what the driver holds at once (twice, prefetching).
 SORTED_PARTITION_ROWS = 50_000
-#: ``transaction.timeout.ms`` unless configured: a whole micro-batch (an initial snapshot too) is one
-#: transaction, and the broker aborts one that runs longer. 15 minutes is the brokers' default maximum.
-DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
 _COLUMNS = ("topic", "key", "value", "headers", "commit_lsn", "lsn", "ordinal", "snapshot")
 # Debezium's source.snapshot values that do not come from an initial snapshot (null: a streamed change).
 _NOT_INITIAL_SNAPSHOT = (None, "false", "incremental")
 _POSITION = ("commit_lsn", "lsn", "ordinal")
-_PIPELINE_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
 _POLL_EVERY = 1000  # produce calls between serving delivery reports
-_FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
-
-
-class KafkaSinkError(DestinationError):
-    """A batch could not be written to Kafka: nothing of it is committed (its transaction was aborted or
-    never committed), and Spark will run it again when the query restarts.
-
-    ``batch_id`` and ``topic`` name what failed where known; ``bootstrap_servers`` is the cluster.
-    """
-
-    def __init__(self, message: str, *, bootstrap_servers: str, batch_id: int | None = None, topic: str | None = None) -> None:
-        super().__init__(message, target=f"kafka {bootstrap_servers}")
-        self.bootstrap_servers = bootstrap_servers
-        self.batch_id = batch_id
-        self.topic = topic
-
-
-@dataclass(frozen=True)
-class TopicConfig:
-    """How the sink creates a topic it does not find (existing topics are not changed).
-
-    ``partitions`` / ``replication_factor`` of -1 take the broker's defaults. ``compact`` sets
-    ``cleanup.policy=compact``: what a CDC topic wants for keeping each key's last state, and why
-    deletes are followed by tombstones. ``config`` adds any other topic configuration.
-    """
-
-    partitions: int = 1
-    replication_factor: int = -1
-    compact: bool = False
-    config: Mapping[str, str] = field(default_factory=dict)
-
-    def topic_settings(self) -> dict[str, str]:
-        settings = {str(k): str(v) for k, v in self.config.items()}
-        if self.compact:
-            settings["cleanup.policy"] = "compact"
-        return settings
-
-    @classmethod
-    def of(cls, value: TopicConfig | Mapping[str, Any] | None) -> TopicConfig:
-        if value is None:
-            return cls()
-        if isinstance(value, TopicConfig):
-            return value
-        unknown = set(value) - {"partitions", "replication_factor", "compact", "config"}
-        if unknown:
-            raise ConfigurationError(f"unknown keys {sorted(unknown)} (partitions, replication_factor, compact, config)", prop="topic_config")
-        return cls(**value)
-
-
-def fence_topic_name(pipeline_id: str) -> str:
-    """The pipeline's fence topic: one per pipeline (see the module docstring for why not shared)."""
-    return FENCE_TOPIC_PREFIX + pipeline_id
 
 
 def kafka_writer(
@@ -217,39 +158,13 @@ class KafkaBatchWriter:
         sort: bool = False,
         timeout: float = 30.0,
     ) -> None:
-        if not _PIPELINE_ID.fullmatch(pipeline_id):
-            raise ConfigurationError(f"{pipeline_id!r} must be 1 to 200 of [A-Za-z0-9._-] (it is part of a topic name)", prop="pipeline_id")
-        if timeout <= 0:
-            raise ConfigurationError(f"must be positive, not {timeout}", prop="timeout")
-        self.bootstrap_servers = bootstrap_servers
+        self.link = KafkaLink(bootstrap_servers, pipeline_id=pipeline_id, producer_config=producer_config,
+                              client_config=client_config, topic_config=topic_config, timeout=timeout)
         self.pipeline_id = pipeline_id
-        self.fence_topic = fence_topic_name(pipeline_id)
-        self.topic_config = TopicConfig.of(topic_config)
+        self.transactional_id = f"sparkcdc-{pipeline_id}"
+        self.topic_config = self.link.topic_config
         self.sort = sort
-        self.timeout = timeout
-        self._client_config = {str(k): v for k, v in (client_config or {}).items()}
-        self._client_config["bootstrap.servers"] = bootstrap_servers
-        self._producer_config = self._producer_settings(producer_config or {})
         self._session: _Session | None = None
-
-    # -- configuration -----------------------------------------------------------------------------
-    def _producer_settings(self, user: Mapping[str, Any]) -> dict[str, Any]:
-        settings: dict[str, Any] = {
-            "transactional.id": f"sparkcdc-{self.pipeline_id}",
-            "partitioner": "murmur2_random",  # the Java producer's: keys land where Debezium puts them
-            "transaction.timeout.ms": DEFAULT_TRANSACTION_TIMEOUT_MS,
-            "linger.ms": 20,
-        }
-        settings.update({str(k): v for k, v in user.items()})
-        if str(settings.setdefault("enable.idempotence", True)).lower() not in ("true", "1"):
-            raise ConfigurationError("enable.idempotence must stay true (exactly-once needs it)", prop="producer_config")
-        if str(settings.setdefault("acks", "all")).lower() not in ("all", "-1"):
-            raise ConfigurationError("acks must stay 'all' (exactly-once needs it)", prop="producer_config")
-        return {**self._client_config, **settings}
-
-    def _client(self, **settings: Any) -> dict[str, Any]:
-        # librdkafka's own log lines go to Python logging (served on poll), not straight to stderr.
-        return {**self._client_config, "logger": log, **settings}
 
     def __getstate__(self) -> dict[str, Any]:
         # Spark Connect pickles the foreachBatch function: clients are rebuilt where it runs.
@@ -259,7 +174,7 @@ class KafkaBatchWriter:
 
     # -- the foreachBatch function -------------------------------------------------------------------
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        query = _query_id(batch)
+        query = query_id(batch)
         session = self._session or self._start_session(batch_id)
         if session.committed_query is not None and query is not None and session.committed_query != query:
             log.warning("Kafka sink %s: the fence holds batch %d of streaming query %s, not of this query %s "
@@ -310,13 +225,10 @@ class KafkaBatchWriter:
         if count == 0:
             return 0, False
         fence = json.dumps({"batch_id": batch_id, "query_id": query, "records": count, "snapshot": snapshot}).encode()
-        self._produce(producer, self.fence_topic, self.pipeline_id.encode(), fence, None, delivered, batch_id, partition=0)
-        # Bounded: librdkafka fails a message after message.timeout.ms.
-        remaining = self._call(producer.flush, "flushing the batch's records", batch_id)
+        self.link.produce(producer, self.link.fence_topic, self.pipeline_id.encode(), fence, batch_id, on_delivery=delivered, partition=0)
+        self.link.flush(producer, batch_id)
         self._raise_delivery_failure(failure, batch_id)
-        if remaining:
-            raise self._error(f"{remaining} records were not delivered", batch_id)
-        self._commit(producer, batch_id)
+        self.link.commit(producer, batch_id)
         return count, snapshot
 
     def _produce_rows(
@@ -327,32 +239,32 @@ class KafkaBatchWriter:
 
         Returns the count and whether a row came from an initial snapshot.
         """
-        producer = session.producer
+        producer, link = session.producer, self.link
         last_position: dict[str, tuple[int, int, int]] = {}
         count = 0
         snapshot = False
         for topic, key, value, headers, commit_lsn, lsn, ordinal, marker in rows:
             if topic is None or topic == "":
-                raise self._error("a record without a topic", batch_id)
+                raise link.error("a record without a topic", batch_id)
             if topic not in session.topics:
-                self._ensure_topics(session, [topic], batch_id)
+                link.ensure_topics(session.admin, session.topics, [topic], batch_id)
             position = (_or_first(commit_lsn), _or_first(lsn), _or_first(ordinal))
             if not self.sort:
                 previous = last_position.get(topic)
                 if previous is not None and position < previous:
-                    raise self._error(
+                    raise link.error(
                         f"records out of commit order in topic {topic!r}: (commit_lsn, lsn, ordinal) {position} after "
                         f"{previous}; the frame's partitions do not keep the source's order (use sort=True)", batch_id, topic)
                 last_position[topic] = position
             if count == 0:
-                self._call(producer.begin_transaction, "begin the transaction", batch_id)
-            self._produce(producer, topic, None if key is None else key.encode(),
-                          None if value is None else value.encode(), _headers(headers), delivered, batch_id)
+                link.call(producer.begin_transaction, "begin the transaction", batch_id)
+            link.produce(producer, topic, None if key is None else key.encode(), None if value is None else value.encode(),
+                         batch_id, headers=_headers(headers), on_delivery=delivered)
             count += 1
             if not snapshot and marker not in _NOT_INITIAL_SNAPSHOT:
                 snapshot = True
             if count % _POLL_EVERY == 0:
-                self._call(lambda: producer.poll(0), "serving delivery reports", batch_id)
+                link.call(lambda: producer.poll(0), "serving delivery reports", batch_id)
                 self._raise_delivery_failure(failure, batch_id)
         return count, snapshot
 
@@ -378,163 +290,51 @@ class KafkaBatchWriter:
         finally:
             frame.unpersist()
 
-    def _produce(
-        self, producer: Producer, topic: str, key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes | None]] | None,
-        delivered: Callable[[KafkaError | None, Message], None], batch_id: int, partition: int | None = None,
-    ) -> None:
-        kwargs: dict[str, Any] = {"on_delivery": delivered}
-        if headers:
-            kwargs["headers"] = headers
-        if partition is not None:
-            kwargs["partition"] = partition
-        while True:
-            try:
-                producer.produce(topic, value, key, **kwargs)
-                return
-            except BufferError:
-                producer.poll(0.1)  # the local queue is full: serve deliveries until there is room
-            except KafkaException as exc:
-                raise self._kafka_error(f"producing to topic {topic!r}", exc, batch_id, topic) from exc
-
-    def _commit(self, producer: Producer, batch_id: int) -> None:
-        deadline = time.monotonic() + self.timeout
-        while True:
-            try:
-                producer.commit_transaction(self.timeout)
-                return
-            except KafkaException as exc:
-                err = exc.args[0] if exc.args else None
-                if isinstance(err, KafkaError) and err.retriable() and time.monotonic() < deadline:
-                    continue  # the commit may be retried as it is (librdkafka's contract)
-                raise self._kafka_error("committing the transaction", exc, batch_id) from exc
-
     def _raise_delivery_failure(self, failure: list[tuple[str, int, KafkaError]], batch_id: int) -> None:
         if failure:
             topic, partition, err = failure[0]
-            raise self._error(f"delivery to topic {topic!r} partition {partition} failed: {self._detail(err)}", batch_id, topic)
+            raise self.link.error(f"delivery to topic {topic!r} partition {partition} failed: {self.link.detail(err)}", batch_id, topic)
 
     # -- sessions ------------------------------------------------------------------------------------
     def _start_session(self, batch_id: int) -> _Session:
         """A transactional producer (aborting what an earlier one left open) and the fence's last batch."""
-        admin = AdminClient(self._client())
-        topics = self._existing_topics(admin, batch_id)
-        session = _Session(producer=None, admin=admin, topics=topics, committed_batch=-1, committed_query=None)  # type: ignore[arg-type]
-        fence = TopicConfig(partitions=1, replication_factor=self.topic_config.replication_factor, compact=True)
-        self._ensure_topics(session, [self.fence_topic], batch_id, fence)
-        producer = Producer({**self._producer_config, "logger": log})
+        link = self.link
+        admin = AdminClient(link.client())
+        topics = link.existing_topics(admin, batch_id)
+        link.ensure_fence_topic(admin, topics, batch_id)
+        producer = link.transactional_producer(self.transactional_id, batch_id)
+        session = _Session(producer=producer, admin=admin, topics=topics, committed_batch=-1, committed_query=None)
         try:
-            self._call(lambda: producer.init_transactions(self.timeout), "start the transactional producer", batch_id)
-            session.producer = producer
-            session.committed_batch, session.committed_query, session.committed_snapshot = self._read_fence(batch_id)
+            fence = link.read_fence(batch_id).get(self.pipeline_id.encode())
+            session.committed_batch, session.committed_query, session.committed_snapshot = self._parse_fence(fence, batch_id)
         except BaseException:
-            _close_quietly(producer)
+            close_quietly(producer)
             raise
         self._session = session
         log.info("Kafka sink %s: producer %s ready; fence: batch %d of query %s (snapshot: %s)", self.pipeline_id,
-                 self._producer_config["transactional.id"], session.committed_batch, session.committed_query,
-                 session.committed_snapshot)
+                 self.transactional_id, session.committed_batch, session.committed_query, session.committed_snapshot)
         return session
 
     def _end_session(self, session: _Session, *, abort: bool) -> None:
         """Drop the producer; the next batch starts a new session (which reads the fence again)."""
         self._session = None
-        if abort and session.producer is not None:
-            try:
-                session.producer.abort_transaction(min(self.timeout, 10.0))
-            except KafkaException:
-                pass  # no transaction, or a fatal state: the next init_transactions aborts it
-        _close_quietly(session.producer)
-
-    def _read_fence(self, batch_id: int) -> tuple[int, str | None, bool]:
-        """The last (batch id, query id, snapshot) committed for this pipeline, reading the fence to partition EOF."""
-        consumer = Consumer(self._client(**{
-            "group.id": f"sparkcdc-fence-{self.pipeline_id}",  # required by the client; no group is joined (assign)
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-            "fetch.wait.max.ms": 50,
-        }))
-        key = self.pipeline_id.encode()
-        last: tuple[int, str | None, bool] = (-1, None, False)
-        try:
-            consumer.assign([TopicPartition(self.fence_topic, 0, -2)])  # -2: OFFSET_BEGINNING
-            deadline = time.monotonic() + self.timeout
-            while True:
-                msg = consumer.poll(max(0.0, deadline - time.monotonic()))
-                if msg is None:
-                    if time.monotonic() >= deadline:
-                        raise self._error(f"reading the fence topic {self.fence_topic!r} did not reach its end within "
-                                          f"{self.timeout}s", batch_id, self.fence_topic)
-                    continue
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        return last
-                    raise self._error(f"reading the fence topic {self.fence_topic!r}: {err.str()}", batch_id, self.fence_topic)
-                if msg.key() != key:
-                    continue
-                last = self._parse_fence(msg.value(), batch_id)
-        finally:
-            consumer.close()
+        if abort:
+            self.link.abort(session.producer)
+        else:
+            close_quietly(session.producer)
 
     def _parse_fence(self, value: bytes | None, batch_id: int) -> tuple[int, str | None, bool]:
         if value is None:
-            return (-1, None, False)  # a tombstone: the fence was reset by hand
+            return (-1, None, False)  # no fence record, or a tombstone: the fence was reset by hand
         try:
             record = json.loads(value)
             return (int(record["batch_id"]), record.get("query_id"), bool(record.get("snapshot", False)))
         except (ValueError, KeyError, TypeError) as exc:
-            raise self._error(f"the fence topic {self.fence_topic!r} holds a record that is not a fence: {value[:200]!r}",
-                              batch_id, self.fence_topic) from exc
-
-    # -- topics --------------------------------------------------------------------------------------
-    def _existing_topics(self, admin: AdminClient, batch_id: int) -> set[str]:
-        try:
-            metadata = admin.list_topics(timeout=self.timeout)
-        except KafkaException as exc:
-            raise self._kafka_error(f"no broker answered within {self.timeout}s", exc, batch_id) from exc
-        return {name for name, topic in metadata.topics.items() if topic.error is None}
-
-    def _ensure_topics(self, session: _Session, topics: list[str], batch_id: int, config: TopicConfig | None = None) -> None:
-        config = config or self.topic_config
-        missing = [t for t in topics if t not in session.topics]
-        if missing:
-            new = [NewTopic(t, config.partitions, config.replication_factor, config=config.topic_settings()) for t in missing]
-            for topic, future in session.admin.create_topics(new, operation_timeout=self.timeout, request_timeout=self.timeout).items():
-                try:
-                    future.result(self.timeout)
-                    log.info("Kafka sink %s: created topic %s (%s)", self.pipeline_id, topic, config)
-                except KafkaException as exc:
-                    if exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                        continue
-                    raise self._kafka_error(f"creating topic {topic!r}", exc, batch_id, topic) from exc
-        session.topics.update(topics)
-
-    # -- errors --------------------------------------------------------------------------------------
-    def _call(self, action: Callable[[], Any], what: str, batch_id: int) -> Any:
-        try:
-            return action()
-        except KafkaException as exc:
-            raise self._kafka_error(what, exc, batch_id) from exc
-
-    def _error(self, what: str, batch_id: int | None, topic: str | None = None) -> KafkaSinkError:
-        return KafkaSinkError(f"Kafka sink {self.pipeline_id!r} ({self.bootstrap_servers}), batch {batch_id}: {what}",
-                              bootstrap_servers=self.bootstrap_servers, batch_id=batch_id, topic=topic)
-
-    def _kafka_error(self, what: str, exc: KafkaException, batch_id: int | None, topic: str | None = None) -> KafkaSinkError:
-        err = exc.args[0] if exc.args else None
-        detail = self._detail(err) if isinstance(err, KafkaError) else str(exc)
-        return self._error(f"{what}: {detail}", batch_id, topic)
-
-    def _detail(self, err: KafkaError) -> str:
-        detail = f"{err.str()} ({err.name()})"
-        if err.code() in _FENCED:
-            detail += (f"; another producer with transactional.id {self._producer_config['transactional.id']!r} "
-                       "took over: is the pipeline running twice?")
-        return detail
+            raise self.link.error(f"the fence topic {self.link.fence_topic!r} holds a record that is not a fence: {value[:200]!r}",
+                                  batch_id, self.link.fence_topic) from exc
 
 
-def _query_id(batch: DataFrame) -> str | None:
+def query_id(batch: DataFrame) -> str | None:
     """The streaming query's id (kept in its checkpoint), or None outside a streaming query / on Spark Connect."""
     try:
         return batch.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
@@ -550,15 +350,3 @@ def _headers(headers: Any) -> list[tuple[str, bytes | None]] | None:
     if not headers:
         return None
     return [(name, None if data is None else bytes(data)) for name, data in headers]
-
-
-def _close_quietly(producer: Producer | None) -> None:
-    if producer is None:
-        return
-    try:
-        producer.purge()  # close() flushes first: with the brokers gone that would wait for every message's timeout
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # "abort_transaction failed during close": already reported
-            producer.close()
-    except Exception:  # noqa: BLE001 - closing after a failure must not hide it
-        log.debug("closing the Kafka producer failed", exc_info=True)
