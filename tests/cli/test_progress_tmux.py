@@ -26,10 +26,10 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 
 
 class Tmux:
-    """A tmux server of our own (its own socket) with one window of 150 x 40."""
+    """A tmux server of our own (its socket in the test's directory) with one window of 150 x 40."""
 
-    def __init__(self, socket: str, session: str) -> None:
-        self.base = ["tmux", "-L", socket]
+    def __init__(self, socket: Path, session: str) -> None:
+        self.base = ["tmux", "-S", str(socket)]
         self.session = session
 
     def start(self, command: str) -> None:
@@ -67,7 +67,7 @@ def test_progress_on_a_terminal(db: psycopg.Connection, pg_cluster, unique_name:
     # COLUMNS/LINES of the test's own environment (pytest's terminal) would fix the width at theirs.
     command = (f"env -u COLUMNS -u LINES {env} {sys.executable} -m sparkcdc.cli run {config} --output {tmp_path / 'out'} "
                f"--checkpoint {tmp_path / 'ck'} --master local[2] 2>>{tmp_path / 'stderr.log'}; sleep 600")
-    tmux = Tmux(f"sparkcdc-{name}", "run")
+    tmux = Tmux(tmp_path / "tmux.sock", "run")
     tmux.start(command)
 
     def shown(predicate, *, timeout: float, interval: float, what: str) -> str:  # noqa: ANN001
