@@ -36,6 +36,29 @@ def spark() -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
+def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A Spark Connect server from the venv's pyspark on 127.0.0.1, for the whole session (see
+    tests/support/connect_server.py); stopped with every process it started."""
+    from .support.connect_server import connect_server as started
+
+    with started(tmp_path_factory.mktemp("connect-server")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def connect_spark(connect_server: object) -> Iterator[object]:
+    """A Spark Connect client session on the session's server, with ``postgres-cdc`` registered.
+
+    Per module: while a Connect session exists, pyspark puts this whole process in Connect mode
+    (its functions build Connect columns); the module's end puts it back for the classic ``spark``.
+    """
+    from .support.connect_server import client_session
+
+    with client_session(connect_server.url) as session:  # type: ignore[attr-defined]
+        yield session
+
+
+@pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A Tansu broker (Kafka wire protocol) for the whole session: its bootstrap servers."""
     from .support.tansu import tansu_broker

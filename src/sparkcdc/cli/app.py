@@ -230,6 +230,9 @@ def run(
     output: Annotated[str | None, typer.Option("--output", metavar="DIR", help="Where the change events are written (a local directory or file: URI; topic directories are created under it).")] = None,
     once: Annotated[bool, typer.Option("--once", help="Process what is available now, then stop.")] = False,
     master: Annotated[str | None, typer.Option("--master", metavar="URL", help="Spark master, e.g. local[4] (default: spark-defaults.conf's spark.master, else local[*]; under spark-submit only spark-submit's --master).")] = None,
+    remote: Annotated[str | None, typer.Option(
+        "--remote", metavar="sc://HOST:PORT",
+        help="Run the query on a Spark Connect server (instead of --master); paths are then the server's (docs/spark-connect.md).")] = None,
     summary_file: Annotated[str | None, typer.Option("--summary", metavar="FILE",
                                                      help="Write a JSON summary of the run (batches, records, timings) here.")] = None,
     apply_to: Annotated[list[str] | None, typer.Option(
@@ -268,6 +271,8 @@ def run(
         _fail(EXIT_CONFIG, "give --output DIR, --apply-to TARGET, or both, or --kafka BOOTSTRAP")
     if scd_type not in (1, 2):
         _fail(EXIT_CONFIG, f"--scd-type must be 1 or 2, not {scd_type}")
+    if master is not None and remote is not None:
+        _fail(EXIT_CONFIG, "--master and --remote exclude each other: a Spark Connect server runs the query on its own master")
     spark_conf = _conf_pairs(conf or ())
     loaded = _load(config)
     runner = _import_runner()
@@ -279,7 +284,7 @@ def run(
     # Paths stay strings: they may be URIs (s3a://, hdfs://) that Path would mangle.
     with StopEvent(on_first=stopping) as stop, _reported(loaded):
         summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
-                                      stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type, kafka=kafka,
+                                      remote=remote, stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type, kafka=kafka,
                                       trigger_interval=trigger_interval, spark_conf=spark_conf,
                                       **({} if metrics_port is None else {"metrics_port": metrics_port, "metrics_host": metrics_host}),
                                       **({"display": _progress_display(err)} if progress else {}),

@@ -35,7 +35,7 @@ import logging
 import pickle
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import reduce
@@ -56,6 +56,7 @@ from ..apply.partition import stage_partition, with_target
 from ..apply.spec import DEFAULT_SEQUENCE, DEFAULT_TRUNCATES, ApplySpec, ResolvedSpec
 from ..apply.staged import StagedBatch, StagedPart
 from ..apply.targets import ApplyTarget, TargetColumn, already_applied, target_for
+from .session import default_parallelism, job_description
 from .views import CHANGE_OPS, DescribedViews, table_changes
 
 __all__ = ["ApplyStats", "ChangeApplier", "StageTask", "apply_changes"]
@@ -119,6 +120,7 @@ class _Census:
     #: Per table, from the changes layout's block headers: its (truncates, key changes, key changes
     #: lacking an unchanged TOASTed value); absent on other frames, whose typed changes are counted.
     fold_hints: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
+    blocks: bool = False  # the batch is the source's changes layout (blocks of typed changes)
 
 
 @dataclass
@@ -217,6 +219,7 @@ class ChangeApplier:
         self.stats = ApplyStats()
         self._views = DescribedViews(self.properties)  # reused until a Relation message changes a table
         self._prepared: dict[str, tuple[tuple[str, ...], tuple[pa.DataType, ...]]] = {}
+        self._parallelism: int | None = None  # the scheduler's default parallelism, once a split table asks
 
     @property
     def target(self) -> ApplyTarget:
@@ -306,7 +309,7 @@ class ChangeApplier:
         if already_applied(applied, batch_id, image=image):
             self.stats.applied_batches_skipped += 1
             return None
-        changes = table_changes(batch, view)
+        changes = table_changes(batch, view, layout="changes" if census.blocks else None)
         changes = changes.withColumn(DELETE_FLAG, _condition(spec.apply_as_deletes)).withColumn(
             TRUNCATE_FLAG, _condition(spec.apply_as_truncates)
         )
@@ -370,7 +373,6 @@ class ChangeApplier:
                 self._count(split)
         location = self._target_location or self.target.location
         options = self.target.open_options()
-        parallelism = max(1, batch.sparkSession.sparkContext.defaultParallelism)
         staging = []
         for plan in plans:
             if plan.changes is None or plan.events == 0:
@@ -379,14 +381,16 @@ class ChangeApplier:
             if partitions == 1:  # one task reads the changes (cached, when counted): no shuffle
                 frame = plan.changes.coalesce(1)
             else:
-                frame = plan.changes.repartition(max(partitions, parallelism), *[_column(k) for k in plan.resolved.keys])
+                if self._parallelism is None:  # asked once: on Spark Connect it costs a small job
+                    self._parallelism = max(1, default_parallelism(batch.sparkSession))
+                frame = plan.changes.repartition(max(partitions, self._parallelism), *[_column(k) for k in plan.resolved.keys])
             task = self.stage_task(location, options, plan, pipeline_id=self.pipeline_id, batch_id=batch_id, image=image)
             staging.append(frame.mapInArrow(task, SUMMARY))
         parts: dict[str, list[StagedPart]] = {}
         if staging:
             with self.stats.timed("stage"):
-                summaries = _described(batch.sparkSession.sparkContext, f"{STAGE_JOB} (batch {batch_id})",
-                                       reduce(DataFrame.union, staging).collect)
+                with job_description(batch.sparkSession, f"{STAGE_JOB} (batch {batch_id})", STAGE_JOB_TAG):
+                    summaries = reduce(DataFrame.union, staging).collect()
             for row in summaries:
                 part = pickle.loads(row["part"])
                 parts.setdefault(row["target"], []).append(part)
@@ -426,14 +430,8 @@ class ChangeApplier:
 STAGE_JOB = "sparkcdc apply: fold and stage"
 
 
-def _described(context: Any, description: str, action: Callable[[], Any]) -> Any:
-    """``action()`` as a job described as ``description``; the thread's description before is restored."""
-    before = context.getLocalProperty("spark.job.description")
-    context.setJobDescription(description)
-    try:
-        return action()
-    finally:
-        context.setJobDescription(before)
+#: The tag of that job on Spark Connect, whose clients cannot describe jobs.
+STAGE_JOB_TAG = "sparkcdc-apply-fold-and-stage"
 
 
 def _census(batch: DataFrame) -> _Census:
@@ -458,7 +456,7 @@ def _census(batch: DataFrame) -> _Census:
     shaped = {f"{row['schema']}.{row['table']}": tuple(row["shapes"] or ()) for row in rows}
     reads = {f"{row['schema']}.{row['table']}": bool(row["reads_only"]) for row in rows}
     keyed = {f"{row['schema']}.{row['table']}": tuple(int(row[name] or 0) for name in HINT_COLUMNS) for row in rows} if hinted else {}
-    return _Census(tuple(sorted(counts)), min(starts) if starts else None, counts, shaped, reads, keyed)
+    return _Census(tuple(sorted(counts)), min(starts) if starts else None, counts, shaped, reads, keyed, blocks)
 
 
 #: The changes layout's block-header counts that tell whether a table's batch must be folded whole.

@@ -64,6 +64,7 @@ def run_pipeline(
     checkpoint: str | Path,
     once: bool = False,
     master: str | None = None,
+    remote: str | None = None,
     stop_event: threading.Event | None = None,
     trigger_interval: str = "1 second",
     apply_to: Sequence[str | tuple[str, int]] = (),
@@ -87,13 +88,17 @@ def run_pipeline(
     while the run lasts (see :mod:`sparkcdc.spark.metrics` and docs/metrics.md). ``display``: a
     progress display of the same figures (``start(collector)``, ``stop()``; see :mod:`sparkcdc.cli.progress`);
     one that draws on the terminal (``owns_terminal``) turns Spark's console progress bar off.
+
+    ``remote`` (``sc://host:port``, instead of ``master``) runs the query on a Spark Connect server:
+    this process is then only its client. The ``foreachBatch`` writers run in the server's Python
+    and the paths (output, checkpoint, state) are the server's (docs/spark-connect.md).
     """
     from pyspark.errors import StreamingQueryException
 
     from ..gc_policy import use_throughput_gc
     from .metrics import RunMetrics
     from .options import options_for
-    from .session import spark_session
+    from .session import is_connect, spark_session
     from .sinks.topic_files import TopicFilesBatchWriter, local_output_path
     from .source import register
 
@@ -106,12 +111,20 @@ def run_pipeline(
                             "and apply targets, not both (run a second pipeline with its own checkpoint for the other)")
     if output is None and not apply_to and kafka is None:
         raise PipelineError("nothing to write: give an output directory, an apply target, or both, or a Kafka cluster")
+    if master is not None and remote is not None:
+        raise ConfigurationError(f"a Spark master ({master}) and a Spark Connect server ({remote}) were both given: "
+                                 "the query runs on the server's own master; give one of them", prop="remote")
     try:
         # refused before Spark starts: the sink publishes by local renames
         output = None if output is None else local_output_path(output)
     except ValueError as exc:
         raise PipelineError(str(exc)) from None
     location = str(checkpoint)  # Spark's checkpointLocation, as given: a URI (s3a://, hdfs://) must not pass through Path
+    if remote is not None and not re.match(r"[A-Za-z][A-Za-z0-9+.-]+:", location):
+        # A Connect server resolves a relative checkpoint against its own working directory, and
+        # this process the streaming state's directory and the apply pipeline id against its own:
+        # one absolute path (this process's reading of it) for all three.
+        location = str(Path(location).absolute())
     appliers = _appliers(config, location, apply_to, scd_type)
     properties = dict(config.raw)
     properties["sparkcdc.state.location"] = _state_location(properties.get("sparkcdc.state.location"), location)
@@ -119,13 +132,17 @@ def run_pipeline(
     restarts = RestartPolicy.from_config(config)
     metrics = RunMetrics.start(properties, metrics_port, metrics_host, display)
     try:
-        # --conf wins over what the metrics ask for (Spark's console progress bar off under a live display)
-        extra = {**((metrics.spark_conf or {}) if metrics else {}), **(spark_conf or {})}
-        spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}", extra=extra or None)
+        # --conf wins over what the display asks for (Spark's console progress bar off while it draws;
+        # a Connect server's bar is not on this terminal)
+        extra = {**((metrics.spark_conf or {}) if metrics and remote is None else {}), **(spark_conf or {})}
+        spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}", extra=extra or None, remote=remote)
     except BaseException:
         if metrics is not None:
             metrics.close()
         raise
+    # On Spark Connect the writers run in the server's Python: what they count stays there. The
+    # query's observed metrics bring each batch's record count back to this client instead.
+    observed = is_connect(spark)
     register(spark)
     topic_files = None if output is None else TopicFilesBatchWriter(output)
     kafka_writer = None
@@ -142,10 +159,12 @@ def run_pipeline(
             # files are written too (they need each record's JSON); one persisted read per batch.
             layout = properties if topic_files is not None else {**properties, "sparkcdc.output.layout": "changes"}
             frame = spark.readStream.format("postgres-cdc").options(**options_for(layout)).load()
+            frame = _observe_records(frame, "changes" if topic_files is None else "columns") if observed else frame
             writer = frame.writeStream.foreachBatch(_BatchFanOut(topic_files, appliers))
         elif kafka_writer is not None:
             # The reader's tasks produce (sparkcdc.spark.sinks.reader_kafka); the writer collects their counts.
             frame = spark.readStream.format("postgres-cdc").options(**options_for(properties)).load()
+            frame = _observe_records(frame, "kafka") if observed else frame
             writer = frame.writeStream.foreachBatch(kafka_writer)
         else:
             # The topic files need only each record's line: the reader's tasks write them (see
@@ -154,10 +173,17 @@ def run_pipeline(
             lines = {**properties, "sparkcdc.output.layout": "topic_files",
                      "sparkcdc.output.topic.files": str(topic_files.output)}
             frame = spark.readStream.format("postgres-cdc").options(**options_for(lines)).load()
+            frame = _observe_records(frame, "topic_files") if observed else frame
             writer = frame.writeStream.foreachBatch(topic_files)
         writer = writer.option("checkpointLocation", location).queryName(config.settings.name)
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger_interval)
-        running = writer.start()
+        try:
+            running = writer.start()
+        except Exception as exc:
+            lacking = _server_lacks(str(exc)) if observed else None
+            if lacking is not None:  # the server analysed the source in its own Python
+                raise PipelineError(lacking) from None
+            raise
         if metrics is not None:
             metrics.collector.attach(running)
         return running
@@ -178,8 +204,8 @@ def run_pipeline(
             report = _report(failure)
             cause = None if stopped else retriable_cause(report)
             if cause is None:
-                raise PipelineError(_describe(failure))
-            if any(int(p.get("numInputRows", 0)) for p in runs):
+                raise PipelineError((_server_lacks(report) if observed else None) or _describe(failure))
+            if any(int(p.numInputRows or 0) for p in runs):
                 consecutive = 0  # records flowed since the last restart: as Debezium, the count starts again
             if not restarts.allows(consecutive):
                 raise PipelineError(
@@ -205,9 +231,14 @@ def run_pipeline(
         _stop_quietly(spark)
         for applier in appliers:
             applier.close()
+        if observed:
+            _release_quietly(spark)
         if metrics is not None:
             metrics.close()
-    def input_rows(p: dict[str, Any]) -> int:
+
+    def input_rows(p: Any) -> int:
+        if observed:
+            return _observed_records(p)
         # On the changes layout (apply without topic files) a source row is a block: the appliers'
         # census counted the changes. On the topic_files layout (topic files only) a row names a
         # file: the writer counted its records (and counts none when Spark wrote the lines).
@@ -217,7 +248,7 @@ def run_pipeline(
             counted = kafka_writer.records_by_batch
         else:
             counted = topic_files.records_by_batch if topic_files is not None else {}
-        return counted.get(int(p.get("batchId", -1)), int(p.get("numInputRows", 0)))
+        return counted.get(int(p.get("batchId", -1)), int(p.numInputRows or 0))
 
     return RunSummary(
         batches=len(progress),
@@ -233,6 +264,56 @@ def run_pipeline(
         apply_seconds={a.target.description: {k: round(v, 3) for k, v in a.stats.seconds.items()}
                        for a in appliers if a.stats.batches},
     )
+
+
+#: The name of the observed metric that counts each batch's records on Spark Connect.
+RECORDS_METRIC = "sparkcdc_records"
+
+
+def _observe_records(frame: Any, layout: str) -> Any:
+    """``frame`` counting its batch's records as an observed metric (reported in each progress).
+
+    A row of the ``topic_files`` layout names a file of ``records`` records (one of the ``kafka``
+    layout, the ``records`` a task produced to a topic); a row change block of the
+    ``changes`` layout holds ``rows`` changes (its other rows, transaction markers and the like, are
+    not counted, as the appliers' census counts only row changes); a row of the ``columns`` layout is
+    a record.
+    """
+    from pyspark.sql import functions as F
+
+    from .views import CHANGE_OPS
+
+    if layout in ("topic_files", "kafka"):
+        count = F.sum("records")
+    elif layout == "changes":
+        count = F.sum(F.when(F.col("op").isin(*CHANGE_OPS), F.col("rows")))
+    else:
+        count = F.count(F.lit(1))
+    return frame.observe(RECORDS_METRIC, F.coalesce(count, F.lit(0)).cast("long").alias("records"))
+
+
+def _observed_records(progress: Any) -> int:
+    """The records a batch's progress observed (0 when the batch ran no job over its rows)."""
+    row = (progress.get("observedMetrics") or {}).get(RECORDS_METRIC)
+    if row is None:
+        return 0
+    fields = row.asDict()
+    if "records" not in fields and set(fields) == {"values", "schema"}:
+        # pyspark 4.3's StreamingQueryProgress.fromJson (a Spark Connect client's progress) reads a
+        # metric's JSON, ``{"values": [...], "schema": {...}}``, as if it were a row of named fields.
+        fields = dict(zip((f["name"] for f in fields["schema"]["fields"]), fields["values"], strict=True))
+    return int(fields.get("records") or 0)
+
+
+def _server_lacks(report: str) -> str | None:
+    """What to say when a Spark Connect server's Python could not import a module sparkcdc needs
+    (sparkcdc itself, or a target's library): the client cannot install it there. None otherwise."""
+    found = re.search(r"No module named '([A-Za-z0-9_.]+)'", report)
+    if found is None:
+        return None
+    module = found.group(1)
+    return (f"the Spark Connect server's Python cannot import {module!r}: install sparkcdc (the client's version) with its "
+            f"dependencies in the Python the server runs for its workers (its PYSPARK_PYTHON); see docs/spark-connect.md")
 
 
 def _appliers(config: ConnectorConfig, checkpoint: str, apply_to: Sequence[str | tuple[str, int]], scd_type: int) -> list[Any]:
@@ -334,6 +415,15 @@ def _stop_quietly(spark: Any) -> None:
             query.stop()
         except Exception:  # noqa: BLE001 - the query's own failure is what gets reported
             log.debug("stopping query %s failed", query.name, exc_info=True)
+
+
+def _release_quietly(spark: Any) -> None:
+    """End a Spark Connect session: the server drops its state now rather than at its idle timeout
+    (a classic session stays: its SparkContext is this process's, reused by the next run)."""
+    try:
+        spark.stop()
+    except Exception:  # noqa: BLE001 - the run's own outcome is what gets reported
+        log.debug("releasing the Spark Connect session failed", exc_info=True)
 
 
 def _describe(failure: Any) -> str:

@@ -40,12 +40,21 @@ def _parse(text: Column, schema: T.StructType, wrapped: bool) -> Column:
     return F.from_json(text, T.StructType([T.StructField("payload", schema, True)])).getField("payload")
 
 
-def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[str, str] | None = None) -> DataFrame:
+def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[str, str] | None = None, *,
+                  layout: str | None = None) -> DataFrame:
     """One table's changes from the ``postgres-cdc`` source (default "columns" layout), typed.
 
     ``table`` is a :class:`TableView` (from :func:`describe_table`) or a table name, then described
     with ``properties`` (the connector properties the source was started with).
+
+    ``layout``: the source's ``sparkcdc.output.layout`` the frame was read with, ``"columns"`` or
+    ``"changes"``. Given, the frame is not analysed: on Spark Connect an analysis is a round trip to
+    the server (which, for a ``postgres-cdc`` read, runs the source's Python to learn its schema), and
+    a Declarative Pipelines query function may not analyse at all. Without it, the frame's columns
+    tell the layout (and name what a frame of another kind lacks).
     """
+    if layout not in (None, "columns", "changes"):
+        raise TableViewError(f"table_changes reads the postgres-cdc source's 'columns' or 'changes' layout, not {layout!r}")
     if isinstance(table, TableView):
         view = table
     else:
@@ -54,9 +63,9 @@ def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[
         view = describe_table(properties, table)
     from ..changes_layout import is_changes_layout, typed_changes
 
-    if is_changes_layout(frame):
+    if layout == "changes" or (layout is None and is_changes_layout(frame)):
         return typed_changes(frame, view)
-    missing = [name for name in _SOURCE_COLUMNS if name not in frame.columns]
+    missing = [] if layout == "columns" else [name for name in _SOURCE_COLUMNS if name not in frame.columns]
     if missing:
         raise TableViewError(
             f"table_changes needs the postgres-cdc source's default 'columns' layout; the frame lacks {', '.join(missing)}"
