@@ -251,6 +251,13 @@ def run(
     conf: Annotated[list[str] | None, typer.Option(
         "--conf", metavar="KEY=VALUE",
         help="A Spark setting for the session, as spark-submit's --conf (e.g. spark.executor.memory=2g). May be given more than once.")] = None,
+    metrics_port: Annotated[int | None, typer.Option("--metrics-port", metavar="PORT",
+                                                     help="Serve Debezium's metrics for Prometheus at http://HOST:PORT/metrics (see docs/metrics.md).")] = None,
+    metrics_host: Annotated[str, typer.Option("--metrics-host", metavar="HOST",
+                                              help="The address the metrics are served on (with --metrics-port).")] = "127.0.0.1",
+    progress: Annotated[bool, typer.Option("--progress/--no-progress",
+                                           help="Show the snapshot's progress per table, then a streaming status line "
+                                                "(live on a terminal, a log line every 10 s otherwise).")] = True,
 ) -> None:
     """Run the pipeline. SIGINT/SIGTERM stop it cleanly after the current micro-batch; a second signal exits immediately.
 
@@ -279,6 +286,8 @@ def run(
         summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
                                       remote=remote, stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type, kafka=kafka,
                                       trigger_interval=trigger_interval, spark_conf=spark_conf,
+                                      **({} if metrics_port is None else {"metrics_port": metrics_port, "metrics_host": metrics_host}),
+                                      **({"display": _progress_display(err)} if progress else {}),
                                       on_restart=lambda message: err.print(f"restarting: {message}", soft_wrap=True, markup=False))
     if summary_file is not None and hasattr(summary, "to_dict"):
         Path(summary_file).write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
@@ -296,6 +305,12 @@ def _conf_pairs(pairs: Sequence[str]) -> dict[str, str]:
             _fail(EXIT_CONFIG, f"--conf {pair!r}: expected KEY=VALUE, e.g. --conf spark.executor.memory=2g")
         conf[key.strip()] = value
     return conf
+
+
+def _progress_display(err: Console) -> Any:
+    from .progress import progress_display
+
+    return progress_display(_stdout(), lambda line: err.print(line, soft_wrap=True, markup=False))
 
 
 @app.command("signal")

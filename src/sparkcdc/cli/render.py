@@ -136,6 +136,9 @@ def status_view(report: dict[str, Any]) -> RenderableType:
             batch = checkpoint.get(key)
             if batch is not None:
                 rows.append((label, f"batch {batch['batch']}: phase {batch['phase']}, lsn {batch['lsn']}"))
+        newest = checkpoint.get("newest_source_commit")
+        if newest is not None:
+            rows.append(("newest source commit in the output", f"{newest['committed_at']} ({newest['age_seconds']:.1f} s ago)"))
         parts.append(_kv_table(f"Checkpoint {checkpoint['directory']}", rows or [("last committed", "none yet")]))
         snapshot = checkpoint.get("incremental_snapshot")
         if snapshot is not None:

@@ -94,6 +94,28 @@ def _incremental(state: CheckpointState, warnings: list[str]) -> dict[str, Any] 
     }
 
 
+def _newest_source_commit(directory: Path, committed: BatchOffset | None, config: ConnectorConfig) -> dict[str, Any] | None:
+    """When the newest transaction in the committed output was committed at the source, and how long
+    ago: the streaming state the last committed batch left (``sparkcdc.state.location``, by default
+    ``<checkpoint>/sparkcdc-state`` as ``sparkcdc run`` sets it). With changes waiting in the slot
+    (``lag_bytes`` > 0), the age is how far the output is behind the source, in time."""
+    if committed is None or committed.lsn is None:
+        return None
+    import time
+    from datetime import datetime, timezone
+
+    from ..engine.state_store import StreamStateStore
+
+    location = config.get("sparkcdc.state.location") or directory / "sparkcdc-state"
+    saved = StreamStateStore(location).read(committed.lsn)
+    if saved is None or not saved.last_commit_ts_us:
+        return None
+    ts_us = saved.last_commit_ts_us
+    return {"lsn": _lsn(saved.last_commit_lsn),
+            "committed_at": datetime.fromtimestamp(ts_us / 1e6, tz=timezone.utc).isoformat(timespec="milliseconds"),
+            "age_seconds": round(max(0.0, time.time() - ts_us / 1e6), 3)}
+
+
 def checkpoint_report(directory: Path, state: CheckpointState, config: ConnectorConfig,
                       slot: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """The checkpoint's position, and warnings where it and the slot do not fit together."""
@@ -101,6 +123,7 @@ def checkpoint_report(directory: Path, state: CheckpointState, config: Connector
     warnings: list[str] = []
     report["incremental_snapshot"] = _incremental(state, warnings)
     committed = state.last_committed
+    report["newest_source_commit"] = _newest_source_commit(directory, committed, config)
     slot_name = config.settings.slot_name
     if committed is None:
         warnings.append(f"checkpoint {directory} has no committed batch yet")

@@ -32,6 +32,7 @@ from ..postgres.replication import LogicalReplicationReader, ReconnectPolicy, Re
 from .connection import conninfo_from_config, sql_connection
 from .filters import TableFilter
 from .incremental_reader import chunk_reader
+from .metric_reports import StreamReporter, incremental_summary, metrics_location
 from .offsets import SourceOffset
 from .signals import signal_table_of
 from .snapshot_window import StreamSignals
@@ -84,11 +85,15 @@ def read_stream_range(
         # A snapshot taken again after the driver died sits at a later point than the checkpoint says:
         # the changes up to it are in the snapshot, so the stream starts there (no overlap).
         first_lsn = max(start.lsn, state.stream_from_lsn or 0) if state is not None else start.lsn
+        # The batch's counts for the metrics (sparkcdc.engine.metric_reports), next to the state.
+        report = StreamReporter(metrics_location(config, state_store.location), start.lsn, end.lsn, incremental_summary(end.incremental))
         if end.lsn > first_lsn:
             records = _read(config, conninfo, processor, first_lsn, end.lsn, stall_timeout)
-            yield from (records if watch is None else watch.filter(records))
+            yield from report.count(records if watch is None else watch.filter(records))
         elif watch is not None:
-            yield from watch.filter(())  # a read-only chunk in a batch without WAL: emitted at once
+            yield from report.count(watch.filter(()))  # a read-only chunk in a batch without WAL: emitted at once
+        report.erroneous, report.filtered = processor.erroneous_events, processor.filtered_events
+        report.finish()
         if end.lsn > start.lsn or state is None:
             signals = () if watch is None else tuple(s.to_dict() for s in watch.signals)
             state_store.write(end.lsn, StreamState(processor.last_commit_lsn, processor.last_commit_ts_us, signals=signals))
@@ -170,6 +175,7 @@ def _process(processor: StreamingProcessor, items: list[WalMessage], failure_mod
         try:
             out.extend(processor.process(item))
         except Exception as exc:  # noqa: BLE001 - event.processing.failure.handling.mode decides
+            processor.erroneous_events += 1
             if failure_mode == "warn":
                 log.warning("skipping the event at LSN %s: %s", format_lsn(item.data_start), exc)
     return out

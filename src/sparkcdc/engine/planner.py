@@ -41,6 +41,7 @@ from .connection import conninfo_from_config, sql_connection
 from .heartbeat import HeartbeatTimer
 from .incremental import IncrementalState
 from .incremental_planner import BlockingRequest, IncrementalSnapshots
+from .metric_reports import metrics_location, prune_snapshot_reports, prune_stream_reports, read_json, write_json
 from .notifications import Notifier, notification_pieces
 from .offsets import SnapshotSpec, SourceOffset
 from .setup import apply_replica_identities, captured_tables, ensure_publication_for
@@ -78,6 +79,7 @@ class ConnectorPlanner:
         self.state_location = str(state_location or config.get("sparkcdc.state.location")
                                   or default_state_location(self.database, self.slot_name))
         self.state_store = StreamStateStore(self.state_location)
+        self.metrics_location = metrics_location(config, self.state_location)
         self.mode = config.settings.snapshot_mode
         self.heartbeat = HeartbeatTimer(config.get_int("heartbeat.interval.ms"))
         self.max_batch_bytes = config.get_int("sparkcdc.max.batch.wal.bytes")
@@ -133,6 +135,7 @@ class ConnectorPlanner:
         if self.signal_table is not None and self.signal_table not in published:
             published.append(self.signal_table)  # its rows must reach the stream (signals, watermarks)
         ensure_publication_for(self.admin, self.config, published)
+        write_json(self.metrics_location / "connector.json", {"captured_tables": [f"{s}.{t}" for s, t in self.tables]})
 
     def _snapshot_wanted(self, *, fresh: bool, slot: SlotState | None = None) -> bool:
         mode = self.mode
@@ -188,6 +191,7 @@ class ConnectorPlanner:
         # Planned at once, in the exported snapshot, so the plan sees the tables as close to the
         # slot's consistent point as possible (see "Chunk boundaries" in engine/snapshot_plan.py).
         self._plan = plan_snapshot_chunks(self._snapshot_tx.conn, self.config, spec, self._export.snapshot_name)
+        self._report_snapshot(spec)
         # Debezium carries the snapshot's time into streaming (see StreamingProcessor).
         self.state_store.write(spec.lsn, StreamState(None, spec.ts_us))
         return SourceOffset(self.slot_name, self.database, spec.lsn, phase="snapshot", snapshot=spec)
@@ -274,7 +278,21 @@ class ConnectorPlanner:
             overrides = {f"snapshot.select.statement.overrides.{name}": statement for name, statement in filters}
             config = ConnectorConfig({**config.raw, "snapshot.select.statement.overrides": ",".join(n for n, _ in filters), **overrides})
         self._plan = plan_snapshot_chunks(self._snapshot_tx.conn, config, spec, self._export.snapshot_name)
+        self._report_snapshot(spec)
         return spec
+
+    def _report_snapshot(self, spec: SnapshotSpec) -> None:
+        """The snapshot's report for the metrics (sparkcdc.engine.metric_reports): its tables and start."""
+        prune_snapshot_reports(self.metrics_location, spec.id)
+        write_json(self.metrics_location / f"snapshot-{spec.id}.json", {
+            "snapshot": spec.id, "kind": spec.kind, "started_ms": spec.ts_us // 1000, "completed_ms": None,
+            "tables": [f"{s}.{t}" for s, t in spec.tables], "chunks": len(self._plan)})
+
+    def _report_snapshot_completed(self, spec: SnapshotSpec) -> None:
+        path = self.metrics_location / f"snapshot-{spec.id}.json"
+        report = read_json(path)
+        if report is not None:
+            write_json(path, {**report, "completed_ms": time.time_ns() // 1_000_000})
 
     def _signals_and_snapshots(self, start: SourceOffset, end: SourceOffset, *, backlog: bool) -> SourceOffset:
         """``end`` with the signals that arrived up to ``start`` (the signal table's) and those the
@@ -411,6 +429,8 @@ class ConnectorPlanner:
             if self._export_spec is not None and self._export_spec.kind == "blocking":
                 self.notifier.notify("Initial Snapshot", "COMPLETED", {})
                 log.info("blocking snapshot %s committed", self._export_spec.id)
+            if self._export_spec is not None:
+                self._report_snapshot_completed(self._export_spec)
             self._close_snapshot()  # the snapshot batch is committed: its exported snapshot has served
         self.incremental.release(end.incremental)
         for name, channel in self.channels.items():
@@ -418,6 +438,7 @@ class ConnectorPlanner:
         if self.streams:
             self._advance_slot(end.lsn)
             self.state_store.prune(end.lsn)
+            prune_stream_reports(self.metrics_location, end.lsn)
 
     def _advance_slot(self, lsn: int) -> None:
         if self.config.get("lsn.flush.mode") == "manual":

@@ -186,10 +186,16 @@ def opened_chunk_records(
 def read_chunk_rows(config: ConnectorConfig, chunk: SnapshotChunk, *, run_id: str) -> Iterator[ChunkRows]:
     """A chunk's rows in runs (see :func:`opened_chunk_rows`); connects, imports the snapshot,
     closes when done."""
+    from .metric_reports import counted_chunk, metrics_location
+
     with chunk_session(config, chunk, run_id=run_id) as (tx, _events, resolver):
         opened = open_chunk(tx, config, resolver, chunk)
-        if opened is not None:
-            yield from opened_chunk_rows(tx, config, chunk, *opened)
+        runs = opened_chunk_rows(tx, config, chunk, *opened) if opened is not None else iter(())
+        yield from counted_chunk(metrics_location(config), chunk, runs, _run_rows)
+
+
+def _run_rows(run: ChunkRows) -> int:
+    return len(run.rows)
 
 
 def open_chunk(

@@ -77,6 +77,10 @@ class StreamingProcessor:
         #: End LSN of the last COMMIT (or non-transactional message) processed: ``source.sequence[0]``.
         self.last_commit_lsn: int | None = None
         self.last_commit_ts_us: int | None = None
+        #: Changes skipped by event.processing.failure.handling.mode=warn/skip (the NumberOfErroneousEvents metric).
+        self.erroneous_events = 0
+        #: Row changes of tables the include/exclude lists leave out (the NumberOfEventsFiltered metric).
+        self.filtered_events = 0
         self._tx: _Transaction | None = None
         #: The signal table (``signal.data.collection``) to watch, and its relation id once a Relation named it.
         self.signal_table: tuple[str, str] | None = None
@@ -166,6 +170,8 @@ class StreamingProcessor:
         if message.relation_id == self.signal_relation_id:
             self._signal_marker(out, message, tx, lsn)
         if table is None:
+            if message.relation_id != self.signal_relation_id:
+                self.filtered_events += 1  # a table the publication carries but the filters exclude
             return out
         if isinstance(message, Insert):
             if "c" not in self.skipped:

@@ -18,6 +18,7 @@ from ..debezium.records import ChangeRecord
 from ..debezium.serialization import JsonSerializer
 from .encoded import Constant, EncodedBatch, encode_records
 from .lines import encode_lines
+from .metric_reports import counted_chunk, metrics_location
 from .notifications import NotificationPiece, notification_records
 from .offsets import SourceOffset
 from .planner import StreamRange
@@ -52,7 +53,8 @@ def read_work(config: ConnectorConfig, work: Any, *, run_id: str, lines: bool = 
     if isinstance(work, SnapshotChunk):
         from .snapshot_rendered import read_encoded_chunk
 
-        batches = read_encoded_chunk(config, work, run_id=run_id, serializer=serializer, lines=lines)
+        batches = counted_chunk(metrics_location(config), work, read_encoded_chunk(config, work, run_id=run_id, serializer=serializer,
+                                                                                    lines=lines), _batch_size)
         return batches if work.kind == "initial" else _marked(batches, work.kind)
     if isinstance(work, NotificationPiece):
         return encode(notification_records(work), serializer)
@@ -76,11 +78,19 @@ def read_work_records(config: ConnectorConfig, work: Any, *, run_id: str) -> Ite
     if isinstance(work, SnapshotChunk):
         from .snapshot_reader import read_snapshot_chunk
 
-        records = read_snapshot_chunk(config, work, run_id=run_id)
+        records = counted_chunk(metrics_location(config), work, read_snapshot_chunk(config, work, run_id=run_id), _one)
         return records if work.kind == "initial" else _marked_records(records, work.kind)
     if isinstance(work, NotificationPiece):
         return notification_records(work)
     raise TypeError(f"not a planned piece of work: {type(work).__name__}")
+
+
+def _batch_size(batch: EncodedBatch) -> int:
+    return batch.size
+
+
+def _one(_record: ChangeRecord) -> int:
+    return 1
 
 
 def _marked_records(records: Iterator[ChangeRecord], kind: str) -> Iterator[ChangeRecord]:

@@ -72,6 +72,9 @@ def run_pipeline(
     on_restart: Callable[[str], None] | None = None,
     kafka: str | None = None,
     spark_conf: Mapping[str, str] | None = None,
+    metrics_port: int | None = None,
+    metrics_host: str = "127.0.0.1",
+    display: Any = None,
 ) -> RunSummary:
     """Run the connector as a streaming query writing topic directories under ``output`` and/or
     applying every captured table to each target of ``apply_to``: a location (SCD ``scd_type``)
@@ -81,6 +84,10 @@ def run_pipeline(
     A query that fails because the server went away is restarted from its checkpoint (see
     :mod:`sparkcdc.spark.restarts`); ``on_restart`` hears of each restart (default: a log warning).
     ``spark_conf`` (``sparkcdc run --conf``) goes to the session builder (:mod:`sparkcdc.spark.session`).
+    ``metrics_port``: serve the connector's metrics for Prometheus on ``metrics_host:metrics_port``
+    while the run lasts (see :mod:`sparkcdc.spark.metrics` and docs/metrics.md). ``display``: a
+    progress display of the same figures (``start(collector)``, ``stop()``; see :mod:`sparkcdc.cli.progress`);
+    one that draws on the terminal (``owns_terminal``) turns Spark's console progress bar off.
 
     ``remote`` (``sc://host:port``, instead of ``master``) runs the query on a Spark Connect server:
     this process is then only its client. The ``foreachBatch`` writers run in the server's Python
@@ -89,6 +96,7 @@ def run_pipeline(
     from pyspark.errors import StreamingQueryException
 
     from ..gc_policy import use_throughput_gc
+    from .metrics import RunMetrics
     from .options import options_for
     from .session import is_connect, spark_session
     from .sinks.topic_files import TopicFilesBatchWriter, local_output_path
@@ -122,7 +130,16 @@ def run_pipeline(
     properties["sparkcdc.state.location"] = _state_location(properties.get("sparkcdc.state.location"), location)
     use_throughput_gc()
     restarts = RestartPolicy.from_config(config)
-    spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}", extra=spark_conf, remote=remote)
+    metrics = RunMetrics.start(properties, metrics_port, metrics_host, display)
+    try:
+        # --conf wins over what the display asks for (Spark's console progress bar off while it draws;
+        # a Connect server's bar is not on this terminal)
+        extra = {**((metrics.spark_conf or {}) if metrics and remote is None else {}), **(spark_conf or {})}
+        spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}", extra=extra or None, remote=remote)
+    except BaseException:
+        if metrics is not None:
+            metrics.close()
+        raise
     # On Spark Connect the writers run in the server's Python: what they count stays there. The
     # query's observed metrics bring each batch's record count back to this client instead.
     observed = is_connect(spark)
@@ -161,12 +178,15 @@ def run_pipeline(
         writer = writer.option("checkpointLocation", location).queryName(config.settings.name)
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger_interval)
         try:
-            return writer.start()
+            running = writer.start()
         except Exception as exc:
             lacking = _server_lacks(str(exc)) if observed else None
             if lacking is not None:  # the server analysed the source in its own Python
                 raise PipelineError(lacking) from None
             raise
+        if metrics is not None:
+            metrics.collector.attach(running)
+        return running
 
     stopped = False
     progress: list[dict[str, Any]] = []
@@ -213,6 +233,8 @@ def run_pipeline(
             applier.close()
         if observed:
             _release_quietly(spark)
+        if metrics is not None:
+            metrics.close()
 
     def input_rows(p: Any) -> int:
         if observed:
