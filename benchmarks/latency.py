@@ -166,7 +166,7 @@ def sparkcdc_running(cluster: ThrowawayCluster, work: Path, name: str, trigger: 
 def _watch_output(output: Path, latencies: Latencies, stop: threading.Event) -> None:
     seen: set[Path] = set()
     while not stop.is_set():
-        for path in output.glob("*/part-*.jsonl"):
+        for path in _published(output):
             if path in seen:
                 continue
             seen.add(path)
@@ -176,6 +176,15 @@ def _watch_output(output: Path, latencies: Latencies, stop: threading.Event) -> 
                 if event is not None:
                     latencies.add(event[0], now_ms - event[1])
         stop.wait(0.01)
+
+
+def _published(output: Path) -> list[Path]:
+    """The published topic files: ``<topic>/part-*.jsonl``, not the staging directory (which comes and goes)."""
+    try:
+        topics = [entry.path for entry in os.scandir(output) if entry.is_dir() and not entry.name.startswith("_")]
+    except FileNotFoundError:
+        return []
+    return [path for topic in topics for path in Path(topic).glob("part-*.jsonl")]
 
 
 # -- Debezium -----------------------------------------------------------------------------------------
