@@ -67,7 +67,7 @@ from events import properties as debezium_properties  # noqa: E402
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
 from sparkcdc.postgres import create_logical_slot, get_slot  # noqa: E402
 
-TARGET = 3.0
+TARGET = 2.5  # issue 13: at least 2.5x Debezium's steady rate in processing time
 DEBEZIUM_PUBLICATION = "bench_debezium"
 NOTE = "Note on the streaming figures: see the note under the first recorded run (2026-11-22) for where the time goes."
 
