@@ -75,6 +75,14 @@ def test_kafka_and_trigger_interval_reach_the_runner(config_file: Path, fake_run
     assert (seen["kafka"], seen["output"], seen["trigger_interval"]) == ("b1:9092,b2:9092", None, "0 seconds")
 
 
+def test_trigger_interval_with_once_is_refused(config_file: Path, fake_runner: types.ModuleType) -> None:
+    fake_runner.run_pipeline = lambda *a, **k: pytest.fail("the runner must not be called")  # type: ignore[attr-defined]
+    result = RUNNER.invoke(app, ["run", str(config_file), "--output", "o", "--checkpoint", "ck", "--once",
+                                 "--trigger-interval", "0 seconds"])
+    assert result.exit_code == EXIT_CONFIG
+    assert "--trigger-interval has no effect with --once" in result.output
+
+
 def test_kafka_runs_on_its_own(config_file: Path, fake_runner: types.ModuleType) -> None:
     fake_runner.run_pipeline = lambda *a, **k: pytest.fail("the runner must not be called")  # type: ignore[attr-defined]
     result = RUNNER.invoke(app, ["run", str(config_file), "--kafka", "b:9092", "--output", "o", "--checkpoint", "ck"])

@@ -213,10 +213,9 @@ def test_configuration_is_checked() -> None:
 
 
 # -- a real streaming query over PostgreSQL -----------------------------------------------------------
-def _run(spark: Any, props: dict[str, str], bootstrap: str, checkpoint: Path, pipeline: str) -> Any:
-    frame = spark.readStream.format("postgres-cdc").options(**props).load()
-    query = (kafka_writer(frame, bootstrap, pipeline_id=pipeline, topic_config=TopicConfig(partitions=3), timeout=20)
-             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+def run_available_now(writer: Any, checkpoint: Path) -> Any:
+    """Run ``writer`` (a DataStreamWriter) from ``checkpoint`` with an availableNow trigger; the finished query."""
+    query = writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
     try:
         assert query.awaitTermination(120), "the availableNow query did not finish"
     finally:
@@ -226,7 +225,13 @@ def _run(spark: Any, props: dict[str, str], bootstrap: str, checkpoint: Path, pi
     return query
 
 
-def _committed_batches(checkpoint: Path) -> list[int]:
+def _run(spark: Any, props: dict[str, str], bootstrap: str, checkpoint: Path, pipeline: str) -> Any:
+    frame = spark.readStream.format("postgres-cdc").options(**props).load()
+    return run_available_now(kafka_writer(frame, bootstrap, pipeline_id=pipeline, topic_config=TopicConfig(partitions=3), timeout=20),
+                             checkpoint)
+
+
+def committed_batches(checkpoint: Path) -> list[int]:
     return sorted(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
 
 
@@ -251,7 +256,7 @@ def test_a_streaming_query_writes_every_change_once_across_a_forced_replay(
     _run(spark, props, kafka_broker, checkpoint, pipeline)
 
     # Forced replay: Spark forgets it committed the last batch and runs the same batch id again.
-    last = _committed_batches(checkpoint)[-1]
+    last = committed_batches(checkpoint)[-1]
     assert last in fence_batches(kafka_broker, pipeline), "the last batch wrote records"
     for name in (str(last), f".{last}.crc"):
         (checkpoint / "commits" / name).unlink(missing_ok=True)
@@ -259,7 +264,7 @@ def test_a_streaming_query_writes_every_change_once_across_a_forced_replay(
     db.execute(f"DELETE FROM {table} WHERE id = 2")
     replay = _run(spark, props, kafka_broker, checkpoint, pipeline)
     assert [p["batchId"] for p in replay.recentProgress][0] == last, "the batch ran again"
-    assert _committed_batches(checkpoint)[-1] > last
+    assert committed_batches(checkpoint)[-1] > last
 
 
     records = consume(kafka_broker, [topic])
@@ -295,7 +300,7 @@ def test_a_replayed_initial_snapshot_is_written_again_so_no_change_is_lost(
         "topic.prefix": unique_name, "sparkcdc.state.location": str(tmp_path / "state")})
     checkpoint, pipeline = tmp_path / "checkpoint", f"p-{unique_name}"
     _run(spark, props, kafka_broker, checkpoint, pipeline)
-    assert _committed_batches(checkpoint) == [0]
+    assert committed_batches(checkpoint) == [0]
 
     (checkpoint / "commits" / "0").unlink()  # Spark forgets it committed the snapshot batch
     (checkpoint / "commits" / ".0.crc").unlink(missing_ok=True)

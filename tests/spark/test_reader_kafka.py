@@ -24,7 +24,7 @@ from sparkcdc.spark.runner import run_pipeline
 from sparkcdc.spark.sinks.reader_kafka import PRODUCED_DDL_SCHEMA, ReaderKafkaBatchWriter, kafka_link
 
 from .support import properties
-from .test_kafka_sink import CONTEXT_HEADER, consume
+from .test_kafka_sink import CONTEXT_HEADER, committed_batches, consume, run_available_now
 
 ROWS = 600
 
@@ -52,19 +52,8 @@ class _Collect:
 
 
 def _run(spark: Any, props: dict[str, str], checkpoint: Path, sink: Any) -> Any:
-    frame = spark.readStream.format("postgres-cdc").options(**props).load()
-    query = frame.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
-    try:
-        assert query.awaitTermination(120), "the availableNow query did not finish"
-    finally:
-        if query.isActive:
-            query.stop()
-    assert query.exception() is None
-    return query
-
-
-def _committed_batches(checkpoint: Path) -> list[int]:
-    return sorted(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
+    return run_available_now(spark.readStream.format("postgres-cdc").options(**props).load().writeStream.foreachBatch(sink),
+                             checkpoint)
 
 
 def _forget(checkpoint: Path, batch: int) -> None:
@@ -101,7 +90,7 @@ def test_tasks_produce_every_change_once_across_a_forced_replay(
     db.execute(f"UPDATE {table} SET v = 'changed' WHERE id = 0")
     db.execute(f"DELETE FROM {table} WHERE id = 1")  # a delete event, then its tombstone
     _run(spark, props, checkpoint, sink)
-    last = _committed_batches(checkpoint)[-1]
+    last = committed_batches(checkpoint)[-1]
     assert writer.records_by_batch[last] == 13
 
     _forget(checkpoint, last)
@@ -139,7 +128,7 @@ def test_tasks_skip_a_batch_the_fence_holds_without_the_driver_writer(
     _run(spark, props, checkpoint, sink)  # an empty snapshot
     db.execute(f"INSERT INTO {table} SELECT generate_series(1, 5)")
     _run(spark, props, checkpoint, sink)
-    last = _committed_batches(checkpoint)[-1]
+    last = committed_batches(checkpoint)[-1]
     assert sink.rows[last] == [(0, f"{unique_name}.public.{table}", 5, False)]
 
     _forget(checkpoint, last)
@@ -190,6 +179,8 @@ def test_settings_are_checked(spark: Any, pg_cluster: Any) -> None:
         kafka_link(_config({**base, "sparkcdc.output.layout": "kafka"}))
     with pytest.raises(Exception, match="sparkcdc.output.kafka.bootstrap.servers"):
         spark.readStream.format("postgres-cdc").options(**{**base, "sparkcdc.output.kafka.bootstrap.servers": "x:1"}).load()
+    with pytest.raises(Exception, match="sparkcdc.output.kafka.topic.partitions"):  # any of the layout's settings
+        spark.readStream.format("postgres-cdc").options(**{**base, "sparkcdc.output.kafka.topic.partitions": "3"}).load()
     with pytest.raises(ConfigurationError, match="sparkcdc.output.kafka.pipeline.id"):
         kafka_link(_config({**base, "sparkcdc.output.kafka.bootstrap.servers": "x:1", "sparkcdc.output.kafka.pipeline.id": "a/b"}))
     link = kafka_link(_config({**base, "sparkcdc.output.kafka.bootstrap.servers": "x:1",

@@ -240,10 +240,10 @@ def run(
         help="Keep a mirror of every captured table: postgresql://…, a Delta Lake directory, iceberg:<catalog> or iceberg+file:<warehouse>. May be given more than once.")] = None,
     scd_type: Annotated[int, typer.Option("--scd-type", metavar="1|2",
                                           help="With --apply-to: 1 mirrors the tables, 2 keeps their history (__START_AT/__END_AT).")] = 1,
-    trigger_interval: Annotated[str, typer.Option(
+    trigger_interval: Annotated[str | None, typer.Option(
         "--trigger-interval", metavar="INTERVAL",
         help="Without --once: how often a micro-batch starts (Spark's processingTime, e.g. '500 milliseconds'; "
-             "'0 seconds' starts the next as soon as one ends, the least latency).")] = "1 second",
+             "'0 seconds' starts the next as soon as one ends, the least latency).")] = None,
     kafka: Annotated[str | None, typer.Option(
         "--kafka", metavar="BOOTSTRAP",
         help="Produce the change events to this Kafka cluster (host:port,...) exactly once, from the tasks that read them "
@@ -264,6 +264,8 @@ def run(
     If PostgreSQL goes away, the query restarts from its checkpoint after retriable.restart.connector.wait.ms,
     up to errors.max.retries times in a row (-1: no limit); then it exits with 1.
     """
+    if once and trigger_interval is not None:
+        _fail(EXIT_CONFIG, "--trigger-interval has no effect with --once (it reads what is available now, then stops): drop one")
     if kafka is not None and (output is not None or apply_to):
         _fail(EXIT_CONFIG, "--kafka runs on its own: give --kafka, or --output/--apply-to (a second pipeline, with its own "
                            "checkpoint, can write the other)")
@@ -285,7 +287,7 @@ def run(
     with StopEvent(on_first=stopping) as stop, _reported(loaded):
         summary = runner.run_pipeline(loaded.config, output=output, checkpoint=checkpoint, once=once, master=master,
                                       remote=remote, stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type, kafka=kafka,
-                                      trigger_interval=trigger_interval, spark_conf=spark_conf,
+                                      trigger_interval=trigger_interval or "1 second", spark_conf=spark_conf,
                                       **({} if metrics_port is None else {"metrics_port": metrics_port, "metrics_host": metrics_host}),
                                       **({"display": _progress_display(err)} if progress else {}),
                                       on_restart=lambda message: err.print(f"restarting: {message}", soft_wrap=True, markup=False))

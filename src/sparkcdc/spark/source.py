@@ -171,9 +171,10 @@ def _refuse_other_layouts_settings(config: Any, layout: str | None) -> None:
         raise ConfigurationError(f"only the topic_files layout writes topic files from the reader, and the layout is "
                                  f"{layout}: drop the property or set sparkcdc.output.layout=topic_files",
                                  prop="sparkcdc.output.topic.files")
-    if layout != "kafka" and config.get("sparkcdc.output.kafka.bootstrap.servers"):
+    given = sorted(name for name, value in config.raw.items() if name.startswith("sparkcdc.output.kafka.") and value)
+    if layout != "kafka" and given:
         raise ConfigurationError(f"only the kafka layout produces to Kafka from the reader, and the layout is {layout}: drop "
-                                 f"the property or set sparkcdc.output.layout=kafka", prop="sparkcdc.output.kafka.bootstrap.servers")
+                                 f"the property or set sparkcdc.output.layout=kafka", prop=given[0])
 
 
 def register(spark: SparkSession) -> None:
