@@ -13,7 +13,6 @@ import pytest
 from sparkcdc.spark import class_archive
 
 
-
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv(class_archive.DIRECTORY, str(tmp_path / "cache"))
