@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import io
 import json
 import os
 import platform
@@ -22,6 +23,7 @@ from typing import TypeVar
 import psycopg
 
 from sparkcdc.embedded_postgres import ThrowawayCluster
+from sparkcdc.spark.sinks.staging import open_topic_file, published_files
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
@@ -215,13 +217,13 @@ _RAW_OP, _RAW_AFTER_ID = b'"op":"', b'"after":{"id":'  # the same in a value as 
 
 
 def check_output(output: Path, id_limit: int, sample_every: int = 10_000) -> OutputCheck:
-    """Count the lines under ``output/*/part-*.jsonl`` without parsing them all: each line's ``op``
+    """Count the lines of the topic files under ``output`` (plain or zstd) without parsing them all: each line's ``op``
     and ``after.id`` are found by byte search (the last ``op`` of a line is the payload's), and one
     line in ``sample_every`` is parsed in full."""
     check = OutputCheck()
-    for path in sorted(output.glob("*/part-*.jsonl")):
-        with open(path, "rb") as handle:
-            for raw in handle:
+    for path in published_files(output):
+        with open_topic_file(path) as handle:
+            for raw in io.BufferedReader(handle, 1 << 20):  # type: ignore[arg-type]
                 _count(check, raw, id_limit, _OP, _AFTER_ID)
                 if check.lines % sample_every == 1:
                     check.samples.append(json.loads(raw))

@@ -56,6 +56,7 @@ from events import properties as debezium_properties  # noqa: E402
 
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
 from sparkcdc.postgres import create_logical_slot  # noqa: E402
+from sparkcdc.spark.sinks.staging import TOPIC_FILE_SUFFIXES, open_topic_file  # noqa: E402
 
 TABLE_DDL = """CREATE TABLE bench (
     id bigint PRIMARY KEY, qty int NOT NULL, label text, price double precision, created timestamptz, active boolean)"""
@@ -171,7 +172,9 @@ def _watch_output(output: Path, latencies: Latencies, stop: threading.Event) -> 
                 continue
             seen.add(path)
             now_ms = time.time() * 1000
-            for raw in path.read_bytes().splitlines():
+            with open_topic_file(path) as handle:
+                text = handle.read()
+            for raw in text.splitlines():
                 event = _event(orjson.loads(raw)["value"])
                 if event is not None:
                     latencies.add(event[0], now_ms - event[1])
@@ -184,7 +187,7 @@ def _published(output: Path) -> list[Path]:
         topics = [entry.path for entry in os.scandir(output) if entry.is_dir() and not entry.name.startswith("_")]
     except FileNotFoundError:
         return []
-    return [path for topic in topics for path in Path(topic).glob("part-*.jsonl")]
+    return [path for topic in topics for suffix in TOPIC_FILE_SUFFIXES for path in Path(topic).glob(f"part-*{suffix}")]
 
 
 # -- Debezium -----------------------------------------------------------------------------------------

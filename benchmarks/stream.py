@@ -29,7 +29,11 @@ The ratio is sparkcdc's processing rate over Debezium's steady rate; the total-t
 reported too. Each side drains ``--repeat`` slots, alternating which goes first; the figures are
 medians. A slot is dropped once drained, so that it does not keep WAL.
 
-    python benchmarks/stream.py [--changes 1000000] [--repeat 3] [--kafka] [--record]
+With ``--zstd``, each run also drains a slot into zstd-compressed topic files
+(``sparkcdc.output.topic.files.compression=zstd``), checked the same way after decompression, and
+reported (and recorded) as ``stream-zstd`` against the same Debezium runs.
+
+    python benchmarks/stream.py [--changes 1000000] [--repeat 3] [--kafka] [--zstd] [--record]
 """
 
 from __future__ import annotations
@@ -75,9 +79,11 @@ NOTE = "Note on the streaming figures: see the note under the first recorded run
 class SparkcdcPipeline:
     """One sparkcdc configuration with its output (topic files, or a Kafka cluster) and checkpoint."""
 
-    def __init__(self, cluster: ThrowawayCluster, work: Path, run: int, kafka: str | None = None) -> None:
-        self.name = f"sparkcdc_{'kafka' if kafka else 'stream'}_{run}"
+    def __init__(self, cluster: ThrowawayCluster, work: Path, run: int, kafka: str | None = None, *, zstd: bool = False) -> None:
+        self.name = f"sparkcdc_{'kafka' if kafka else 'zstd' if zstd else 'stream'}_{run}"
         props = sparkcdc_properties(cluster, self.name, "no_data")
+        if zstd:
+            props["sparkcdc.output.topic.files.compression"] = "zstd"
         if kafka is not None:
             props["topic.prefix"] = self.name  # a topic (and Kafka pipeline) of its own in the one broker
         self.config = write_properties(work / f"{self.name}.properties", props)
@@ -126,6 +132,8 @@ def main() -> None:
     parser.add_argument("--rows-per-transaction", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3, help="drains of each kind, alternating which goes first")
     parser.add_argument("--kafka", action="store_true", help="also drain into a Tansu broker with run --kafka")
+    parser.add_argument("--zstd", action="store_true", help="also drain into zstd-compressed topic files "
+                        "(sparkcdc.output.topic.files.compression=zstd)")
     parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
     args = parser.parse_args()
     changes = args.changes
@@ -138,6 +146,7 @@ def main() -> None:
     debezium_runs: list[DebeziumRun] = []
     our_runs: list[SparkcdcRun] = []
     kafka_runs: list[SparkcdcRun] = []
+    zstd_runs: list[SparkcdcRun] = []
     with (ThrowawayCluster() as cluster, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
           tempfile.TemporaryDirectory(prefix="sparkcdc-bench-stream-") as tmp, contextlib.ExitStack() as stack):
         kafka = None
@@ -149,6 +158,7 @@ def main() -> None:
         conn.execute(f"CREATE PUBLICATION {DEBEZIUM_PUBLICATION} FOR TABLE bench")
         pipelines = []
         kafka_pipelines = []
+        zstd_pipelines = []
         began = time.perf_counter()
         for run in range(args.repeat):
             create_logical_slot(conn, f"debezium_stream_{run}")
@@ -157,7 +167,10 @@ def main() -> None:
             if kafka is not None:
                 kafka_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, kafka))
                 kafka_pipelines[-1].prepare(conn)
-        print(f"slots: {2 * args.repeat} created in {time.perf_counter() - began:.1f} s")
+            if args.zstd:
+                zstd_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, zstd=True))
+                zstd_pipelines[-1].prepare(conn)
+        print(f"slots: {(2 + bool(kafka_pipelines) + bool(zstd_pipelines)) * args.repeat} created in {time.perf_counter() - began:.1f} s")
         began = time.perf_counter()
         load(conn, changes, args.rows_per_transaction)
         print(f"workload: {changes:,} changes in {time.perf_counter() - began:.1f} s")
@@ -179,6 +192,13 @@ def main() -> None:
                           f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); "
                           f"{changes / ours.wall_seconds:,.0f} events/s on wall time ({ours.wall_seconds:.1f} s, "
                           f"{ours.startup_seconds:.1f} s to the query's start)")
+            if zstd_pipelines:
+                ours = zstd_pipelines[run].drain(conn, changes)
+                zstd_runs.append(ours)
+                print(f"  run {run}: sparkcdc zstd topic files {changes / ours.processing_seconds:,.0f} events/s processing "
+                      f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); "
+                      f"{changes / ours.wall_seconds:,.0f} events/s on wall time ({ours.wall_seconds:.1f} s, "
+                      f"{ours.startup_seconds:.1f} s to the query's start)")
             if kafka_pipelines:
                 ours = kafka_pipelines[run].drain(conn, changes)
                 kafka_runs.append(ours)
@@ -194,6 +214,14 @@ def main() -> None:
                   f"headers), {args.repeat} drains each; load average {load_before} before, {load_after} after"),
         note=NOTE,
     )
+    if zstd_runs:
+        report_comparison(
+            "stream-zstd", changes, debezium_runs, zstd_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record,
+            workload=(f"the same {changes:,} changes and Debezium runs as the `stream` entry recorded with it; sparkcdc "
+                      "`run --once --output` with sparkcdc.output.topic.files.compression=zstd (the reader tasks write each "
+                      "topic file as one zstd frame, level 1); output decompressed and checked like the plain files"),
+            note="zstd: compare with the plain topic files (`stream`) of the same run.",
+        )
     if kafka_runs:
         report_comparison(
             "stream-kafka", changes, debezium_runs, kafka_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record,

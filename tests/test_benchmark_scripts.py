@@ -22,7 +22,7 @@ def test_decode_benchmark_runs() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("script", "size", "extra"), [("snapshot.py", "--rows", []), ("stream.py", "--changes", ["--kafka"])])
+@pytest.mark.parametrize(("script", "size", "extra"), [("snapshot.py", "--rows", []), ("stream.py", "--changes", ["--kafka", "--zstd"])])
 def test_debezium_vs_sparkcdc_benchmark_runs(script: str, size: str, extra: list[str]) -> None:
     """Both sides (embedded Debezium, `sparkcdc run --once`) on 2,000 events; the script checks the output
     (the stream's also from `run --kafka` into a Tansu broker, consumed back)."""

@@ -11,6 +11,7 @@ import psycopg
 
 from sparkcdc.embedded_postgres import ThrowawayCluster
 from sparkcdc.spark.runner import run_pipeline
+from sparkcdc.spark.sinks.staging import open_topic_file, published_files
 
 from ..support.processes import GroupProcess
 
@@ -52,10 +53,12 @@ def events_of(lines: list[dict[str, Any]], name: str, table: str) -> list[dict[s
 def output_lines(output: Path, *, up_to_batch: int | None = None) -> list[dict[str, Any]]:
     """Every line under the topic directories (of batches up to ``up_to_batch``), in commit order."""
     lines = []
-    for path in sorted(output.glob("*/part-*.jsonl")):
+    for path in published_files(output):
         if up_to_batch is not None and int(path.name.split("-")[1]) > up_to_batch:
             continue
-        for raw in path.read_text(encoding="utf-8").split("\n")[:-1]:  # each line ends with \n
+        with open_topic_file(path) as handle:
+            text = handle.read().decode("utf-8")
+        for raw in text.split("\n")[:-1]:  # each line ends with \n
             line = json.loads(raw)
             line["topic"] = path.parent.name
             lines.append(line)

@@ -1,5 +1,6 @@
-"""The JVM class archive (sparkcdc.spark.class_archive): made for one class path, used only by it,
-and mapped by the driver JVMs sparkcdc starts."""
+"""The driver JVM's flags: the class archive (sparkcdc.spark.class_archive), made for one class
+path and used only by it, mapped by the driver JVMs sparkcdc starts, and the quick JIT
+(sparkcdc.spark.driver_jvm); one's own flags come later and win."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from sparkcdc.spark import class_archive
+from sparkcdc.spark.driver_jvm import QUICK_JIT, launch_settings
 
 
 @pytest.fixture
@@ -37,31 +39,39 @@ def test_an_archive_is_named_by_the_class_path_it_was_made_for(cache: Path, monk
     assert plain != class_archive.archive_path()
 
 
-def test_the_driver_gets_the_archive_ahead_of_its_own_flags(cache: Path) -> None:
-    assert class_archive.driver_java_options({}) == {}, "no archive made yet: nothing to map"
+def test_the_driver_gets_the_archive_and_the_quick_jit_ahead_of_its_own_flags(cache: Path) -> None:
+    options = class_archive.JAVA_OPTIONS
+    assert launch_settings({}) == {options: QUICK_JIT}, "no archive made yet: nothing to map"
     path = _fake_archive()
-    assert class_archive.driver_java_options({}) == {class_archive.JAVA_OPTIONS: f"-XX:SharedArchiveFile={path}"}
-    given = {class_archive.JAVA_OPTIONS: "-Dmine=1 -XX:+UseG1GC"}
-    assert class_archive.driver_java_options(given) == {class_archive.JAVA_OPTIONS: f"-XX:SharedArchiveFile={path} -Dmine=1 -XX:+UseG1GC"}
+    assert launch_settings({}) == {options: f"-XX:SharedArchiveFile={path} {QUICK_JIT}"}
+    given = {options: "-Dmine=1 -XX:+UseG1GC", "spark.executor.memory": "2g"}
+    assert launch_settings(given) == {options: f"-XX:SharedArchiveFile={path} {QUICK_JIT} -Dmine=1 -XX:+UseG1GC",
+                                      "spark.executor.memory": "2g"}
 
 
 def test_spark_defaults_flags_are_kept(cache: Path) -> None:
     (cache / "conf").mkdir()
     (cache / "conf" / "spark-defaults.conf").write_text("# site settings\nspark.driver.extraJavaOptions   -Dsite=1 -Dsite.b=2\n")
     path = _fake_archive()
-    assert class_archive.driver_java_options({}) == {class_archive.JAVA_OPTIONS: f"-XX:SharedArchiveFile={path} -Dsite=1 -Dsite.b=2"}
+    assert launch_settings({}) == {class_archive.JAVA_OPTIONS: f"-XX:SharedArchiveFile={path} {QUICK_JIT} -Dsite=1 -Dsite.b=2"}
 
 
 @pytest.mark.parametrize("own", ["-Xshare:off", "-XX:SharedArchiveFile=/elsewhere.jsa", "-XX:ArchiveClassesAtExit=/x.jsa"])
 def test_own_class_sharing_flags_win(cache: Path, own: str) -> None:
     _fake_archive()
-    assert class_archive.driver_java_options({class_archive.JAVA_OPTIONS: own}) == {}
+    assert launch_settings({class_archive.JAVA_OPTIONS: own}) == {class_archive.JAVA_OPTIONS: f"{QUICK_JIT} {own}"}
+
+
+@pytest.mark.parametrize("own", ["-XX:TieredStopAtLevel=4", "-XX:-TieredCompilation"])
+def test_own_jit_flags_win(cache: Path, own: str) -> None:
+    path = _fake_archive()
+    assert launch_settings({class_archive.JAVA_OPTIONS: own}) == {class_archive.JAVA_OPTIONS: f"-XX:SharedArchiveFile={path} {own}"}
 
 
 def test_turned_off(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_archive()
     monkeypatch.setenv(class_archive.SWITCH, "off")
-    assert class_archive.driver_java_options({}) == {}
+    assert launch_settings({}) == {class_archive.JAVA_OPTIONS: QUICK_JIT}
 
 
 def test_a_new_driver_jvm_maps_spark_classes_from_the_archive(tmp_path: Path) -> None:

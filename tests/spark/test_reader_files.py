@@ -20,7 +20,7 @@ from pyspark.errors import PySparkException
 from sparkcdc.errors import ConfigurationError
 from sparkcdc.spark.lines import LINES_ARROW_SCHEMA, LINES_DDL_SCHEMA
 from sparkcdc.spark.sinks.reader_files import STAGED_FILES_DDL_SCHEMA, write_topic_files
-from sparkcdc.spark.sinks.staging import STAGING_DIR, TopicFilesError, task_staging_root
+from sparkcdc.spark.sinks.staging import STAGING_DIR, TopicFilesError, open_topic_file, published_files, task_staging_root
 from sparkcdc.spark.sinks.topic_files import TopicFilesBatchWriter
 from sparkcdc.spark.source import _topic_files_output
 
@@ -99,6 +99,45 @@ def test_the_directory_without_the_layout_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="sparkcdc.output.topic.files"):
         PostgresCdcDataSource({**connector, "sparkcdc.output.layout": "topic_files"}).schema()
     assert PostgresCdcDataSource({**connector, "sparkcdc.output.layout": "lines"}).schema().startswith("topic string, line")
+
+
+def test_compressed_topic_files_hold_the_same_lines(spark: Any, tmp_path: Path) -> None:
+    """``sparkcdc.output.topic.files.compression=zstd``: each file is one zstd frame of the very
+    lines the plain layout writes, published as ``.jsonl.zst``; Spark reads them as text; a batch
+    published again (a replay) replaces its compressed files, and a plain replay of it replaces them too."""
+    partitions = [[_lines(TOPICS), _lines(TOPICS[::-1], 10)], [_lines(TOPICS[2:], 20)]]
+    plain, packed = tmp_path / "plain", tmp_path / "zstd"
+    for output, compression in ((plain, "none"), (packed, "zstd")):
+        named = [row for index, batches in enumerate(partitions)
+                 for batch in write_topic_files(batches, output, index, compression=compression) for row in _rows(batch)]
+        TopicFilesBatchWriter(output)(spark.createDataFrame(named, STAGED_FILES_DDL_SCHEMA).coalesce(1), 3)
+    files = published_files(packed)
+    assert files and all(path.name.endswith(".jsonl.zst") for path in files)
+    assert [path.name.removesuffix(".zst") for path in files] == [path.name for path in published_files(plain)]
+    for zst in files:
+        frame = zst.read_bytes()
+        assert frame[:4] == b"\x28\xb5\x2f\xfd", "a zstd frame"
+        with open_topic_file(zst) as handle:
+            assert handle.read() == (plain / zst.parent.name / zst.name.removesuffix(".zst")).read_bytes()
+    read_by_spark = spark.read.text(str(packed / "srv.public.a")).count()
+    assert read_by_spark == sum(path.read_bytes().count(b"\n") for path in (plain / "srv.public.a").iterdir()) > 0
+
+    replay = [row for batch in write_topic_files([_lines(["srv.public.a"] * 2, 90)], packed, 0) for row in _rows(batch)]
+    TopicFilesBatchWriter(packed)(spark.createDataFrame(replay, STAGED_FILES_DDL_SCHEMA), 3)
+    assert [f"{p.parent.name}/{p.name}" for p in published_files(packed)] == ["srv.public.a/part-0000000003-00000.jsonl"]
+
+
+def test_compression_is_refused_where_nothing_compresses(tmp_path: Path) -> None:
+    """No silent no-op: only the reader-written topic files are compressed."""
+    from sparkcdc.spark.source import PostgresCdcDataSource
+
+    connector = {"database.hostname": "h", "database.user": "u", "database.dbname": "d", "topic.prefix": "p"}
+    with pytest.raises(ConfigurationError, match="sparkcdc.output.topic.files.compression.*layout is lines"):
+        PostgresCdcDataSource({**connector, "sparkcdc.output.layout": "lines", "sparkcdc.output.topic.files.compression": "zstd"}).schema()
+    assert PostgresCdcDataSource({**connector, "sparkcdc.output.layout": "lines",
+                                  "sparkcdc.output.topic.files.compression": "none"}).schema().startswith("topic string, line")
+    with pytest.raises(ConfigurationError, match="sparkcdc.output.topic.files.compression"):
+        list(write_topic_files([_lines(["srv.public.a"])], tmp_path, 0, compression="gzip"))
 
 
 def test_the_layout_needs_its_directory() -> None:

@@ -407,6 +407,11 @@ _ALL = [
     _P("sparkcdc.output.topic.files",
        doc="with sparkcdc.output.layout=topic_files: the topic files directory the reader tasks write into "
            "(local, or mounted at the same path on every node); refused with any other layout"),
+    _P("sparkcdc.output.topic.files.compression", "none", "enum", ("none", "zstd"),
+       doc="with sparkcdc.output.layout=topic_files: (zstd) the reader tasks write each topic file zstd-compressed "
+           "(level 1, part-*.jsonl.zst; Spark, zstdcat and jq via zstdcat read them): the JSON lines with schemas "
+           "compress about 100x, and writing their bytes was the largest single cost of a streamed change; refused with "
+           "other layouts"),
     _P("sparkcdc.output.kafka.bootstrap.servers",
        doc="with sparkcdc.output.layout=kafka: the Kafka cluster the reader tasks produce to (required); refused with any "
            "other layout"),

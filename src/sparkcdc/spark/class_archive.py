@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..errors import PipelineError
 
-__all__ = ["ClassArchiveError", "archive_directory", "archive_path", "build", "driver_java_options"]
+__all__ = ["ClassArchiveError", "archive_directory", "archive_path", "archive_option", "build", "spark_defaults"]
 
 log = logging.getLogger(__name__)
 
@@ -69,22 +69,19 @@ def archive_path(settings: Mapping[str, str] | None = None) -> Path:
     return archive_directory() / f"classes-{_key(settings or {})}.jsa"
 
 
-def driver_java_options(settings: Mapping[str, str]) -> dict[str, str]:
-    """The ``spark.driver.extraJavaOptions`` a new driver JVM launched with ``settings`` gets so that
-    it maps the archive: ``{}`` when there is no archive for it, or when it is turned off.
-
-    Spark takes one value for the setting (``--conf`` over ``spark-defaults.conf``), so the archive's
-    flag goes ahead of the value that would otherwise apply, which keeps every flag of the user's."""
+def archive_option(settings: Mapping[str, str], own: str) -> str | None:
+    """The JVM flag that maps the archive into a new driver JVM launched with ``settings`` (``--conf``)
+    whose own ``spark.driver.extraJavaOptions`` are ``own``: None when there is no archive for it,
+    when it is turned off, or when ``own`` decides class sharing itself."""
     if os.environ.get(SWITCH, "").strip().lower() in ("off", "0", "false", "no"):
-        return {}
-    own = settings.get(JAVA_OPTIONS, _spark_defaults().get(JAVA_OPTIONS, ""))
+        return None
     if any(flag in own for flag in _OWN_SHARING_FLAGS):
-        return {}
+        return None
     path = archive_path(settings)
     if not path.is_file():
         log.info("no JVM class archive for this Spark (%s): `sparkcdc prepare` makes the driver start faster", path)
-        return {}
-    return {JAVA_OPTIONS: f"-XX:SharedArchiveFile={path} {own}".strip()}
+        return None
+    return f"-XX:SharedArchiveFile={path}"
 
 
 def build(settings: Mapping[str, str] | None = None, *, timeout: float = 600) -> Path:
@@ -124,7 +121,7 @@ def _key_parts(settings: Mapping[str, str]) -> Iterator[str]:
     jars = _spark_home() / "jars"
     for jar in sorted(jars.glob("*.jar")) if jars.is_dir() else ():
         yield f"{jar.name}:{jar.stat().st_size}"
-    defaults = _spark_defaults()
+    defaults = spark_defaults()
     for name in _KEYED_SETTINGS:
         yield f"{name}={settings.get(name, defaults.get(name, ''))}"
     for name in _KEYED_ENVIRONMENT:
@@ -144,7 +141,7 @@ def _spark_home() -> Path:
     return Path(os.environ.get("SPARK_HOME") or _find_spark_home())
 
 
-def _spark_defaults() -> dict[str, str]:
+def spark_defaults() -> dict[str, str]:
     """``spark-defaults.conf`` as Spark's launcher reads it (``SPARK_CONF_DIR``, else ``conf`` of
     Spark's home): a key, then whitespace or ``=``, then the value."""
     directory = os.environ.get("SPARK_CONF_DIR") or str(_spark_home() / "conf")
@@ -168,7 +165,7 @@ def _train(partial: str, settings: dict[str, str]) -> None:
 
     from .session import spark_session
 
-    own = settings.get(JAVA_OPTIONS, _spark_defaults().get(JAVA_OPTIONS, ""))
+    own = settings.get(JAVA_OPTIONS, spark_defaults().get(JAVA_OPTIONS, ""))
     settings[JAVA_OPTIONS] = f"-XX:ArchiveClassesAtExit={partial} -Xlog:cds=off -Xlog:cds+dynamic=off {own}".strip()
     spark = spark_session("local[2]", app_name="sparkcdc-class-archive", extra=settings)
     with tempfile.TemporaryDirectory(prefix="sparkcdc-class-archive-") as work:

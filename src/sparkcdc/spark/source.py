@@ -98,7 +98,8 @@ def read_partition(partition: _Partition) -> Iterator[Any]:
     if layout == "topic_files":
         from .sinks.reader_files import write_topic_files
 
-        return write_topic_files((line_batch(batch) for batch in batches), _topic_files_output(config), partition.index)
+        return write_topic_files((line_batch(batch) for batch in batches), _topic_files_output(config), partition.index,
+                                 compression=config.get("sparkcdc.output.topic.files.compression") or "none")
     if layout == "kafka":
         from .sinks.reader_kafka import kafka_link, produce_partition
 
@@ -167,10 +168,11 @@ def _refuse_other_layouts_settings(config: Any, layout: str | None) -> None:
     """A layout's own settings given with another layout would do nothing: refused, naming the property."""
     from ..errors import ConfigurationError
 
-    if layout != "topic_files" and config.get("sparkcdc.output.topic.files"):
-        raise ConfigurationError(f"only the topic_files layout writes topic files from the reader, and the layout is "
-                                 f"{layout}: drop the property or set sparkcdc.output.layout=topic_files",
-                                 prop="sparkcdc.output.topic.files")
+    for prop in ("sparkcdc.output.topic.files", "sparkcdc.output.topic.files.compression"):
+        value = config.raw.get(prop)
+        if layout != "topic_files" and value and not (prop.endswith("compression") and value.strip().lower() == "none"):
+            raise ConfigurationError(f"only the topic_files layout writes topic files from the reader, and the layout is "
+                                     f"{layout}: drop the property or set sparkcdc.output.layout=topic_files", prop=prop)
     given = sorted(name for name, value in config.raw.items() if name.startswith("sparkcdc.output.kafka.") and value)
     if layout != "kafka" and given:
         raise ConfigurationError(f"only the kafka layout produces to Kafka from the reader, and the layout is {layout}: drop "

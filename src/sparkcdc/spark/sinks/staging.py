@@ -2,7 +2,7 @@
 
 Spark writes a batch's lines under a staging directory unique to the attempt, one sub-directory
 ``topic=<escaped topic>`` per topic (``DataFrameWriter.partitionBy``). Publishing then makes them
-the batch's output in ``<output>/<topic>/part-<batch>-<n>.jsonl``. Nothing here knows Spark: it is
+the batch's output in ``<output>/<topic>/part-<batch>-<n>.jsonl`` (``.jsonl.zst`` compressed). Nothing here knows Spark: it is
 plain file-system work, done by the driver between the batch's write and Spark's commit of the
 batch, so its order of steps is what makes the output exactly once:
 
@@ -25,20 +25,27 @@ import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
+
+import zstandard
 
 from ...errors import DestinationError
 
 __all__ = [
     "STAGING_DIR",
+    "TOPIC_FILE_SUFFIXES",
     "PublishedBatch",
     "TopicFilesError",
     "escape_partition_value",
     "new_staging_dir",
+    "open_topic_file",
+    "published_files",
     "publish_batch",
     "remove_staging",
     "remove_task_staging",
     "stage_task_files",
     "task_staging_root",
+    "topic_file_suffix",
 ]
 
 STAGING_DIR = "_sparkcdc_staging"
@@ -72,8 +79,34 @@ def new_staging_dir(output: Path, batch_id: int) -> Path:
     return output / STAGING_DIR / f"{batch_id}-{uuid.uuid4().hex}"
 
 
-def batch_file_name(batch_id: int, n: int) -> str:
-    return f"part-{batch_id:010d}-{n:05d}.jsonl"
+#: A topic file's name ends in one of these: JSON lines, or JSON lines compressed with zstd
+#: (``sparkcdc.output.topic.files.compression``). Staging and publishing keep the ending they are given.
+TOPIC_FILE_SUFFIXES = (".jsonl", ".jsonl.zst")
+
+
+def batch_file_name(batch_id: int, n: int, suffix: str = ".jsonl") -> str:
+    return f"part-{batch_id:010d}-{n:05d}{suffix}"
+
+
+def published_files(output: Path) -> list[Path]:
+    """The published topic files under ``output`` (``<topic>/part-*``, either ending), sorted by
+    topic and then by batch and place: the order to read a topic's lines in."""
+    return sorted(path for suffix in TOPIC_FILE_SUFFIXES for path in output.glob(f"*/part-*{suffix}")
+                  if not path.parent.name.startswith("_"))
+
+
+def open_topic_file(path: Path) -> BinaryIO:
+    """A topic file's JSON lines for reading, decompressed if it is a ``.jsonl.zst`` file."""
+    raw = open(path, "rb")  # noqa: SIM115 - the caller closes what is returned, which closes this
+    if topic_file_suffix(path) == ".jsonl.zst":
+        return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)  # type: ignore[return-value]
+    return raw
+
+
+def topic_file_suffix(path: Path) -> str:
+    """``.jsonl.zst`` for a compressed topic file, else ``.jsonl`` (what Spark's text writer names
+    ``.txt``, or nothing, is JSON lines too)."""
+    return ".jsonl.zst" if path.name.endswith(".zst") else ".jsonl"
 
 
 def escape_partition_value(value: str | None) -> str:
@@ -97,7 +130,7 @@ def stage_task_files(staging: Path, files: list[tuple[str | None, str]], batch_i
         partition = staging / f"{_PARTITION_PREFIX}{escape_partition_value(topic)}"
         try:
             partition.mkdir(parents=True, exist_ok=True)
-            os.replace(source, partition / f"part-{n:05d}.jsonl")
+            os.replace(source, partition / f"part-{n:05d}{topic_file_suffix(source)}")
         except OSError as exc:
             raise TopicFilesError(f"batch {batch_id}: cannot stage {source}, written by a reader task: {exc}") from exc
 
@@ -129,7 +162,7 @@ def publish_batch(output: Path, staging: Path, batch_id: int, *, fsync: bool = T
             for file in files:
                 _fsync_file(file, batch_id)
     touched: set[Path] = set()
-    for stale in output.glob(f"*/part-{batch_id:010d}-*.jsonl"):
+    for stale in (path for suffix in TOPIC_FILE_SUFFIXES for path in output.glob(f"*/part-{batch_id:010d}-*{suffix}")):
         try:
             stale.unlink()
         except FileNotFoundError:
@@ -146,7 +179,7 @@ def publish_batch(output: Path, staging: Path, batch_id: int, *, fsync: bool = T
             raise TopicFilesError(f"batch {batch_id}: cannot create the topic directory {target_dir}: {exc}") from exc
         touched.add(target_dir)
         for n, file in enumerate(files):
-            target = target_dir / batch_file_name(batch_id, n)
+            target = target_dir / batch_file_name(batch_id, n, topic_file_suffix(file))
             try:
                 os.replace(file, target)
             except OSError as exc:
