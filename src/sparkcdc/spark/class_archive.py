@@ -119,6 +119,7 @@ def _key_parts(settings: Mapping[str, str]) -> Iterator[str]:
     release = Path(java).resolve().parent.parent / "release"
     yield release.read_text(errors="replace") if release.is_file() else ""
     jars = _spark_home() / "jars"
+    yield str(jars.resolve())  # the class path names the jars by path: another installation is another key
     for jar in sorted(jars.glob("*.jar")) if jars.is_dir() else ():
         yield f"{jar.name}:{jar.stat().st_size}"
     defaults = spark_defaults()
