@@ -16,6 +16,7 @@ import psycopg
 import pytest
 
 from sparkcdc.debezium.config import ConfigError, ConnectorConfig
+from sparkcdc.engine.offsets import OffsetError, SourceOffset
 from sparkcdc.engine.planner import ConnectorPlanner
 from sparkcdc.engine.setup import SetupError, ensure_stream_publications
 from sparkcdc.engine.stream_slots import assign_tables, check_parallel_streaming, stream_slots
@@ -196,6 +197,10 @@ def test_two_slots_stream_three_tables_exactly_once_and_the_replay_equals_the_so
     b_tx = {payload(line)["source"]["txId"] for line in lines if line["topic"] == f"srv.public.{tables[1]}" and payload(line)
             and payload(line)["op"] == "c" and payload(line)["after"]["id"] == 300}
     assert a_tx == b_tx and len(a_tx) == 1
+    # The checkpoint is read with two slots only: with another number, tables would move between slots.
+    assert SourceOffset.from_dict(checkpoint_offset(checkpoint, last), streams=2).streams == 2
+    with pytest.raises(OffsetError, match="sparkcdc.stream.slots: the checkpoint streams through 2 slot"):
+        SourceOffset.from_dict(checkpoint_offset(checkpoint, last), streams=1)
     # slot.drop.on.stop: the planner's stop drops every stream's slot.
     ConnectorPlanner(ConnectorConfig({**props, "slot.drop.on.stop": "true"})).stop()
     assert [get_slot(db, slot) for slot in slots] == [None, None]

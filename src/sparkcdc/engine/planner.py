@@ -133,7 +133,8 @@ class ConnectorPlanner:
             else:
                 slot = self._ensure_slot()
                 self.notifier.initial("SKIPPED")
-                self._initial = SourceOffset(self.slot_name, self.database, slot.confirmed_flush_lsn or 0).to_dict()
+                self._initial = SourceOffset(self.slot_name, self.database, slot.confirmed_flush_lsn or 0,
+                                             streams=len(self.slot_names)).to_dict()
         return self._initial
 
     def _set_up(self) -> None:
@@ -212,11 +213,11 @@ class ConnectorPlanner:
         # Debezium carries the snapshot's time into streaming (see StreamingProcessor).
         for store in self.state_stores:
             store.write(spec.lsn, StreamState(None, spec.ts_us))
-        return SourceOffset(self.slot_name, self.database, spec.lsn, phase="snapshot", snapshot=spec)
+        return SourceOffset(self.slot_name, self.database, spec.lsn, phase="snapshot", snapshot=spec, streams=len(self.slot_names))
 
     # -- offsets ---------------------------------------------------------------------------------
     def parse(self, raw: dict[str, Any]) -> SourceOffset:
-        return SourceOffset.from_dict(raw, slot=self.slot_name, database=self.database)
+        return SourceOffset.from_dict(raw, slot=self.slot_name, database=self.database, streams=len(self.slot_names))
 
     def prepare_for_available_now(self) -> None:
         """``--once``: the target is everything written to the WAL now."""
