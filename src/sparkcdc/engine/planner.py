@@ -361,8 +361,11 @@ class ConnectorPlanner:
     def _resume(self, start: SourceOffset) -> SourceOffset | None:
         """First ``latest_offset`` of a restarted query: check the slot against the checkpoint."""
         self._set_up()
-        slot = get_slot(self.admin, self.slot_name)
-        if start.phase == "stream" and self._snapshot_wanted(fresh=False, slot=slot):
+        slots = {name: get_slot(self.admin, name) for name in self.slot_names}
+        slot = slots[self.slot_name]
+        # snapshot.mode=when_needed: a new snapshot when any stream's slot is gone or has lost WAL
+        usable = all(s is not None and s.wal_status != "lost" for s in slots.values())
+        if start.phase == "stream" and self._snapshot_wanted(fresh=False, slot=slot if usable else None):
             log.warning("snapshot.mode=%s: a new initial snapshot at restart", self.mode)
             return self._begin_snapshot()
         if start.phase == "stream":
@@ -372,8 +375,8 @@ class ConnectorPlanner:
         state = self.state_store.read(start.lsn)
         if state is not None and state.stream_from_lsn is not None:
             self._floor_lsn = max(self._floor_lsn, state.stream_from_lsn)
-        for name in self.slot_names:
-            self._check_slot(name, slot if name == self.slot_name else get_slot(self.admin, name), start)
+        for name, found in slots.items():
+            self._check_slot(name, found, start)
         return None
 
     def _check_slot(self, name: str, slot: SlotState | None, start: SourceOffset) -> None:
