@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from sparkcdc.cli.status import server_report
 from sparkcdc.debezium.config import ConfigError, ConnectorConfig
 from sparkcdc.engine.offsets import OffsetError, SourceOffset
 from sparkcdc.engine.planner import ConnectorPlanner
@@ -24,6 +25,7 @@ from sparkcdc.pgoutput.messages import Insert
 from sparkcdc.postgres import get_slot
 from sparkcdc.postgres.replication import LogicalReplicationReader, ReplicationOptions
 from sparkcdc.postgres.slots import ExportedSnapshotSlot, create_logical_slot, current_wal_insert_lsn, drop_slot
+from sparkcdc.spark.metrics import MetricsCollector
 
 from ..support.incremental import replay, table_rows
 from .support import checkpoint_offset, output_lines, payload, properties, run_once
@@ -201,6 +203,18 @@ def test_two_slots_stream_three_tables_exactly_once_and_the_replay_equals_the_so
     assert SourceOffset.from_dict(checkpoint_offset(checkpoint, last), streams=2).streams == 2
     with pytest.raises(OffsetError, match="sparkcdc.stream.slots: the checkpoint streams through 2 slot"):
         SourceOffset.from_dict(checkpoint_offset(checkpoint, last), streams=1)
+    # The metrics sum both streams' reports, and see both slots; `sparkcdc status` shows both streams.
+    collector = MetricsCollector(props, state_location=str(tmp_path / "state"))
+    try:
+        collector.refresh()
+        streaming = collector.snapshot()["streaming"]
+        assert streaming["TotalNumberOfCreateEventsSeen"] == sum(1 for line in lines if payload(line) and payload(line)["op"] == "c")
+        assert collector.slot["active"] is False and collector.slot["pending_bytes"] is not None
+    finally:
+        collector.close()
+    report = server_report(db, ConnectorConfig(props))
+    assert report["streams"][0]["slot"]["name"] == slots[1] and report["streams"][0]["slot"]["exists"]
+    assert report["streams"][0]["publication"]["tables"] == [f"public.{tables[1]}"]
     # slot.drop.on.stop: the planner's stop drops every stream's slot.
     ConnectorPlanner(ConnectorConfig({**props, "slot.drop.on.stop": "true"})).stop()
     assert [get_slot(db, slot) for slot in slots] == [None, None]
