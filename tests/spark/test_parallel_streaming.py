@@ -214,7 +214,10 @@ def test_two_slots_stream_three_tables_exactly_once_and_the_replay_equals_the_so
         collector.close()
     report = server_report(db, ConnectorConfig(props))
     assert report["streams"][0]["slot"]["name"] == slots[1] and report["streams"][0]["slot"]["exists"]
-    assert report["streams"][0]["publication"]["tables"] == [f"public.{tables[1]}"]
+    shares = assign_tables(ConnectorConfig(props), [("public", table) for table in tables])
+    assert report["streams"][0]["publication"]["tables"] == sorted(f"{s}.{t}" for s, t in shares[1])
+    assert report["publication"]["tables"] == sorted(f"{s}.{t}" for s, t in shares[0]) and f"public.{tables[0]}" in report[
+        "publication"]["tables"]
     # slot.drop.on.stop: the planner's stop drops every stream's slot.
     ConnectorPlanner(ConnectorConfig({**props, "slot.drop.on.stop": "true"})).stop()
     assert [get_slot(db, slot) for slot in slots] == [None, None]
