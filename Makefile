@@ -18,6 +18,7 @@ $(STAMP): pyproject.toml setup.py scripts/system-deps.sh src/sparkcdc/native.py 
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
 	$(PY) scripts/precompile_pyspark_zip.py
+	$(PY) -m sparkcdc.cli prepare
 	touch $(STAMP)
 
 lint: $(STAMP)

@@ -125,7 +125,8 @@ def test_example_pipeline_writes_typed_tables(pg_cluster: ThrowawayCluster, db: 
     db.execute(f"INSERT INTO {orders} SELECT g, g % 40 + 1, g * 1.25, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 hour' "
                "FROM generate_series(1, 120) g")
     tables = [f"public.{customers}", f"public.{orders}"]
-    props = properties(pg_cluster, unique_name, tables)
+    # the state location named (not /tmp's default, which an earlier test session's reports may share)
+    props = properties(pg_cluster, unique_name, tables, **{"sparkcdc.state.location": str(tmp_path / "state")})
     mirror = f"{unique_name}_mirror"
     db.execute(f'CREATE DATABASE "{mirror}"')
     project, env = pipeline_project(tmp_path, props, tables,
@@ -156,6 +157,19 @@ def test_example_pipeline_writes_typed_tables(pg_cluster: ThrowawayCluster, db: 
         # The sinks applied the new changes to the mirror, once (the first run's batches not again).
         for table in (customers, orders):
             assert mirrored(pg_cluster, mirror, table) == sorted(db.execute(f"SELECT * FROM {table}").fetchall())
+
+        # What a pipeline's user gets of Debezium's metrics: the reports the source's planner and tasks
+        # wrote under its state location, read with the pipeline's options (docs/declarative-pipelines.md).
+        from sparkcdc.spark.metrics import MetricsCollector
+
+        collector = MetricsCollector(props, poll_server=False)
+        collector.refresh()
+        figures = collector.snapshot()
+        assert figures["snapshot"]["RowsScanned"] == {f"public.{customers}": 40, f"public.{orders}": 120}
+        assert figures["snapshot"]["SnapshotCompleted"] is True  # marked by the second run's planner
+        streaming = figures["streaming"]
+        assert (streaming["TotalNumberOfCreateEventsSeen"], streaming["TotalNumberOfUpdateEventsSeen"],
+                streaming["TotalNumberOfDeleteEventsSeen"]) == (0, 1, 1)
     finally:
         db.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s AND NOT active",
                    (unique_name,))

@@ -55,7 +55,14 @@ def test_sink_applies_a_table_to_delta_exactly_once(spark: Any, pg_cluster: Any,
     def source() -> list[tuple[Any, ...]]:
         return sorted(db.execute(f"SELECT id, name, notes FROM {table}").fetchall())
 
+    stale = f"{unique_name}_stale"
     try:
+        # A target an earlier pipeline left (its own slot and pipeline id) with a row the source has lost since.
+        db.execute(f"INSERT INTO {table} VALUES (99, 'stale', 'gone before the snapshot')")
+        _apply_once(spark, properties(pg_cluster, stale, [table]), table, target, tmp_path / "stale-checkpoint")
+        assert 99 in [row[0] for row in _mirror(target, table)]
+        db.execute(f"DELETE FROM {table} WHERE id = 99")
+        # The initial snapshot's batch is the table's image, as with apply_changes: the stale row goes.
         _apply_once(spark, props, table, target, checkpoint)
         assert _mirror(target, table) == source()
 
@@ -66,5 +73,5 @@ def test_sink_applies_a_table_to_delta_exactly_once(spark: Any, pg_cluster: Any,
         assert _mirror(target, table) == source()
         assert len(source()) == 28
     finally:
-        db.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s AND NOT active",
-                   (unique_name,))
+        db.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = ANY(%s) AND NOT active",
+                   ([unique_name, stale],))

@@ -10,6 +10,7 @@ runs it: topic files, a PostgreSQL and a Delta mirror, each compared with the so
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from decimal import Decimal
@@ -24,7 +25,11 @@ from sparkcdc.cli.app import EXIT_CONFIG, app
 from sparkcdc.errors import ConfigurationError
 from sparkcdc.spark.runner import _observe_records, _observed_records, run_pipeline
 
+from ..support.processes import GroupProcess
+from ..support.standalone_cluster import free_port
+from ..support.waiting import wait_until
 from .support import output_lines, payload, properties
+from .test_metrics_run import Scraper
 
 pytestmark = pytest.mark.slow
 
@@ -138,6 +143,10 @@ def test_a_setting_of_the_servers_application_is_refused_naming_it(connect_serve
 
 
 def test_run_remote_writes_topic_files_and_mirrors(connect_server, pg_cluster, db, tmp_path, unique_name):
+    """Two runs: the snapshot (``--once``), then a long-running one serving ``--metrics-port``,
+    scraped until the streamed changes show, and stopped with SIGTERM. The client reads the metric
+    reports the server's planner and tasks wrote under the state location (one file system here),
+    and each summary shows what the server's appliers applied."""
     table = f"cr_{unique_name}"
     _make_table(db, table)
     mirror = f"{table}_mirror"
@@ -146,21 +155,61 @@ def test_run_remote_writes_topic_files_and_mirrors(connect_server, pg_cluster, d
     config.write_text("".join(f"{k}={v}\n" for k, v in properties(pg_cluster, unique_name, [f"public.{table}"]).items()))
     out, delta = tmp_path / "out", tmp_path / "delta"
     targets = [f"postgresql://{pg_cluster.user}@{pg_cluster.host}:{pg_cluster.port}/{mirror}", str(delta)]
+    argv = [sys.executable, "-m", "sparkcdc.cli", "run", str(config), "--checkpoint", str(tmp_path / "ck"),
+            "--remote", connect_server.url, "--output", str(out)]
+    for target in targets:
+        argv += ["--apply-to", target]
 
-    def run(name: str) -> dict[str, Any]:
-        summary = tmp_path / f"{name}.json"
-        argv = [sys.executable, "-m", "sparkcdc.cli", "run", str(config), "--checkpoint", str(tmp_path / "ck"), "--once",
-                "--remote", connect_server.url, "--output", str(out), "--summary", str(summary)]
-        for target in targets:
-            argv += ["--apply-to", target]
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT, cwd=tmp_path)
-        assert done.returncode == 0, f"sparkcdc run --remote failed:\n{done.stderr[-6000:]}\n{connect_server.log_tail()}"
-        return json.loads(summary.read_text())
-
-    assert run("snapshot")["records"] == 4  # counted on the server, reported by the query's observed metrics
+    summary = tmp_path / "snapshot.json"
+    done = subprocess.run([*argv, "--once", "--summary", str(summary)], capture_output=True, text=True, timeout=RUN_TIMEOUT, cwd=tmp_path)
+    assert done.returncode == 0, f"sparkcdc run --remote failed:\n{done.stderr[-6000:]}\n{connect_server.log_tail()}"
+    snapshot = json.loads(summary.read_text())
+    assert snapshot["records"] == 4  # counted on the server, reported by the query's observed metrics
+    # applied by the server's Python, brought back to the client (docs/spark-connect.md)
+    assert _applied(snapshot) == {"postgresql": 4, "delta": 4}, snapshot["applied"]
+    assert all(seconds.get("commit", 0) > 0 for seconds in snapshot["apply_seconds"].values()), snapshot["apply_seconds"]
     _mirrors_equal(db, pg_cluster, table, mirror, delta)
-    _change(db, table)
-    assert run("stream")["records"] == 4  # c, u, d and the delete's tombstone
+
+    port = free_port()
+    summary = tmp_path / "stream.json"
+    run = GroupProcess([*argv, "--metrics-port", str(port), "--summary", str(summary)], tmp_path / "stream.log", cwd=tmp_path)
+    scrape = Scraper(port, "srv")
+    try:
+        _change(db, table)
+
+        def streamed() -> dict | None:
+            if run.process.poll() is not None:
+                raise AssertionError(f"sparkcdc run --remote ended: {(tmp_path / 'stream.log').read_text()[-6000:]}")
+            samples = scrape.samples()
+            done = samples and scrape.value(samples, "TotalNumberOfEventsSeen", "streaming") == 3.0
+            return samples if done else None
+
+        samples = wait_until(streamed, timeout=RUN_TIMEOUT, interval=0.2, what="the three changes in /metrics")
+        expected = {("TotalNumberOfCreateEventsSeen", "streaming"): 1.0, ("TotalNumberOfUpdateEventsSeen", "streaming"): 1.0,
+                    ("TotalNumberOfDeleteEventsSeen", "streaming"): 1.0, ("NumberOfCommittedTransactions", "streaming"): 3.0,
+                    ("Connected", "streaming"): 1.0,
+                    # the first run's snapshot, from its reports
+                    ("SnapshotCompleted", "snapshot"): 1.0, ("TotalTableCount", "snapshot"): 1.0,
+                    ("RemainingTableCount", "snapshot"): 0.0, ("TotalNumberOfEventsSeen", "snapshot"): 4.0}
+        assert {key: scrape.value(samples, *key) for key in expected} == expected
+        assert scrape.value(samples, "RowsScanned", "snapshot", table=f"public.{table}") == 4.0
+        # once Spark committed a batch, the client knows it reads the reports (it warns when it does not)
+        extras = wait_until(lambda: (e := scrape.attributes()["sparkcdc"])["metric_reports_found"] is not None and e,
+                            timeout=RUN_TIMEOUT, what="the collector's check of the reports")
+        assert extras["metric_reports_found"] is True and extras["last_committed_batch_id"] >= 1
+    finally:
+        if run.process.poll() is None:
+            run.process.send_signal(signal.SIGTERM)
+            try:
+                run.wait(RUN_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                run.kill()
+        else:
+            run.log.close()
+    assert run.process.returncode == 0, (tmp_path / "stream.log").read_text()[-6000:]
+    stream = json.loads(summary.read_text())
+    assert stream["records"] == 4 and stream["stopped_by_signal"]  # c, u, d and the delete's tombstone
+    assert _applied(stream) == {"postgresql": 3, "delta": 3}, stream["applied"]
     _mirrors_equal(db, pg_cluster, table, mirror, delta)
 
     events = [payload(line) for line in output_lines(out) if line["topic"] == f"srv.public.{table}"]
@@ -175,6 +224,12 @@ def test_run_remote_writes_topic_files_and_mirrors(connect_server, pg_cluster, d
         else:
             image[event["after"]["id"]] = event["after"]
     assert sorted((r["id"], r["label"]) for r in image.values()) == [(i, label) for i, label, _ in _source_rows(db, table)]
+
+
+def _applied(summary: dict[str, Any]) -> dict[str, int]:
+    """The events applied per kind of target (PostgreSQL, Delta), summed over its tables."""
+    return {("postgresql" if name.startswith("postgres") else "delta"): sum(tables.values())
+            for name, tables in summary["applied"].items()}
 
 
 def _mirrors_equal(db: psycopg.Connection, pg_cluster: Any, table: str, mirror: str, delta: Path) -> None:

@@ -47,3 +47,35 @@ def test_a_metrics_port_in_use_fails_before_spark_starts(tmp_path: Path) -> None
                       "slot.name": "s", "sparkcdc.state.location": str(tmp_path)}
         with pytest.raises(PipelineError, match=f"cannot serve the metrics on 127.0.0.1:{port}"):
             RunMetrics.start(properties, port, "127.0.0.1", None)
+
+
+def test_reports_out_of_reach_are_named_with_the_property(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A client whose file system lacks the server's state location (``run --remote`` on another
+    machine): once Spark committed a batch, the planner's reports should be there; their absence is
+    a warning naming ``sparkcdc.state.location`` and a 0 gauge, not metrics silently at zero."""
+    state = tmp_path / "state"
+    collector = MetricsCollector({"topic.prefix": "p", "database.hostname": "localhost", "database.user": "u",
+                                  "database.dbname": "d", "slot.name": "s", "sparkcdc.state.location": str(state)},
+                                 poll_server=False, remote="sc://spark.example:15002")
+    collector.refresh()
+    assert collector.snapshot()["sparkcdc"]["metric_reports_found"] is None  # nothing committed yet: nothing to say
+    collector.observe_progress({"batchId": 0, "sources": []})
+    with caplog.at_level("WARNING", logger="sparkcdc.spark.metrics"):
+        collector.refresh()
+        collector.refresh()
+    warnings = [r.getMessage() for r in caplog.records if "metric report" in r.getMessage()]
+    assert len(warnings) == 1, warnings  # once
+    assert "sparkcdc.state.location" in warnings[0] and str(state) in warnings[0] and "sc://spark.example:15002" in warnings[0]
+
+    def gauge() -> float | None:
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(PrometheusExposition(collector))  # type: ignore[arg-type]
+        text = generate_latest(registry).decode()
+        return next((s.value for f in text_string_to_metric_families(text) for s in f.samples
+                     if s.name == "sparkcdc_metric_reports_found"), None)
+
+    assert gauge() == 0.0
+    (state / "metrics").mkdir(parents=True)
+    (state / "metrics" / "connector.json").write_text('{"captured_tables": ["public.t"]}')
+    collector.refresh()  # mounted after all: found
+    assert collector.snapshot()["sparkcdc"]["metric_reports_found"] is True and gauge() == 1.0

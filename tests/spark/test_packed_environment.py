@@ -9,7 +9,10 @@ spark.pyspark.python=./environment/bin/python``. One running pipeline's initial 
 chunks, and then a streamed update must come out in the topic files (SIGTERM ends it); and every Python process the executors
 started must have run ``./environment/bin/python`` of the archive unpacked in the worker's work dir,
 importing ``sparkcdc`` from there (a ``.pth`` probe in the environment reports each interpreter start
-in the executor's stderr).
+in the executor's stderr). Then, on the same cluster, the recipe's spark-submit form: ``spark-submit
+--archives <env>.tar.gz#environment --conf spark.pyspark.python=./environment/bin/python "$(sparkcdc
+submit-script)" run ... --once`` reads the table's snapshot again (on a slot of its own), with
+executors that ran the archive's Python too.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -28,7 +32,7 @@ import pytest
 
 from ..support.packed_environment import build_environment, pack, pointers_out
 from ..support.processes import GroupProcess
-from ..support.standalone_cluster import HOST, QUICK_JVM, StandaloneCluster, standalone_cluster
+from ..support.standalone_cluster import HOST, QUICK_JVM, StandaloneCluster, spark_home, standalone_cluster
 from ..support.waiting import wait_until
 from .support import output_lines, properties
 
@@ -77,16 +81,19 @@ def test_executors_run_the_packed_environment(packed_environment: Path, pg_clust
     # path (./environment/bin/python): in the driver's directory it leads to the driver's own venv.
     (driver_dir / "environment").symlink_to(sys.prefix, target_is_directory=True)
 
+    # a small shared machine; both executors registered before the first job
+    small = ["--conf", "spark.executor.memory=512m", "--conf", f"spark.driver.host={HOST}",
+             "--conf", f"spark.driver.extraJavaOptions={QUICK_JVM}", "--conf", f"spark.executor.extraJavaOptions={QUICK_JVM}",
+             "--conf", "spark.scheduler.minRegisteredResourcesRatio=1.0",
+             "--conf", "spark.scheduler.maxRegisteredResourcesWaitingTime=120s"]
     argv = [sys.executable, "-m", "sparkcdc.cli", "run", str(config), "--checkpoint", "ck", "--output", str(output),
             "--summary", str(tmp_path / "summary.json"),
             # the recipe
             "--conf", f"spark.archives={packed_environment}#environment",
-            "--conf", "spark.pyspark.python=./environment/bin/python",
-            # a small shared machine; both executors registered before the first job
-            "--conf", "spark.executor.memory=512m", "--conf", f"spark.driver.host={HOST}",
-            "--conf", f"spark.driver.extraJavaOptions={QUICK_JVM}", "--conf", f"spark.executor.extraJavaOptions={QUICK_JVM}",
-            "--conf", "spark.scheduler.minRegisteredResourcesRatio=1.0",
-            "--conf", "spark.scheduler.maxRegisteredResourcesWaitingTime=120s"]
+            "--conf", "spark.pyspark.python=./environment/bin/python", *small]
+    submit_config = tmp_path / "submit.properties"  # the same table, read again on a slot of its own
+    submit_props = properties(pg_cluster, f"{unique_name}_s", [f"public.{table}"], **{"sparkcdc.snapshot.chunk.rows": "500"})
+    submit_config.write_text("".join(f"{k}={v}\n" for k, v in submit_props.items()))
     topic = f"srv.public.{table}"
 
     def ops() -> list[str]:
@@ -117,10 +124,52 @@ def test_executors_run_the_packed_environment(packed_environment: Path, pg_clust
             raise
         assert code == 0, _failure_report(log, cluster)
         probes = _probes(cluster)
+        try:
+            submitted = _spark_submit_run(packed_environment, cluster, small, submit_config, driver_dir, table)
+        finally:
+            db.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s AND NOT active",
+                       (submit_props["slot.name"],))
 
     assert ops().count("r") == ROWS and ops().count("u") == 10
     assert json.loads((tmp_path / "summary.json").read_text())["records"] == ROWS + 10
 
+    _check_probes(probes, cluster)
+    _check_probes(submitted, cluster)
+    for unpacked in (tmp_path / "cluster").glob("worker-*/app-*/*/environment"):  # 300 MB each, else kept by pytest
+        shutil.rmtree(unpacked)
+    print(f"\npacked environment test: {time.monotonic() - started:.1f} s, {len(probes)} + {len(submitted)} Python starts "
+          "on the executors")
+
+
+def _spark_submit_run(packed_environment: Path, cluster: StandaloneCluster, small: list[str], config: Path, driver_dir: Path,
+                      table: str) -> list[tuple]:
+    """docs/clusters.md's spark-submit form of the recipe, ``--once``: the table's snapshot in the
+    topic files and the summary; the probes of the executors of this application."""
+    output, summary = driver_dir.parent / "out-submit", driver_dir.parent / "summary-submit.json"
+    before = {app.name for worker in cluster.workers for app in worker.work_dir.glob("app-*")}
+    script = subprocess.run([sys.executable, "-m", "sparkcdc.cli", "submit-script"], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    argv = [str(spark_home() / "bin" / "spark-submit"), "--master", cluster.master_url,
+            "--archives", f"{packed_environment}#environment", "--conf", "spark.pyspark.python=./environment/bin/python", *small,
+            script, "run", str(config), "--checkpoint", "ck-submit", "--output", str(output), "--once", "--summary", str(summary)]
+    log = driver_dir.parent / "submit.log"
+    process = GroupProcess(argv, log, env={"SPARK_LOCAL_IP": HOST}, cwd=driver_dir)
+    try:
+        code = process.wait(RUN_TIMEOUT)
+    except BaseException:
+        process.kill()
+        raise
+    assert code == 0, _failure_report(log, cluster)
+    ops = [json.loads(line["value"])["payload"]["op"] for line in output_lines(output) if line["topic"] == f"srv.public.{table}"]
+    assert ops == ["r"] * ROWS
+    assert json.loads(summary.read_text())["records"] == ROWS
+    found = [probe for probe in _probes(cluster) if probe[1].parent.name not in before]
+    assert found, f"the spark-submit run started no Python on the executors:\n{_failure_report(log, cluster)}"
+    return found
+
+
+def _check_probes(probes: list[tuple], cluster: StandaloneCluster) -> None:
+    """Every executor's Python was the archive's, with sparkcdc from there, on both workers."""
     workers_seen = set()
     for worker, executor_dir, executable, prefix, origin in probes:
         environment = executor_dir / "environment"
@@ -130,9 +179,6 @@ def test_executors_run_the_packed_environment(packed_environment: Path, pg_clust
         assert Path(os.path.realpath(origin)).is_relative_to(Path(os.path.realpath(worker.work_dir))), origin  # no link out
         workers_seen.add(worker.worker_id)
     assert workers_seen == {w.worker_id for w in cluster.workers}, f"Python ran on the executors of {workers_seen} only: {probes}"
-    for unpacked in (tmp_path / "cluster").glob("worker-*/app-*/*/environment"):  # 300 MB each, else kept by pytest
-        shutil.rmtree(unpacked)
-    print(f"\npacked environment test: {time.monotonic() - started:.1f} s, {len(probes)} Python starts on the executors")
 
 
 def _probes(cluster: StandaloneCluster) -> list[tuple]:

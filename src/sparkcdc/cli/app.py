@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import json
 import signal
+import time
 import uuid
 import warnings
 from collections.abc import Iterator, Sequence
@@ -361,6 +362,32 @@ def demo(
     result = run_demo(seconds=seconds, master=master, console=_stdout())
     if not result.mirror_equal:
         raise typer.Exit(EXIT_PROBLEMS)
+
+
+@app.command()
+def prepare(
+    conf: Annotated[list[str] | None, typer.Option(
+        "--conf", metavar="KEY=VALUE",
+        help="The Spark settings the runs will have that shape the driver JVM (spark.driver.extraClassPath, spark.driver.memory), "
+             "as given to sparkcdc run --conf. May be given more than once.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Make the archive again even if there is one.")] = False,
+) -> None:
+    """Make the JVM class archive that lets Spark's driver start with about half the CPU (docs/performance.md).
+
+    Made once per Java, Spark and class path (about a minute; `make venv` runs it); `sparkcdc run` and
+    the sessions sparkcdc starts use it from then on. SPARKCDC_CLASS_ARCHIVE=off turns it off.
+    """
+    from ..spark import class_archive
+
+    settings = _conf_pairs(conf or ())
+    path = class_archive.archive_path(settings)
+    if path.is_file() and not force:
+        typer.echo(f"already there: {path}")
+        return
+    started = time.monotonic()
+    with _reported(doing="making the JVM class archive"):
+        made = class_archive.build(settings)
+    typer.echo(f"made {made} ({made.stat().st_size / 1e6:.0f} MB) in {time.monotonic() - started:.0f} s")
 
 
 @app.command("submit-script")

@@ -36,6 +36,7 @@ from .state_store import default_state_location
 __all__ = [
     "ChunkReporter",
     "StreamReporter",
+    "complete_snapshot_reports",
     "counted_chunk",
     "incremental_summary",
     "metrics_location",
@@ -229,6 +230,19 @@ def prune_stream_reports(location: Path, before_lsn: int, older_than_s: float = 
                 path.unlink(missing_ok=True)
         except OSError:
             continue
+
+
+def complete_snapshot_reports(location: Path) -> None:
+    """Mark completed the snapshot reports an earlier run left open although their batch was
+    committed (the caller knows: it streams on from past them), at the time their last chunk report
+    was written (else now)."""
+    for path in location.glob("snapshot-*.json"):
+        report = read_json(path)
+        if report is None or report.get("completed_ms") is not None or report.get("aborted"):
+            continue
+        chunks = [c for c in (read_json(chunk) for chunk in (location / path.stem).glob("chunk-*.json")) if c]
+        completed = max((int(c.get("updated_ms", 0)) for c in chunks), default=0) or _now_ms()
+        write_json(path, {**report, "completed_ms": completed})
 
 
 def prune_snapshot_reports(location: Path, keep: str) -> None:

@@ -41,7 +41,14 @@ from .connection import conninfo_from_config, sql_connection
 from .heartbeat import HeartbeatTimer
 from .incremental import IncrementalState
 from .incremental_planner import BlockingRequest, IncrementalSnapshots
-from .metric_reports import metrics_location, prune_snapshot_reports, prune_stream_reports, read_json, write_json
+from .metric_reports import (
+    complete_snapshot_reports,
+    metrics_location,
+    prune_snapshot_reports,
+    prune_stream_reports,
+    read_json,
+    write_json,
+)
 from .notifications import Notifier, notification_pieces
 from .offsets import SnapshotSpec, SourceOffset
 from .setup import apply_replica_identities, captured_tables, ensure_stream_publications
@@ -100,6 +107,7 @@ class ConnectorPlanner:
         # the exported snapshot. Spark commits batch N-1 after planning batch N, so the commit that
         # follows the planning of a blocking snapshot is the batch before it, which must not.
         self._snapshot_planned = False
+        self._reports_closed = False  # whether an earlier run's open snapshot reports were completed
         self._checked_resume = False
         self._streaming_delayed = False  # streaming.delay.ms is waited once, before the first streaming batch
         # Streaming never starts before this LSN: the consistent point of a snapshot re-taken after
@@ -419,6 +427,12 @@ class ConnectorPlanner:
         if end.phase == "snapshot" and end.snapshot is not None and end.snapshot.kind == "blocking":
             # The changes before a blocking snapshot's consistent point; the snapshot is the next batch.
             return [StreamRange(start.to_dict(), end.to_dict(), self.state_location)] if end.lsn > start.lsn else []
+        if start.phase == "stream" and not self._snapshot_planned and not self._reports_closed:
+            # Streaming on from a committed offset past a snapshot that an earlier run took: that
+            # snapshot's batch was committed, but Spark tells a source of its last batch's commit only
+            # when it plans the next batch, which an availableNow run (--once) never does.
+            self._reports_closed = True
+            complete_snapshot_reports(self.metrics_location)
         reads_chunk = end.incremental is not None and end.incremental.chunk is not None
         if end.phase == "snapshot" or (end.lsn <= start.lsn and end.heartbeat == start.heartbeat and not reads_chunk):
             return []

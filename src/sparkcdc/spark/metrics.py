@@ -58,11 +58,17 @@ class MetricsCollector:
     called from a scrape while the refresh thread folds new reports."""
 
     def __init__(self, config: ConnectorConfig | Mapping[str, Any], *, state_location: str | None = None,
-                 interval: float = 0.5, poll_server: bool = True) -> None:
+                 interval: float = 0.5, poll_server: bool = True, remote: str | None = None) -> None:
         if not isinstance(config, ConnectorConfig):
             config = ConnectorConfig(config)
         self.config = config
         self.location = metrics_location(config, state_location)
+        #: The Spark Connect server the query runs on (``sparkcdc run --remote``): the reports are then
+        #: written on the server's side, and this process sees them only through a shared file system.
+        self.remote = remote
+        #: Whether this process finds the planner's reports: None until Spark committed a batch (the
+        #: planner has written ``connector.json`` by then, wherever it runs).
+        self.reports_found: bool | None = None
         self.model = ConnectorMetrics(config.topic_prefix, queue_capacity=config.get_int("max.queue.size"),
                                       max_queue_bytes=config.get_int("max.queue.size.in.bytes"))
         self.interval = interval
@@ -145,10 +151,28 @@ class MetricsCollector:
                 self._folded.add(name)
         if progress:
             self.observe_progress(progress)
+        self._check_reports(connector is not None)
         if self.poll_server:
             self._poll_slot()
         with self._lock:
             self.model.connected = self.server_ok and self._query_active()
+
+    def _check_reports(self, found: bool) -> None:
+        """Once Spark committed a batch the planner has written its reports: if this process does not
+        see them, the state location it reads is not the one the planner and the tasks wrote (another
+        machine's, a Spark Connect server's), and the metrics would stay at zero without a word."""
+        if self.last_batch_id is None or self.reports_found is not None and (self.reports_found or not found):
+            return
+        self.reports_found = found
+        if found:
+            return
+        where = (f"the Spark Connect server ({self.remote}) and its executors" if self.remote
+                 else "Spark's driver and executors")
+        log.warning(
+            "metrics: Spark committed batch %s but there is no metric report under %s: %s write them under "
+            "sparkcdc.state.location (%s) on their own file system, which this process does not share; mount that "
+            "directory here at the same path (or set sparkcdc.state.location to one both sides mount), or the Debezium "
+            "metrics stay empty (docs/metrics.md)", self.last_batch_id, self.location, where, self.location.parent)
 
     def _query_active(self) -> bool:
         if self.query is None:
@@ -215,6 +239,7 @@ class MetricsCollector:
                     "last_committed_batch_end_lsn": self.last_batch_end_lsn,
                     "table_estimates": dict(self.table_estimates),
                     "snapshot_tables_done": self.model.tables_done(),
+                    "metric_reports_found": self.reports_found,
                 },
             }
 
@@ -282,6 +307,9 @@ class PrometheusExposition:
             ("sparkcdc_commit_lag_seconds", "seconds from the source commit of the newest change of the last committed batch "
              "to Spark committing that batch (durable in the output)", extras["commit_lag_seconds"]),
             ("sparkcdc_last_committed_batch_id", "the id of the last micro-batch Spark committed", extras["last_committed_batch_id"]),
+            ("sparkcdc_metric_reports_found", "1 when this process finds the metric reports under sparkcdc.state.location once Spark "
+             "committed a batch; 0 when it does not (another machine's file system: the Debezium metrics stay empty)",
+             None if extras["metric_reports_found"] is None else int(extras["metric_reports_found"])),
         )
         for metric, meaning, value in gauges:
             if value is not None:
@@ -340,13 +368,14 @@ class RunMetrics:
         self.collector, self.server, self.progress = collector, server, progress
 
     @classmethod
-    def start(cls, properties: Mapping[str, str], port: int | None, host: str, display: Any) -> RunMetrics | None:
+    def start(cls, properties: Mapping[str, str], port: int | None, host: str, display: Any,
+              remote: str | None = None) -> RunMetrics | None:
         """Started before Spark: a port in use fails the run at once. None when nothing asks for metrics."""
         if port is None and display is None:
             return None
         from ..errors import PipelineError
 
-        collector = MetricsCollector(ConnectorConfig(dict(properties)))
+        collector = MetricsCollector(ConnectorConfig(dict(properties)), remote=remote)
         server = None
         if port is not None:
             try:

@@ -98,6 +98,7 @@ def run_pipeline(
     from ..gc_policy import use_throughput_gc
     from .metrics import RunMetrics
     from .options import options_for
+    from .server_stats import ApplyStatsChannel, merge_apply_stats
     from .session import is_connect, spark_session
     from .sinks.topic_files import TopicFilesBatchWriter, local_output_path
     from .source import register
@@ -130,7 +131,7 @@ def run_pipeline(
     properties["sparkcdc.state.location"] = _state_location(properties.get("sparkcdc.state.location"), location)
     use_throughput_gc()
     restarts = RestartPolicy.from_config(config)
-    metrics = RunMetrics.start(properties, metrics_port, metrics_host, display)
+    metrics = RunMetrics.start(properties, metrics_port, metrics_host, display, remote)
     try:
         # --conf wins over what the display asks for (Spark's console progress bar off while it draws;
         # a Connect server's bar is not on this terminal)
@@ -160,7 +161,11 @@ def run_pipeline(
             layout = properties if topic_files is not None else {**properties, "sparkcdc.output.layout": "changes"}
             frame = spark.readStream.format("postgres-cdc").options(**options_for(layout)).load()
             frame = _observe_records(frame, "changes" if topic_files is None else "columns") if observed else frame
-            writer = frame.writeStream.foreachBatch(_BatchFanOut(topic_files, appliers))
+            channel = None
+            if observed:  # the appliers count on the server: they hand their counts back through the session
+                channel = ApplyStatsChannel(spark.session_id)
+                channels.append(channel)
+            writer = frame.writeStream.foreachBatch(_BatchFanOut(topic_files, appliers, channel))
         elif kafka_writer is not None:
             # The reader's tasks produce (sparkcdc.spark.sinks.reader_kafka); the writer collects their counts.
             frame = spark.readStream.format("postgres-cdc").options(**options_for(properties)).load()
@@ -189,6 +194,8 @@ def run_pipeline(
         return running
 
     stopped = False
+    channels: list[ApplyStatsChannel] = []  # on Spark Connect, one per start of the query
+    published: list[dict[str, Any]] = []
     progress: list[dict[str, Any]] = []
     consecutive = restarted = 0
     try:
@@ -232,6 +239,7 @@ def run_pipeline(
         for applier in appliers:
             applier.close()
         if observed:
+            published = [channel.read(spark) for channel in channels]
             _release_quietly(spark)
         if metrics is not None:
             metrics.close()
@@ -250,6 +258,12 @@ def run_pipeline(
             counted = topic_files.records_by_batch if topic_files is not None else {}
         return counted.get(int(p.get("batchId", -1)), int(p.numInputRows or 0))
 
+    if observed:
+        applied, apply_seconds = merge_apply_stats(published)
+    else:
+        applied = {a.target.description: dict(a.stats.events) for a in appliers if a.stats.batches}
+        apply_seconds = {a.target.description: {k: round(v, 3) for k, v in a.stats.seconds.items()}
+                         for a in appliers if a.stats.batches}
     return RunSummary(
         batches=len(progress),
         restarts=restarted,
@@ -260,9 +274,8 @@ def run_pipeline(
         batch_ids=tuple(int(p.get("batchId", -1)) for p in progress),
         batch_input_rows=tuple(input_rows(p) for p in progress),
         batch_timestamps=tuple(str(p.get("timestamp", "")) for p in progress),
-        applied={a.target.description: dict(a.stats.events) for a in appliers if a.stats.batches},
-        apply_seconds={a.target.description: {k: round(v, 3) for k, v in a.stats.seconds.items()}
-                       for a in appliers if a.stats.batches},
+        applied=applied,
+        apply_seconds=apply_seconds,
     )
 
 
@@ -360,11 +373,14 @@ def _state_location(configured: str | None, checkpoint: str) -> str:
 
 
 class _BatchFanOut:
-    """One micro-batch to the topic files and every apply target, reading the source once."""
+    """One micro-batch to the topic files and every apply target, reading the source once. On
+    Spark Connect (``channel``) the appliers' counts go back to the client after each batch
+    (:mod:`sparkcdc.spark.server_stats`)."""
 
-    def __init__(self, topic_files: Any, appliers: Sequence[Any]) -> None:
+    def __init__(self, topic_files: Any, appliers: Sequence[Any], channel: Any = None) -> None:
         self.topic_files = topic_files
         self.appliers = list(appliers)
+        self.channel = channel
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         from pyspark import StorageLevel
@@ -377,6 +393,8 @@ class _BatchFanOut:
                 applier(batch, batch_id)
         finally:
             batch.unpersist()
+        if self.channel is not None:
+            self.channel.publish(self.appliers)
 
 
 def _watch(query: Any, stop_event: threading.Event | None) -> bool:

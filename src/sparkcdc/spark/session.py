@@ -25,6 +25,7 @@ from pyspark.core.context import SparkContext
 from pyspark.sql import SparkSession
 
 from ..errors import ConfigurationError
+from .class_archive import driver_java_options
 
 __all__ = ["DEFAULTS", "default_parallelism", "is_connect", "job_description", "make_active", "spark_session", "submitted"]
 
@@ -84,9 +85,11 @@ def _new_session(master: str | None, app_name: str, extra: dict[str, str]) -> Sp
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     was_submitted = submitted()
-    # The JVM starts with ``extra`` (settings such as spark.driver.memory only count at its start);
-    # under spark-submit it is already running with spark-submit's settings.
-    SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(extra.items())))
+    # The JVM starts with ``extra`` (settings such as spark.driver.memory only count at its start),
+    # and maps the class archive made for it if there is one; under spark-submit it is already
+    # running with spark-submit's settings.
+    launch = extra if was_submitted or SparkContext._gateway is not None else {**extra, **driver_java_options(extra)}
+    SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(launch.items())))
     configured = dict(SparkConf().getAll())  # the JVM's: spark-submit's, spark-defaults.conf's, extra
     configured.update(extra)
     if was_submitted and master and master != configured.get("spark.master"):

@@ -17,11 +17,18 @@ the targets' ``stage`` and ``commit``):
 * **the driver** (``commit(messages, batch_id)``): one target commit of the staged parts with the
   batch id, atomically; a batch at or below the recorded one changes nothing (a re-executed batch).
 
-What differs from ``apply_changes``: a batch is never split by key (one task folds it), and no
-batch is an *image*: the sink's micro-batches are those of the flow that feeds it (e.g. over a
-streaming table), not the source's, so the initial snapshot is applied as upserts of its rows and
-does not delete target rows the snapshot lacks. The positions are recorded under the
-``pipeline_id`` option (give each sink its own).
+What differs from ``apply_changes``: a batch is never split by key (one task folds it), and a
+batch is applied as the table's *image* (target rows the initial snapshot lacks deleted, as
+``apply_changes`` does) only when it holds the table's **whole** initial snapshot. The sink's
+micro-batches are those of the flow that feeds it (e.g. over a streaming table), not the source's,
+and it sees one table: it cannot use the source's batch marker as ``apply_changes``'s census does.
+It reads the rows' own marks instead (:func:`whole_snapshot`): Debezium's snapshot markers
+(``__snapshot``: the table's first row ``first``/``first_in_data_collection``, its last
+``last_in_data_collection``/``last``) and the ordinal (``__ordinal``: a table's first row of chunk 0
+is at position 0). A batch with only part of the snapshot is applied as upserts, and a table
+empty at the snapshot sends the sink no row at all, so its target is not emptied (see
+docs/declarative-pipelines.md). The positions are recorded under the ``pipeline_id`` option (give
+each sink its own).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
@@ -42,14 +50,38 @@ from ...apply.partition import stage_partition, with_target
 from ...apply.spec import DEFAULT_DELETES, DEFAULT_TRUNCATES, ApplySpec
 from ...apply.staged import StagedBatch, StagedPart
 from ...apply.targets import target_for
+from ...engine.snapshot import ORDINAL_TABLE_SHIFT
 
-__all__ = ["APPLY_SINK_FORMAT", "ApplyDataSource", "ApplyStreamWriter", "apply_input", "apply_sink_options", "register_apply_sink"]
+__all__ = ["APPLY_SINK_FORMAT", "ApplyDataSource", "ApplyStreamWriter", "apply_input", "apply_sink_options", "register_apply_sink",
+           "whole_snapshot"]
 
 #: The data source's name (``format``).
 APPLY_SINK_FORMAT = "sparkcdc-apply"
 
 _PARAMETERS_OPTION = "sparkcdc.apply.parameters"  # ApplySpec's parameters, as JSON
 _BATCH_ID_PROPERTY = "streaming.sql.batchId"  # the micro-batch of a task (Spark sets it for micro-batch queries)
+_MARKER, _ORDINAL = "__snapshot", "__ordinal"  # the typed view's snapshot marker and ordinal
+_NOT_INITIAL = pa.array(["false", "incremental", "blocking"])  # markers of rows that are no initial snapshot's
+_STARTS, _ENDS = pa.array(["first", "first_in_data_collection"]), pa.array(["last", "last_in_data_collection"])
+
+
+def whole_snapshot(events: pa.Table) -> bool:
+    """Whether ``events`` (one table's batch, with ``__snapshot`` and ``__ordinal``) holds the table's
+    whole initial snapshot: its first row (a start marker, or the position 0 of its ordinals: the first
+    row of chunk 0) and its last (an end marker; Debezium's markers are exact, see
+    :mod:`sparkcdc.engine.snapshot`). A one-row table marked only ``first`` (the first table, not the
+    last) is not known whole: applied as upserts."""
+    if _MARKER not in events.column_names or _ORDINAL not in events.column_names:
+        return False
+    markers = events.column(_MARKER)
+    initial = events.filter(pc.and_(pc.is_valid(markers), pc.invert(pc.is_in(markers, value_set=_NOT_INITIAL))))
+    if initial.num_rows == 0:
+        return False
+    markers = initial.column(_MARKER)
+    if not pc.any(pc.is_in(markers, value_set=_ENDS)).as_py():
+        return False
+    positions = pc.bit_wise_and(initial.column(_ORDINAL).cast(pa.int64()), pa.scalar((1 << ORDINAL_TABLE_SHIFT) - 1, pa.int64()))
+    return bool(pc.any(pc.is_in(markers, value_set=_STARTS)).as_py() or pc.any(pc.equal(positions, 0)).as_py())
 
 
 def apply_sink_options(target: str, table: str, properties: Mapping[str, str], *, pipeline_id: str,
@@ -134,6 +166,8 @@ class ApplyStreamWriter(DataSourceStreamArrowWriter):
         arrow = to_arrow_schema(schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC", prefers_large_types=False)
         self.schema = pa.schema([arrow.field(name) for name in wanted])
         self.columns, self.sequence = target_columns(self.resolved, view, self.schema)
+        #: The input carries the rows' snapshot marks (table_changes does): a batch may be the table's image.
+        self.marked = {_MARKER, _ORDINAL} <= set(schema.fieldNames())
         target = target_for(self.location)
         try:
             target.prepare(self.resolved, self.columns, self.sequence)
@@ -152,9 +186,12 @@ class ApplyStreamWriter(DataSourceStreamArrowWriter):
         batch_id = context.getLocalProperty(_BATCH_ID_PROPERTY) if context is not None else None
         if not batch_id:
             raise ApplyError(f"the {APPLY_SINK_FORMAT} sink runs in micro-batch streaming queries only (no {_BATCH_ID_PROPERTY})")
-        events = pa.Table.from_batches(gathered).select(self.schema.names).cast(self.schema)
+        batch = pa.Table.from_batches(gathered)
+        image = self.marked and whole_snapshot(batch)
+        events = batch.select(self.schema.names).cast(self.schema)
         part = with_target(self.location, self.open_options, lambda target: stage_partition(
-            target, self.resolved, self.columns, self.sequence, events, pipeline_id=self.pipeline_id, batch_id=int(batch_id)))
+            target, self.resolved, self.columns, self.sequence, events, pipeline_id=self.pipeline_id, batch_id=int(batch_id),
+            image=image))
         return AppliedPart(part)
 
     def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 - PySpark's name
