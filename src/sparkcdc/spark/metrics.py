@@ -113,8 +113,9 @@ class MetricsCollector:
             self.last_batch_id = int(batch)
             self.last_batch_end_lsn = end_lsn
             if end_lsn is not None:
-                report = read_json(self.location / "stream" / f"batch-{end_lsn:020d}.json")
-                ts_us = (report or {}).get("last_source_ts_us")
+                # every stream's report of the batch (sparkcdc.stream.slots): the latest event of any of them
+                reports = [read_json(path) for path in (self.location / "stream").glob(f"batch-{end_lsn:020d}*.json")]
+                ts_us = max((int(r["last_source_ts_us"]) for r in reports if r and r.get("last_source_ts_us")), default=None)
                 if ts_us:
                     self.commit_lag_seconds = max(0.0, (time.time_ns() // 1000 - int(ts_us)) / 1e6)
 
