@@ -119,4 +119,4 @@ def check_parallel_streaming(config: ConnectorConfig) -> None:
                                  f"and blocking snapshots they start) are not supported with {SLOTS}={count}")
     if config.provide_transaction_metadata:
         log.warning("%s=%d with provide.transaction.metadata=true: each stream emits its own BEGIN and END for the part of a "
-                    "transaction in its tables (same id; END counts only that stream's events)", SLOTS, count)
+                    "transaction in its tables (the ENDs share an id; each counts only its stream's events)", SLOTS, count)
