@@ -218,8 +218,8 @@ def test_two_slots_stream_three_tables_exactly_once_and_the_replay_equals_the_so
     assert report["streams"][0]["publication"]["tables"] == sorted(f"{s}.{t}" for s, t in shares[1])
     assert report["publication"]["tables"] == sorted(f"{s}.{t}" for s, t in shares[0]) and f"public.{tables[0]}" in report[
         "publication"]["tables"]
-    # slot.drop.on.stop: the planner's stop drops every stream's slot.
-    ConnectorPlanner(ConnectorConfig({**props, "slot.drop.on.stop": "true"})).stop()
+    # slot.drop.on.stop: a run that ends drops every stream's slot.
+    run_once({**props, "slot.drop.on.stop": "true"}, output, checkpoint)
     assert [get_slot(db, slot) for slot in slots] == [None, None]
 
 
