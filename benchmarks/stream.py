@@ -25,6 +25,12 @@ record of the topic under ``read_committed``: one record per change, each id onc
 figures are reported (and recorded) as a second comparison, ``stream-kafka``, against the same
 Debezium runs, next to the topic files' ``stream``.
 
+With ``--tables T`` the changes go to T such tables (``bench_0`` ...), each transaction to one of
+them in turn (ids stay unique over all of them, so the output check is the same); with ``--slots N``
+(N > 1, T >= N) each run also drains a pipeline with ``sparkcdc.stream.slots=N`` (table i on slot
+i mod N) from its own slots, and its figures are reported as ``stream-slots``, with the ratio of its
+processing rate to the one-slot pipeline's on the same changes.
+
 The ratio is sparkcdc's processing rate over Debezium's steady rate; the total-to-total ratio is
 reported too. Each side drains ``--repeat`` slots, alternating which goes first; the figures are
 medians. A slot is dropped once drained, so that it does not keep WAL.
@@ -33,7 +39,7 @@ With ``--zstd``, each run also drains a slot into zstd-compressed topic files
 (``sparkcdc.output.topic.files.compression=zstd``), checked the same way after decompression, and
 reported (and recorded) as ``stream-zstd`` against the same Debezium runs.
 
-    python benchmarks/stream.py [--changes 1000000] [--repeat 3] [--kafka] [--zstd] [--record]
+    python benchmarks/stream.py [--changes 1000000] [--repeat 3] [--kafka] [--zstd] [--tables 2 --slots 2] [--record]
 """
 
 from __future__ import annotations
@@ -60,12 +66,13 @@ from _common import (  # noqa: E402
     drop_slot_when_free,
     load_average,
     machine_summary,
+    median,
     report_comparison,
     run_sparkcdc,
     sparkcdc_properties,
     write_properties,
 )
-from events import TABLE_DDL, load, run_debezium  # noqa: E402
+from events import TABLE_DDL, run_debezium  # noqa: E402
 from events import properties as debezium_properties  # noqa: E402
 
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
@@ -79,13 +86,21 @@ NOTE = "Note on the streaming figures: see the note under the first recorded run
 class SparkcdcPipeline:
     """One sparkcdc configuration with its output (topic files, or a Kafka cluster) and checkpoint."""
 
-    def __init__(self, cluster: ThrowawayCluster, work: Path, run: int, kafka: str | None = None, *, zstd: bool = False) -> None:
-        self.name = f"sparkcdc_{'kafka' if kafka else 'zstd' if zstd else 'stream'}_{run}"
+    def __init__(self, cluster: ThrowawayCluster, work: Path, run: int, tables: list[str], kafka: str | None = None,
+                 slots: int = 1, *, zstd: bool = False) -> None:
+        kind = "kafka" if kafka else "zstd" if zstd else "stream" if slots == 1 else f"slots{slots}"
+        self.name = f"sparkcdc_{kind}_{run}"
         props = sparkcdc_properties(cluster, self.name, "no_data")
+        props["table.include.list"] = ",".join(f"public.{table}" for table in tables)
+        self.slots = [self.name] + [f"{self.name}_{i}" for i in range(1, slots)]
+        if slots > 1:
+            props["sparkcdc.stream.slots"] = str(slots)
+            props["sparkcdc.stream.slots.assignment"] = ",".join(f"public.{table}:{i % slots}" for i, table in enumerate(tables))
         if zstd:
             props["sparkcdc.output.topic.files.compression"] = "zstd"
         if kafka is not None:
             props["topic.prefix"] = self.name  # a topic (and Kafka pipeline) of its own in the one broker
+        self.tables = tables
         self.config = write_properties(work / f"{self.name}.properties", props)
         self.output, self.checkpoint = work / f"{self.name}-output", work / f"{self.name}-checkpoint"
         self.kafka = kafka
@@ -105,10 +120,12 @@ class SparkcdcPipeline:
     def drain(self, conn: psycopg.Connection, changes: int) -> SparkcdcRun:
         """The timed ``--once`` from the checkpoint, then the checks of its output."""
         result = self._run()
-        drop_slot_when_free(conn, self.name)
+        for slot in self.slots:
+            drop_slot_when_free(conn, slot)
         inserts = changes * 5 // 6
         expected = {"c": inserts, "u": changes - inserts}
-        check = check_output(self.output, inserts) if self.kafka is None else check_values(_topic_values(self.kafka, self.name), inserts)
+        check = (check_output(self.output, inserts) if self.kafka is None
+                 else check_values(_topic_values(self.kafka, [f"{self.name}.public.{t}" for t in self.tables]), inserts))
         problems = check.problems({op: count for op, count in expected.items() if count})
         if result.records != changes:
             problems.append(f"the summary counts {result.records:,} records, expected {changes:,}")
@@ -119,11 +136,35 @@ class SparkcdcPipeline:
         return result
 
 
-def _topic_values(bootstrap: str, prefix: str) -> list[bytes]:
-    """Every value of the ``bench`` topic of ``prefix``, read to its end under ``read_committed``."""
+def _topic_values(bootstrap: str, topics: list[str]) -> list[bytes]:
+    """Every value of the ``topics``, read to their end under ``read_committed``."""
     from tests.spark.test_kafka_sink import consume
 
-    return [r["value"] for r in consume(bootstrap, [f"{prefix}.public.bench"], timeout=600)]
+    return [r["value"] for r in consume(bootstrap, topics, timeout=600)]
+
+
+def bench_tables(count: int) -> list[str]:
+    """The workload's tables: ``bench`` alone, or ``bench_0`` ... ``bench_<count - 1>``."""
+    return ["bench"] if count == 1 else [f"bench_{i}" for i in range(count)]
+
+
+def load(conn: psycopg.Connection, changes: int, per_tx: int, tables: list[str]) -> None:
+    """Inserts, then updates of a fifth of the rows: ``changes`` change events in all, a transaction's
+    rows in one table, the tables in turn. The updates of a block of ids go to the table its inserts
+    went to (both run in blocks of ``per_tx`` from id 1), so ids are unique over the tables."""
+    inserts = changes * 5 // 6
+    updates = changes - inserts
+    for block, start in enumerate(range(1, inserts + 1, per_tx)):
+        end = min(start + per_tx - 1, inserts)
+        conn.execute(
+            f"INSERT INTO {tables[block % len(tables)]} SELECT g, g %% 1000, 'label-' || g, g * 1.5, now(), g %% 2 = 0 "
+            "FROM generate_series(%s::bigint, %s::bigint) g",
+            (start, end),
+        )
+    for block, start in enumerate(range(1, updates + 1, per_tx)):
+        end = min(start + per_tx - 1, updates)
+        conn.execute(f"UPDATE {tables[block % len(tables)]} SET qty = qty + 1, label = label || '!' WHERE id BETWEEN %s AND %s",
+                     (start, end))
 
 
 def main() -> None:
@@ -134,9 +175,15 @@ def main() -> None:
     parser.add_argument("--kafka", action="store_true", help="also drain into a Tansu broker with run --kafka")
     parser.add_argument("--zstd", action="store_true", help="also drain into zstd-compressed topic files "
                         "(sparkcdc.output.topic.files.compression=zstd)")
+    parser.add_argument("--tables", type=int, default=1, help="tables the changes go to, a transaction to each in turn")
+    parser.add_argument("--slots", type=int, default=1,
+                        help="also drain with sparkcdc.stream.slots=N (N > 1; needs --tables >= N) and compare with one slot")
     parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
     args = parser.parse_args()
     changes = args.changes
+    if args.slots < 1 or args.tables < 1 or args.slots > args.tables:
+        parser.error("--slots N needs --tables >= N (a table lives in one slot), both at least 1")
+    tables = bench_tables(args.tables)
 
     from tests.conformance.oracle import _ensure_jvm
 
@@ -147,6 +194,7 @@ def main() -> None:
     our_runs: list[SparkcdcRun] = []
     kafka_runs: list[SparkcdcRun] = []
     zstd_runs: list[SparkcdcRun] = []
+    slot_runs: list[SparkcdcRun] = []
     with (ThrowawayCluster() as cluster, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
           tempfile.TemporaryDirectory(prefix="sparkcdc-bench-stream-") as tmp, contextlib.ExitStack() as stack):
         kafka = None
@@ -154,25 +202,31 @@ def main() -> None:
             from tests.support.tansu import tansu_broker
 
             kafka = stack.enter_context(tansu_broker(Path(tmp)))
-        conn.execute(TABLE_DDL)
-        conn.execute(f"CREATE PUBLICATION {DEBEZIUM_PUBLICATION} FOR TABLE bench")
+        for table in tables:
+            conn.execute(TABLE_DDL.replace("CREATE TABLE bench", f"CREATE TABLE {table}", 1))
+        conn.execute(f"CREATE PUBLICATION {DEBEZIUM_PUBLICATION} FOR TABLE {', '.join(tables)}")
         pipelines = []
         kafka_pipelines = []
         zstd_pipelines = []
+        slot_pipelines = []
         began = time.perf_counter()
         for run in range(args.repeat):
             create_logical_slot(conn, f"debezium_stream_{run}")
-            pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run))
+            pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables))
             pipelines[-1].prepare(conn)
             if kafka is not None:
-                kafka_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, kafka))
+                kafka_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, kafka))
                 kafka_pipelines[-1].prepare(conn)
             if args.zstd:
-                zstd_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, zstd=True))
+                zstd_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, zstd=True))
                 zstd_pipelines[-1].prepare(conn)
-        print(f"slots: {(2 + bool(kafka_pipelines) + bool(zstd_pipelines)) * args.repeat} created in {time.perf_counter() - began:.1f} s")
+            if args.slots > 1:
+                slot_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, slots=args.slots))
+                slot_pipelines[-1].prepare(conn)
+        slot_count = args.repeat * (2 + (kafka is not None) + args.zstd + (args.slots if args.slots > 1 else 0))
+        print(f"slots: {slot_count} created in {time.perf_counter() - began:.1f} s")
         began = time.perf_counter()
-        load(conn, changes, args.rows_per_transaction)
+        load(conn, changes, args.rows_per_transaction, tables)
         print(f"workload: {changes:,} changes in {time.perf_counter() - began:.1f} s")
 
         for run in range(args.repeat):
@@ -180,7 +234,9 @@ def main() -> None:
             for side in (("debezium", "sparkcdc") if run % 2 == 0 else ("sparkcdc", "debezium")):
                 if side == "debezium":
                     slot = f"debezium_stream_{run}"
-                    dbz = DebeziumRun(*run_debezium(debezium_properties(cluster, slot, DEBEZIUM_PUBLICATION), changes))
+                    dbz_props = {**debezium_properties(cluster, slot, DEBEZIUM_PUBLICATION),
+                                 "table.include.list": ",".join(f"public.{table}" for table in tables)}
+                    dbz = DebeziumRun(*run_debezium(dbz_props, changes))
                     drop_slot_when_free(conn, slot)
                     debezium_runs.append(dbz)
                     print(f"  run {run}: Debezium {changes / dbz.steady_seconds:,.0f} events/s steady "
@@ -205,12 +261,18 @@ def main() -> None:
                 print(f"  run {run}: sparkcdc --kafka {changes / ours.processing_seconds:,.0f} events/s processing "
                       f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); "
                       f"{changes / ours.wall_seconds:,.0f} events/s on wall time ({ours.wall_seconds:.1f} s)")
+            if slot_pipelines:
+                ours = slot_pipelines[run].drain(conn, changes)
+                slot_runs.append(ours)
+                print(f"  run {run}: sparkcdc {args.slots} slots {changes / ours.processing_seconds:,.0f} events/s processing "
+                      f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); "
+                      f"{changes / ours.wall_seconds:,.0f} events/s on wall time ({ours.wall_seconds:.1f} s)")
     load_after = load_average()
     print(f"load average after: {load_after}")
     report_comparison(
         "stream", changes, debezium_runs, our_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record,
-        workload=(f"{changes:,} changes (5/6 inserts, 1/6 updates, {args.rows_per_transaction:,} rows per transaction) to a "
-                  "6-column table, written after every slot existed; pgoutput to Debezium JSON with schemas (key, value, "
+        workload=(f"{changes:,} changes (5/6 inserts, 1/6 updates, {args.rows_per_transaction:,} rows per transaction) to "
+                  f"{'a 6-column table' if len(tables) == 1 else f'{len(tables)} 6-column tables in turn'}, written after every slot existed; pgoutput to Debezium JSON with schemas (key, value, "
                   f"headers), {args.repeat} drains each; load average {load_before} before, {load_after} after"),
         note=NOTE,
     )
@@ -229,6 +291,20 @@ def main() -> None:
                       "`run --once --kafka` into a Tansu broker (in memory, same machine): the reader tasks produce (the kafka "
                       "layout), one transaction per task; output checked by consuming the topic read_committed"),
             note="Kafka: compare with the topic files (`stream`) of the same run; the broker's CPU is on the same two cores.",
+        )
+    if slot_runs:
+        one = median(our_runs, key=lambda r: r.processing_seconds)
+        several = median(slot_runs, key=lambda r: r.processing_seconds)
+        scaling = one.processing_seconds / several.processing_seconds
+        print(f"sparkcdc {args.slots} slots / 1 slot = {scaling:.2f} processing "
+              f"({changes / several.processing_seconds:,.0f} vs {changes / one.processing_seconds:,.0f} events/s), "
+              f"{one.wall_seconds / several.wall_seconds:.2f} wall")
+        report_comparison(
+            "stream-slots", changes, debezium_runs, slot_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record,
+            workload=(f"the same {changes:,} changes to {len(tables)} tables and Debezium runs as the `stream` entry recorded "
+                      f"with it; sparkcdc with sparkcdc.stream.slots={args.slots} (table i on slot i mod {args.slots}): "
+                      f"{scaling:.2f}x the one-slot pipeline's processing rate on the same changes"),
+            note="Parallel streaming: compare with the one-slot `stream` figures of the same run (docs/spark-source.md).",
         )
     print(machine_summary())
 

@@ -22,10 +22,11 @@ def test_decode_benchmark_runs() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("script", "size", "extra"), [("snapshot.py", "--rows", []), ("stream.py", "--changes", ["--kafka", "--zstd"])])
+@pytest.mark.parametrize(("script", "size", "extra"), [("snapshot.py", "--rows", []), ("stream.py", "--changes", ["--kafka", "--zstd"]),
+                                                   ("stream.py", "--changes", ["--tables", "2", "--slots", "2"])])
 def test_debezium_vs_sparkcdc_benchmark_runs(script: str, size: str, extra: list[str]) -> None:
     """Both sides (embedded Debezium, `sparkcdc run --once`) on 2,000 events; the script checks the output
-    (the stream's also from `run --kafka` into a Tansu broker, consumed back)."""
+    (the stream's also from `run --kafka` into a Tansu broker, consumed back, and from two slots over two tables)."""
     result = subprocess.run(
         [sys.executable, str(BENCHMARKS / script), size, "2000", "--repeat", "1", *extra],
         capture_output=True, text=True, timeout=540,
@@ -33,8 +34,10 @@ def test_debezium_vs_sparkcdc_benchmark_runs(script: str, size: str, extra: list
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ratio sparkcdc / Debezium" in result.stdout
     assert "sparkcdc wall" in result.stdout
-    if extra:
+    if "--kafka" in extra:
         assert "sparkcdc --kafka" in result.stdout
+    if "--slots" in extra:
+        assert "sparkcdc 2 slots / 1 slot = " in result.stdout
 
 
 @pytest.mark.slow

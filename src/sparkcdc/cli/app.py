@@ -197,9 +197,9 @@ def status(
     if state is not None and checkpoint is not None:
         report["checkpoint"], checkpoint_warnings = checkpoint_report(checkpoint, state, loaded.config, report.get("slot"))
         warnings += checkpoint_warnings
-    slot = report.get("slot")
-    if slot is not None and slot["exists"] and slot["wal_status"] == "lost":
-        errors.append(f"slot {slot['name']!r} has lost WAL it needed (wal_status=lost); it cannot continue")
+    for slot in [report.get("slot"), *(stream["slot"] for stream in report.get("streams", ()))]:
+        if slot is not None and slot["exists"] and slot["wal_status"] == "lost":
+            errors.append(f"slot {slot['name']!r} has lost WAL it needed (wal_status=lost); it cannot continue")
     report["errors"], report["warnings"] = errors, warnings
     if as_json:
         typer.echo(json.dumps(report, indent=2))

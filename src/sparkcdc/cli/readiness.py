@@ -14,6 +14,7 @@ import psycopg
 
 from ..debezium.config import ConfigError, ConnectorConfig
 from ..engine.setup import captured_tables
+from ..engine.stream_slots import check_parallel_streaming, stream_slots
 from ..postgres.replication import quote_ident
 from ..postgres.server_facts import (
     PublicationFacts,
@@ -49,6 +50,7 @@ class Readiness:
 
 def assess(conn: psycopg.Connection, config: ConnectorConfig) -> Readiness:
     """Gather the facts and judge them; raises :class:`ConfigError` where the set-up itself would."""
+    check_parallel_streaming(config)  # what several slots cannot do is refused here as by a run
     slot_name = config.settings.slot_name
     slot = get_slot(conn, slot_name)
     mode = config.get("snapshot.mode")
@@ -69,6 +71,12 @@ def assess(conn: psycopg.Connection, config: ConnectorConfig) -> Readiness:
     _judge_tables(result)
     _judge_publication(result, config)
     _judge_slot(result)
+    streams = stream_slots(config)
+    if len(streams) > 1:
+        # The judgements above are of stream 0's slot and publication (with every captured table).
+        result.plan.append(f"stream through {len(streams)} slots and publications (sparkcdc.stream.slots): "
+                           + ", ".join(f"{s.slot}/{s.publication}" for s in streams) + ", each with its share of the tables")
+        result.plan += [f"create replication slot {s.slot!r} (pgoutput)" for s in streams[1:] if get_slot(conn, s.slot) is None]
     if reads_data:
         result.plan.append(f"snapshot {len(result.tables)} table(s) (snapshot.mode={mode})")
     return result

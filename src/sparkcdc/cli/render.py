@@ -109,9 +109,9 @@ def readiness_view(r: Readiness) -> RenderableType:
     return Group(*parts)
 
 
-def status_view(report: dict[str, Any]) -> RenderableType:
+def _stream_views(stream: dict[str, Any], database: Any) -> list[RenderableType]:
     parts: list[RenderableType] = []
-    slot = report.get("slot")
+    slot = stream.get("slot")
     if slot is not None:
         if slot["exists"]:
             rows = [("exists", "yes"), ("active", _yes(slot["active"]) + (f" (pid {slot['active_pid']})" if slot["active"] else "")),
@@ -120,8 +120,8 @@ def status_view(report: dict[str, Any]) -> RenderableType:
                     ("WAL retained (bytes)", slot["retained_bytes"]), ("wal_status", slot["wal_status"])]
         else:
             rows = [("exists", "no (created by the first run)")]
-        parts += [_kv_table(f"Slot {slot['name']} (database {report.get('database')})", rows), Text("")]
-    pub = report.get("publication")
+        parts += [_kv_table(f"Slot {slot['name']} (database {database})", rows), Text("")]
+    pub = stream.get("publication")
     if pub is not None:
         if not pub["exists"]:
             rows = [("exists", "no")]
@@ -129,6 +129,13 @@ def status_view(report: dict[str, Any]) -> RenderableType:
             tables = "all tables" if pub["all_tables"] else ("\n".join(pub["tables"]) or "(none)")
             rows = [("exists", "yes"), ("operations", ", ".join(pub["operations"])), ("tables", tables)]
         parts += [_kv_table(f"Publication {pub['name']}", rows), Text("")]
+    return parts
+
+
+def status_view(report: dict[str, Any]) -> RenderableType:
+    parts: list[RenderableType] = []
+    for stream in [report, *report.get("streams", ())]:  # sparkcdc.stream.slots: every stream's slot and publication
+        parts += _stream_views(stream, report.get("database"))
     checkpoint = report.get("checkpoint")
     if checkpoint is not None:
         rows = []

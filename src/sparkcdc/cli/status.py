@@ -13,6 +13,7 @@ import psycopg
 
 from ..debezium.config import ConnectorConfig
 from ..engine.incremental import IncrementalState
+from ..engine.stream_slots import stream_slots
 from ..lsn import format_lsn, parse_lsn
 from ..postgres.server_facts import publication_facts, slot_lag
 from .checkpoint import BatchOffset, CheckpointState
@@ -25,32 +26,44 @@ def _lsn(value: int | None) -> str | None:
 
 
 def server_report(conn: psycopg.Connection, config: ConnectorConfig) -> dict[str, Any]:
-    slot_name = config.settings.slot_name
+    """The slot and publication (stream 0's), and with ``sparkcdc.stream.slots`` > 1 the other streams' under ``streams``."""
+    streams = stream_slots(config)
+    out: dict[str, Any] = {"database": conn.info.dbname, "slot": _slot_report(conn, streams[0].slot),
+                           "publication": _publication_report(conn, streams[0].publication)}
+    if len(streams) > 1:
+        out["streams"] = [{"index": s.index, "slot": _slot_report(conn, s.slot), "publication": _publication_report(conn, s.publication)}
+                          for s in streams[1:]]
+    return out
+
+
+def _slot_report(conn: psycopg.Connection, slot_name: str) -> dict[str, Any]:
     lag = slot_lag(conn, slot_name)
     if lag is None:
-        slot: dict[str, Any] = {"name": slot_name, "exists": False}
-    else:
-        state = lag.state
-        slot = {
-            "name": slot_name,
-            "exists": True,
-            "plugin": state.plugin,
-            "database": state.database,
-            "active": state.active,
-            "active_pid": state.active_pid,
-            "confirmed_flush_lsn": _lsn(state.confirmed_flush_lsn),
-            "restart_lsn": _lsn(state.restart_lsn),
-            "wal_lsn": _lsn(lag.wal_lsn),
-            "lag_bytes": lag.confirmed_lag_bytes,
-            "retained_bytes": lag.retained_bytes,
-            "wal_status": state.wal_status,
-        }
-    pub = publication_facts(conn, config.settings.publication_name)
+        return {"name": slot_name, "exists": False}
+    state = lag.state
+    return {
+        "name": slot_name,
+        "exists": True,
+        "plugin": state.plugin,
+        "database": state.database,
+        "active": state.active,
+        "active_pid": state.active_pid,
+        "confirmed_flush_lsn": _lsn(state.confirmed_flush_lsn),
+        "restart_lsn": _lsn(state.restart_lsn),
+        "wal_lsn": _lsn(lag.wal_lsn),
+        "lag_bytes": lag.confirmed_lag_bytes,
+        "retained_bytes": lag.retained_bytes,
+        "wal_status": state.wal_status,
+    }
+
+
+def _publication_report(conn: psycopg.Connection, name: str) -> dict[str, Any]:
+    pub = publication_facts(conn, name)
     publication: dict[str, Any] = {"name": pub.name, "exists": pub.exists}
     if pub.exists:
         publication |= {"all_tables": pub.all_tables, "operations": list(pub.operations),
                         "tables": [f"{schema}.{table}" for schema, table in pub.tables]}
-    return {"database": conn.info.dbname, "slot": slot, "publication": publication}
+    return publication
 
 
 def _batch(batch: BatchOffset | None) -> dict[str, Any] | None:

@@ -122,6 +122,14 @@ def _slot_name(raw: str) -> str | None:
     return f"{raw!r} is not a valid slot name (lower-case letters, digits and underscores, at most 63)"
 
 
+def _slot_assignment(raw: str) -> str | None:
+    for entry in split_list(raw):
+        name, sep, index = entry.rpartition(":")
+        if not sep or "." not in name or not index.strip().isdigit():
+            return f"{entry!r} must be <schema>.<table>:<slot index>"
+    return None
+
+
 def _topic_prefix(raw: str) -> str | None:
     return None if re.fullmatch(r"[A-Za-z0-9._-]+", raw) else f"{raw!r} may contain only A-Z, a-z, 0-9, '.', '_' and '-'"
 
@@ -427,6 +435,14 @@ _ALL = [
     _P("sparkcdc.output.kafka.timeout.ms", "30000", "int", check=_positive,
        doc="with sparkcdc.output.layout=kafka: the limit of each exchange with the brokers outside producing records "
            "(metadata, topic creation, starting and committing a transaction, reading the fence)"),
+    _P("sparkcdc.stream.slots", "1", "int", check=_positive,
+       doc="parallel streaming: the captured tables split over this many replication slots and publications "
+           "(<slot.name>_<i>, <publication.name>_<i> for i > 0), read by as many tasks per micro-batch; per-table order "
+           "is kept, a transaction spanning tables of several slots is seen in each of their streams "
+           "(see docs/spark-source.md, \"Parallel streaming over several slots\")"),
+    _P("sparkcdc.stream.slots.assignment", check=_slot_assignment,
+       doc="with sparkcdc.stream.slots > 1: <schema>.<table>:<slot index>,... places the listed tables; the others "
+           "go to the slot their name hashes to (crc32 of schema.table)"),
     _P("sparkcdc.max.batch.wal.bytes", "268435456", "int", check=_non_negative,
        doc="WAL bytes one streaming micro-batch covers at most (0: no limit)"),
     _P("sparkcdc.snapshot.chunk.rows", "100000", "int", check=_positive,

@@ -11,6 +11,11 @@ non-transactional message) at or beyond the end.
 When no message comes, the walsender is asked for a keepalive, which tells how far decoding has
 read: once that passes ``end.lsn`` outside a transaction, the batch is complete. The slot is never
 confirmed here; the driver does that after Spark commits the batch.
+
+With parallel streaming (``sparkcdc.stream.slots``, engine/stream_slots.py) one such read runs per
+stream, through that stream's slot and publication. Logical decoding messages are not filtered by
+publications, so every slot sees each of them: only stream 0 emits their records (and the batch's
+heartbeat record); the other streams only pass them.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from .offsets import SourceOffset
 from .signals import signal_table_of
 from .snapshot_window import StreamSignals
 from .state_store import StreamState, StreamStateStore
+from .stream_slots import StreamSlot, stream_slot
 from .streaming import StreamingProcessor
 from .tables import TableResolver
 
@@ -60,8 +66,9 @@ def read_stream_range(
     run_id: str,
     state_store: StreamStateStore,
     stall_timeout: float = 300.0,
+    stream: int = 0,
 ) -> Iterator[ChangeRecord]:
-    """The records of the batch (start, end], then a heartbeat record if the batch carries one."""
+    """The records of the batch (start, end] of stream ``stream``, then a heartbeat record if the batch carries one."""
     conninfo = conninfo_from_config(config)
     admin = sql_connection(config, autocommit=True, application_name="sparkcdc-stream")
     try:
@@ -86,9 +93,10 @@ def read_stream_range(
         # the changes up to it are in the snapshot, so the stream starts there (no overlap).
         first_lsn = max(start.lsn, state.stream_from_lsn or 0) if state is not None else start.lsn
         # The batch's counts for the metrics (sparkcdc.engine.metric_reports), next to the state.
-        report = StreamReporter(metrics_location(config, state_store.location), start.lsn, end.lsn, incremental_summary(end.incremental))
+        report = StreamReporter(metrics_location(config, state_store.location), start.lsn, end.lsn, incremental_summary(end.incremental),
+                                stream)
         if end.lsn > first_lsn:
-            records = _read(config, conninfo, processor, first_lsn, end.lsn, stall_timeout)
+            records = _read(config, stream_slot(config, stream), conninfo, processor, first_lsn, end.lsn, stall_timeout)
             yield from report.count(records if watch is None else watch.filter(records))
         elif watch is not None:
             yield from report.count(watch.filter(()))  # a read-only chunk in a batch without WAL: emitted at once
@@ -97,18 +105,19 @@ def read_stream_range(
         if end.lsn > start.lsn or state is None:
             signals = () if watch is None else tuple(s.to_dict() for s in watch.signals)
             state_store.write(end.lsn, StreamState(processor.last_commit_lsn, processor.last_commit_ts_us, signals=signals))
-        if end.heartbeat != start.heartbeat:
+        if end.heartbeat != start.heartbeat and stream == 0:
             yield events.heartbeat()
     finally:
         admin.close()
 
 
 def _read(
-    config: ConnectorConfig, conninfo: str, processor: StreamingProcessor, start_lsn: int, end_lsn: int, stall_timeout: float
+    config: ConnectorConfig, source: StreamSlot, conninfo: str, processor: StreamingProcessor, start_lsn: int, end_lsn: int,
+    stall_timeout: float,
 ) -> Iterator[ChangeRecord]:
     options = ReplicationOptions(
-        config.settings.slot_name,
-        (config.settings.publication_name,),
+        source.slot,
+        (source.publication,),
         proto_version=1,
         messages=True,
         status_interval=config.get_int("status.update.interval.ms") / 1000,
@@ -141,7 +150,7 @@ def _read(
             progress_at = time.monotonic()
             cut, done = _cut(items, end_lsn)
             if cut:
-                yield from _process(processor, cut, failure_mode)
+                yield from _process(processor, cut, failure_mode, messages=source.index == 0)
             if done:
                 return
     finally:
@@ -165,9 +174,13 @@ def _cut(items: list, end_lsn: int) -> tuple[list[WalMessage], bool]:
     return items, False
 
 
-def _process(processor: StreamingProcessor, items: list[WalMessage], failure_mode: str | None) -> list[ChangeRecord]:
-    # sparkcdc's own heartbeat messages never become records (inline: this runs once per change)
-    items = [i for i in items if type(i.message) is not LogicalMessage or i.message.prefix != HEARTBEAT_MESSAGE_PREFIX]
+def _process(processor: StreamingProcessor, items: list[WalMessage], failure_mode: str | None, *, messages: bool = True) -> list[ChangeRecord]:
+    # sparkcdc's own heartbeat messages never become records (inline: this runs once per change), and
+    # no logical decoding message does in the streams after the first (see the module docstring)
+    if messages:
+        items = [i for i in items if type(i.message) is not LogicalMessage or i.message.prefix != HEARTBEAT_MESSAGE_PREFIX]
+    else:
+        items = [i for i in items if type(i.message) is not LogicalMessage]
     if failure_mode == "fail":
         return processor.process_batch(items)
     out: list[ChangeRecord] = []

@@ -12,7 +12,8 @@ travel as small JSON *reports* under ``<state location>/metrics``, each written 
 * ``snapshot-<id>/chunk-<table>-<chunk>.json`` (task): the rows a chunk has read so far, rewritten
   every 10,000 rows (Debezium's RowsScanned cadence) or second, and when the chunk ends.
 * ``stream/batch-<end LSN>.json`` (task): a streaming micro-batch's counts, written when its read
-  ends. A re-executed batch rewrites its own file, so it is never counted twice.
+  ends. A re-executed batch rewrites its own file, so it is never counted twice. With parallel
+  streaming (``sparkcdc.stream.slots``) stream i > 0 writes ``stream/batch-<end LSN>-<i>.json``.
 
 :class:`~sparkcdc.engine.metrics.ConnectorMetrics` folds them. Writing a report never fails the
 work: a report that cannot be written is logged once and skipped (metrics are not data).
@@ -131,8 +132,8 @@ def counted_chunk(location: Path, chunk: Any, items: Iterable[T], size: Callable
 class StreamReporter:
     """Counts a streaming micro-batch's records as they pass; writes its report at the end."""
 
-    def __init__(self, location: Path, start_lsn: int, end_lsn: int, incremental: dict[str, Any] | None) -> None:
-        self.path = location / "stream" / f"batch-{end_lsn:020d}.json"
+    def __init__(self, location: Path, start_lsn: int, end_lsn: int, incremental: dict[str, Any] | None, stream: int = 0) -> None:
+        self.path = location / "stream" / (f"batch-{end_lsn:020d}-{stream}.json" if stream else f"batch-{end_lsn:020d}.json")
         self.start_lsn, self.end_lsn = start_lsn, end_lsn
         self.incremental = incremental
         self.ops: dict[str, int] = {}
@@ -190,7 +191,7 @@ class StreamReporter:
 def stream_report_lsn(path: Path) -> int | None:
     """The end LSN a stream report's file name carries."""
     try:
-        return int(path.stem.split("-", 1)[1])
+        return int(path.stem.split("-")[1])
     except (IndexError, ValueError):
         return None
 

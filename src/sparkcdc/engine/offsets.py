@@ -71,6 +71,9 @@ class SourceOffset:
     #: Neither is part of the position: offsets that differ only in these name the same place.
     notifications: tuple[Notification, ...] = field(default=(), compare=False)
     notified: int = field(default=0, compare=False)
+    #: How many slots the connector streams through (``sparkcdc.stream.slots``): a checkpoint is read
+    #: with the same number only (another one would stream some tables from slots not at its position).
+    streams: int = 1
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -92,11 +95,14 @@ class SourceOffset:
             out["notifications"] = [n.to_dict() for n in self.notifications]
         if self.notified:
             out["notified"] = self.notified
+        if self.streams != 1:
+            out["streams"] = self.streams
         return out
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any], *, slot: str | None = None, database: str | None = None) -> SourceOffset:
-        """Parse a checkpointed offset; ``slot``/``database`` are checked when given."""
+    def from_dict(cls, raw: dict[str, Any], *, slot: str | None = None, database: str | None = None,
+                  streams: int | None = None) -> SourceOffset:
+        """Parse a checkpointed offset; ``slot``/``database``/``streams`` are checked when given."""
         try:
             version = int(raw["v"])
             if version != OFFSET_VERSION:
@@ -112,6 +118,7 @@ class SourceOffset:
                 signal_cursor=raw.get("signal_cursor") or None,
                 notifications=tuple(Notification.from_dict(n) for n in raw.get("notifications") or ()),
                 notified=int(raw.get("notified", 0)),
+                streams=int(raw.get("streams", 1)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, OffsetError):
@@ -124,6 +131,12 @@ class SourceOffset:
             )
         if database is not None and offset.database != database:
             raise OffsetError(f"the checkpoint's offset belongs to database {offset.database!r}, not {database!r}")
+        if streams is not None and offset.streams != streams:
+            raise OffsetError(
+                f"sparkcdc.stream.slots: the checkpoint streams through {offset.streams} slot(s), the configuration through "
+                f"{streams}; the tables would move between slots that are not at the checkpoint's position: use a new "
+                "checkpoint location (and slot.name) for another number of slots"
+            )
         return offset
 
     def streaming_from(self, lsn: int) -> SourceOffset:

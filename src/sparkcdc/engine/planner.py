@@ -51,11 +51,12 @@ from .metric_reports import (
 )
 from .notifications import Notifier, notification_pieces
 from .offsets import SnapshotSpec, SourceOffset
-from .setup import apply_replica_identities, captured_tables, ensure_publication_for
+from .setup import apply_replica_identities, captured_tables, ensure_stream_publications
 from .signal_channels import enabled_channels, polled_channels
 from .signals import Signal, signal_table_of
 from .snapshot_plan import SnapshotChunk, plan_snapshot_chunks
 from .state_store import StreamState, StreamStateStore, default_state_location
+from .stream_slots import check_parallel_streaming, stream_slots
 
 __all__ = ["ConnectorPlanner", "SlotMismatchError", "StreamRange"]
 
@@ -73,19 +74,26 @@ class StreamRange:
     start: dict[str, Any]
     end: dict[str, Any]
     state_location: str
+    #: Which of the parallel streams (``sparkcdc.stream.slots``, engine/stream_slots.py) this range reads.
+    stream: int = 0
 
 
 class ConnectorPlanner:
     def __init__(self, config: ConnectorConfig, *, state_location: str | None = None, run_id: str | None = None) -> None:
+        check_parallel_streaming(config)  # before any connection: what N streams cannot do is refused first
         self.config = config
         self.conninfo = conninfo_from_config(config)
         self.admin = sql_connection(config, autocommit=True, application_name="sparkcdc-driver")
         self.database = self.admin.info.dbname
         self.slot_name = config.settings.slot_name
+        #: Every slot the connector streams through (one unless ``sparkcdc.stream.slots`` says more), the main one first.
+        self.slot_names = tuple(stream.slot for stream in stream_slots(config))
         self.run_id = run_id or str(uuid.uuid4())
         self.state_location = str(state_location or config.get("sparkcdc.state.location")
                                   or default_state_location(self.database, self.slot_name))
         self.state_store = StreamStateStore(self.state_location)
+        # Each stream hands its own state (its last commit) from batch to batch; stream 0's is ``state_store``.
+        self.state_stores = tuple(StreamStateStore(self.state_location, index) for index in range(len(self.slot_names)))
         self.metrics_location = metrics_location(config, self.state_location)
         self.mode = config.settings.snapshot_mode
         self.heartbeat = HeartbeatTimer(config.get_int("heartbeat.interval.ms"))
@@ -133,7 +141,8 @@ class ConnectorPlanner:
             else:
                 slot = self._ensure_slot()
                 self.notifier.initial("SKIPPED")
-                self._initial = SourceOffset(self.slot_name, self.database, slot.confirmed_flush_lsn or 0).to_dict()
+                self._initial = SourceOffset(self.slot_name, self.database, slot.confirmed_flush_lsn or 0,
+                                             streams=len(self.slot_names)).to_dict()
         return self._initial
 
     def _set_up(self) -> None:
@@ -142,7 +151,7 @@ class ConnectorPlanner:
         published = list(self.tables)
         if self.signal_table is not None and self.signal_table not in published:
             published.append(self.signal_table)  # its rows must reach the stream (signals, watermarks)
-        ensure_publication_for(self.admin, self.config, published)
+        ensure_stream_publications(self.admin, self.config, published)
         write_json(self.metrics_location / "connector.json", {"captured_tables": [f"{s}.{t}" for s, t in self.tables]})
 
     def _snapshot_wanted(self, *, fresh: bool, slot: SlotState | None = None) -> bool:
@@ -166,22 +175,31 @@ class ConnectorPlanner:
         return True
 
     def _ensure_slot(self) -> SlotState:
-        slot = get_slot(self.admin, self.slot_name)
-        if slot is None:
-            create_logical_slot(self.admin, self.slot_name)
-            slot = get_slot(self.admin, self.slot_name)
-            assert slot is not None
+        """Every stream's slot, the main one last (it is the newest: the others are not behind it); the main one's state."""
+        for name in (*self.slot_names[1:], self.slot_name):
+            slot = get_slot(self.admin, name)
+            if slot is None:
+                create_logical_slot(self.admin, name)
+                slot = get_slot(self.admin, name)
+                assert slot is not None
         return slot
 
     def _begin_snapshot(self) -> SourceOffset:
         """A fresh slot with an exported snapshot; the offset of the snapshot batch's start."""
         time.sleep(self.config.get_int("snapshot.delay.ms") / 1000)  # snapshot.delay.ms, as Debezium: before the snapshot
-        if get_slot(self.admin, self.slot_name) is not None:
-            # A snapshot must start where its slot starts: a slot at some older position would
-            # replay changes the snapshot already contains, so it is re-created.
-            log.warning("re-creating slot %s for a new initial snapshot (snapshot.mode=%s)", self.slot_name, self.mode)
-            drop_slot(self.admin, self.slot_name, wait=30)
+        for name in self.slot_names:
+            if get_slot(self.admin, name) is not None:
+                # A snapshot must start where its slot starts: a slot at some older position would
+                # replay changes the snapshot already contains, so it is re-created.
+                log.warning("re-creating slot %s for a new initial snapshot (snapshot.mode=%s)", name, self.mode)
+                drop_slot(self.admin, name, wait=30)
         self._close_snapshot()
+        if self.streams:
+            # The other streams' slots first, the exporting one last: its consistent point is then at or
+            # after theirs, and every stream starts there (a slot asked to start past its own consistent
+            # point skips the transactions that commit before the asked position).
+            for name in self.slot_names[1:]:
+                create_logical_slot(self.admin, name)
         self._export = ExportedSnapshotSlot(self.conninfo, self.slot_name, temporary=not self.streams)
         self._snapshot_tx = SnapshotTransaction(self.conninfo, snapshot_name=self._export.snapshot_name)
         include = self.config.get_patterns("snapshot.include.collection.list")
@@ -201,12 +219,13 @@ class ConnectorPlanner:
         self._plan = plan_snapshot_chunks(self._snapshot_tx.conn, self.config, spec, self._export.snapshot_name)
         self._report_snapshot(spec)
         # Debezium carries the snapshot's time into streaming (see StreamingProcessor).
-        self.state_store.write(spec.lsn, StreamState(None, spec.ts_us))
-        return SourceOffset(self.slot_name, self.database, spec.lsn, phase="snapshot", snapshot=spec)
+        for store in self.state_stores:
+            store.write(spec.lsn, StreamState(None, spec.ts_us))
+        return SourceOffset(self.slot_name, self.database, spec.lsn, phase="snapshot", snapshot=spec, streams=len(self.slot_names))
 
     # -- offsets ---------------------------------------------------------------------------------
     def parse(self, raw: dict[str, Any]) -> SourceOffset:
-        return SourceOffset.from_dict(raw, slot=self.slot_name, database=self.database)
+        return SourceOffset.from_dict(raw, slot=self.slot_name, database=self.database, streams=len(self.slot_names))
 
     def prepare_for_available_now(self) -> None:
         """``--once``: the target is everything written to the WAL now."""
@@ -350,8 +369,11 @@ class ConnectorPlanner:
     def _resume(self, start: SourceOffset) -> SourceOffset | None:
         """First ``latest_offset`` of a restarted query: check the slot against the checkpoint."""
         self._set_up()
-        slot = get_slot(self.admin, self.slot_name)
-        if start.phase == "stream" and self._snapshot_wanted(fresh=False, slot=slot):
+        slots = {name: get_slot(self.admin, name) for name in self.slot_names}
+        slot = slots[self.slot_name]
+        # snapshot.mode=when_needed: a new snapshot when any stream's slot is gone or has lost WAL
+        usable = all(s is not None and s.wal_status != "lost" for s in slots.values())
+        if start.phase == "stream" and self._snapshot_wanted(fresh=False, slot=slot if usable else None):
             log.warning("snapshot.mode=%s: a new initial snapshot at restart", self.mode)
             return self._begin_snapshot()
         if start.phase == "stream":
@@ -361,20 +383,25 @@ class ConnectorPlanner:
         state = self.state_store.read(start.lsn)
         if state is not None and state.stream_from_lsn is not None:
             self._floor_lsn = max(self._floor_lsn, state.stream_from_lsn)
+        for name, found in slots.items():
+            self._check_slot(name, found, start)
+        return None
+
+    def _check_slot(self, name: str, slot: SlotState | None, start: SourceOffset) -> None:
+        """A restarted query's slot against its checkpoint: it must exist and not be past it."""
         if slot is None:
             raise SlotMismatchError(
-                f"slot {self.slot_name!r} does not exist, but the checkpoint resumes from {format_lsn(start.lsn)}: the changes "
+                f"slot {name!r} does not exist, but the checkpoint resumes from {format_lsn(start.lsn)}: the changes "
                 "since then are lost; use snapshot.mode=when_needed to take a new snapshot, or start with a new checkpoint"
             )
         confirmed = slot.confirmed_flush_lsn or 0
         if confirmed > max(start.lsn, self._floor_lsn):
             strategy = self.config.get("offset.mismatch.strategy")
-            message = (f"slot {self.slot_name!r} is at {format_lsn(confirmed)}, ahead of the checkpoint's "
+            message = (f"slot {name!r} is at {format_lsn(confirmed)}, ahead of the checkpoint's "
                        f"{format_lsn(start.lsn)}: the changes in between cannot be read again")
             if strategy == "trust_offset":
                 raise SlotMismatchError(message + " (offset.mismatch.strategy=trust_offset)")
             log.warning("%s; continuing from the slot (offset.mismatch.strategy=%s)", message, strategy)
-        return None
 
     def _insert_lsn(self) -> int:
         return current_wal_insert_lsn(self.admin)
@@ -409,7 +436,9 @@ class ConnectorPlanner:
         reads_chunk = end.incremental is not None and end.incremental.chunk is not None
         if end.phase == "snapshot" or (end.lsn <= start.lsn and end.heartbeat == start.heartbeat and not reads_chunk):
             return []
-        return [StreamRange(replace(start, notifications=()).to_dict(), replace(end, notifications=()).to_dict(), self.state_location)]
+        # One range per stream (sparkcdc.stream.slots): the same WAL, each through its own slot and publication.
+        first, last = replace(start, notifications=()).to_dict(), replace(end, notifications=()).to_dict()
+        return [StreamRange(first, last, self.state_location, index) for index in range(len(self.slot_names))]
 
     def _snapshot_partitions(self, start: SourceOffset, end: SourceOffset) -> list[Any]:
         assert start.snapshot is not None
@@ -430,7 +459,8 @@ class ConnectorPlanner:
             # After a blocking snapshot the slot is the same: the stream's last commit still precedes the point.
             before = self.state_store.read(end.lsn) if start.snapshot.kind == "blocking" else None
             last_commit, last_ts = (before.last_commit_lsn, before.last_commit_ts_us) if before else (None, self._export_spec.ts_us)
-            self.state_store.write(end.lsn, StreamState(last_commit, last_ts, stream_from_lsn=self._export_spec.lsn))
+            for store in self.state_stores:
+                store.write(end.lsn, StreamState(last_commit, last_ts, stream_from_lsn=self._export_spec.lsn))
         self._snapshot_planned = True
         return list(self._plan)
 
@@ -455,15 +485,20 @@ class ConnectorPlanner:
             prune_stream_reports(self.metrics_location, end.lsn)
 
     def _advance_slot(self, lsn: int) -> None:
+        """Every stream's slot confirmed up to ``lsn`` (the end of a committed batch)."""
         if self.config.get("lsn.flush.mode") == "manual":
             return  # lsn.flush.mode=manual: the slot is moved by someone else, never by sparkcdc
-        slot = get_slot(self.admin, self.slot_name)
+        for name in self.slot_names:
+            self._advance_one(name, lsn)
+
+    def _advance_one(self, name: str, lsn: int) -> None:
+        slot = get_slot(self.admin, name)
         if slot is None or (slot.confirmed_flush_lsn or 0) >= lsn:
             return
         deadline = time.monotonic() + 30
         while True:
             try:
-                advance_slot(self.admin, self.slot_name, lsn)
+                advance_slot(self.admin, name, lsn)
                 return
             except SlotInUseError:
                 # The last batch's walsender may still be exiting after its task closed it.
@@ -488,9 +523,10 @@ class ConnectorPlanner:
         for channel in self.channels.values():
             channel.close()
         if self.config.get_bool("slot.drop.on.stop"):
-            try:
-                drop_slot(self.admin, self.slot_name, wait=30)
-            except ServerError as exc:  # drop_slot maps the server's errors (postgres.errors)
-                log.warning("slot.drop.on.stop: could not drop %s: %s", self.slot_name, exc)
+            for name in self.slot_names:
+                try:
+                    drop_slot(self.admin, name, wait=30)
+                except ServerError as exc:  # drop_slot maps the server's errors (postgres.errors)
+                    log.warning("slot.drop.on.stop: could not drop %s: %s", name, exc)
         self.admin.close()
 

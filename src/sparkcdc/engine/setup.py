@@ -31,13 +31,15 @@ from ..postgres.publications import (
     create_publication,
     publication_exists,
     publication_members,
+    publication_tables,
     set_publication_tables,
     set_replica_identity,
 )
 from ..postgres.replication import quote_ident
 from .filters import TableFilter
+from .stream_slots import assign_tables, stream_slots
 
-__all__ = ["SetupError", "apply_replica_identities", "captured_tables", "ensure_publication_for", "publish_operations"]
+__all__ = ["SetupError", "apply_replica_identities", "captured_tables", "ensure_publication_for", "ensure_stream_publications", "publish_operations"]
 
 
 class SetupError(ServerError):
@@ -65,8 +67,10 @@ def publish_operations(config: ConnectorConfig) -> list[str] | None:
     return [name for op, name in names.items() if op not in skipped] + ["truncate"]
 
 
-def ensure_publication_for(conn: psycopg.Connection, config: ConnectorConfig, tables: Sequence[tuple[str, str]]) -> None:
-    name = config.settings.publication_name
+def ensure_publication_for(conn: psycopg.Connection, config: ConnectorConfig, tables: Sequence[tuple[str, str]],
+                           *, name: str | None = None) -> None:
+    """The publication ``name`` (default ``publication.name``) as ``publication.autocreate.mode`` wants it for ``tables``."""
+    name = name or config.settings.publication_name
     mode = config.get("publication.autocreate.mode")
     exists = publication_exists(conn, name)
     publish = publish_operations(config)
@@ -100,6 +104,42 @@ def ensure_publication_for(conn: psycopg.Connection, config: ConnectorConfig, ta
             set_publication_tables(conn, name, tables)
         return
     raise ConfigError("publication.autocreate.mode", f"unknown mode {mode!r}")
+
+
+def ensure_stream_publications(conn: psycopg.Connection, config: ConnectorConfig, tables: Sequence[tuple[str, str]]) -> None:
+    """The publication of every stream (``sparkcdc.stream.slots``; see engine/stream_slots.py): with one
+    slot, ``publication.name`` for ``tables``; with several, each stream's for its share of them."""
+    streams = stream_slots(config)
+    if len(streams) == 1:
+        ensure_publication_for(conn, config, tables)
+        return
+    shares = assign_tables(config, tables)
+    if config.get("publication.autocreate.mode") == "disabled":
+        _check_disjoint(conn, [stream.publication for stream in streams])
+        for stream in streams:
+            ensure_publication_for(conn, config, shares[stream.index], name=stream.publication)
+        return
+    for stream, share in zip(streams, shares, strict=True):
+        if not share:
+            raise ConfigError("sparkcdc.stream.slots", f"slot {stream.index} ({stream.slot}) would stream no table: the "
+                                                       f"{len(tables)} captured tables hash to the other slots; place them with "
+                                                       "sparkcdc.stream.slots.assignment or use fewer slots")
+    for stream, share in zip(streams, shares, strict=True):
+        ensure_publication_for(conn, config, share, name=stream.publication)
+
+
+def _check_disjoint(conn: psycopg.Connection, names: Sequence[str]) -> None:
+    """Publications made by hand for parallel streaming: a table in two of them would be streamed twice."""
+    seen: dict[tuple[str, str], str] = {}
+    for name in names:
+        if not publication_exists(conn, name):
+            continue  # ensure_publication_for names it
+        for table in publication_tables(conn, name):
+            if table in seen:
+                raise SetupError(f"table {table[0]}.{table[1]} is in publications {seen[table]!r} and {name!r}: with "
+                                 "sparkcdc.stream.slots each table must be in one stream's publication, or its changes are "
+                                 "emitted twice")
+            seen[table] = name
 
 
 _IDENTITIES = {"FULL": "FULL", "DEFAULT": "DEFAULT", "NOTHING": "NOTHING"}

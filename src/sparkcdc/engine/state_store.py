@@ -5,6 +5,9 @@ logical decoding message reports that commit's time. The task that reads a batch
 end; the driver does not. The task writes them to a small file named by the batch's end LSN, and
 the next batch's task reads the file named by its start LSN. The files are JSON, written atomically
 (write, then rename), so a re-executed batch rewrites the same content.
+
+With parallel streaming (``sparkcdc.stream.slots``) each stream has its own last commit: stream
+i > 0 keeps its files next to stream 0's, named ``state-<LSN>-<i>.json``.
 """
 
 from __future__ import annotations
@@ -37,10 +40,13 @@ def default_state_location(database: str, slot: str) -> Path:
 class StreamStateStore:
     """State files under ``location`` (a local or mounted shared directory)."""
 
-    def __init__(self, location: str | os.PathLike[str]) -> None:
+    def __init__(self, location: str | os.PathLike[str], stream: int = 0) -> None:
         self.location = Path(location)
+        self.stream = stream
 
     def _path(self, lsn: int) -> Path:
+        if self.stream:
+            return self.location / f"state-{lsn:020d}-{self.stream}.json"
         return self.location / f"state-{lsn:020d}.json"
 
     def write(self, lsn: int, state: StreamState) -> None:
@@ -61,12 +67,12 @@ class StreamStateStore:
                            tuple(raw.get("signals") or ()))
 
     def prune(self, before_lsn: int) -> None:
-        """Drop the states of positions before ``before_lsn`` (no batch can start there any more)."""
+        """Drop the states of positions before ``before_lsn`` (no batch can start there any more), every stream's."""
         if not self.location.is_dir():
             return
         for path in self.location.glob("state-*.json"):
             try:
-                if int(path.stem.split("-", 1)[1]) < before_lsn:
+                if int(path.stem.split("-")[1]) < before_lsn:
                     path.unlink(missing_ok=True)
             except ValueError:
                 continue

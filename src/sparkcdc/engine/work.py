@@ -43,13 +43,7 @@ def read_work(config: ConnectorConfig, work: Any, *, run_id: str, lines: bool = 
     serializer = serializer_for(config)
     encode = encode_lines if lines else encode_records
     if isinstance(work, StreamRange):
-        from .batch_reader import read_stream_range
-
-        records = read_stream_range(
-            config, SourceOffset.from_dict(work.start), SourceOffset.from_dict(work.end),
-            run_id=run_id, state_store=StreamStateStore(work.state_location),
-        )
-        return encode(records, serializer)
+        return encode(_stream_records(config, work, run_id), serializer)
     if isinstance(work, SnapshotChunk):
         from .snapshot_rendered import read_encoded_chunk
 
@@ -69,12 +63,7 @@ def read_work_records(config: ConnectorConfig, work: Any, *, run_id: str) -> Ite
     a blocking or incremental chunk's rows are marked with their kind, as :func:`read_work` marks them.
     """
     if isinstance(work, StreamRange):
-        from .batch_reader import read_stream_range
-
-        return read_stream_range(
-            config, SourceOffset.from_dict(work.start), SourceOffset.from_dict(work.end),
-            run_id=run_id, state_store=StreamStateStore(work.state_location),
-        )
+        return _stream_records(config, work, run_id)
     if isinstance(work, SnapshotChunk):
         from .snapshot_reader import read_snapshot_chunk
 
@@ -83,6 +72,16 @@ def read_work_records(config: ConnectorConfig, work: Any, *, run_id: str) -> Ite
     if isinstance(work, NotificationPiece):
         return notification_records(work)
     raise TypeError(f"not a planned piece of work: {type(work).__name__}")
+
+
+def _stream_records(config: ConnectorConfig, work: StreamRange, run_id: str) -> Iterator[ChangeRecord]:
+    """A stream range's records, read from its stream's slot (``sparkcdc.stream.slots``)."""
+    from .batch_reader import read_stream_range
+
+    return read_stream_range(
+        config, SourceOffset.from_dict(work.start), SourceOffset.from_dict(work.end),
+        run_id=run_id, state_store=StreamStateStore(work.state_location, work.stream), stream=work.stream,
+    )
 
 
 def _batch_size(batch: EncodedBatch) -> int:

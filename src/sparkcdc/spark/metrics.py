@@ -29,6 +29,7 @@ from typing import Any
 from ..debezium.config import ConnectorConfig
 from ..engine.metric_reports import metrics_location, read_json, stream_report_lsn
 from ..engine.metrics import ATTRIBUTES, SNAPSHOT, STREAMING, ConnectorMetrics
+from ..engine.stream_slots import stream_slots
 
 __all__ = ["CdcMetricsListener", "MetricsCollector", "PrometheusExposition", "RunMetrics", "serve_metrics"]
 
@@ -37,10 +38,14 @@ log = logging.getLogger(__name__)
 PLUGIN = "postgres"
 WAL_STATUSES = ("reserved", "extended", "unreserved", "lost")
 
+#: The connector's slots as one (several with sparkcdc.stream.slots): the worst WAL status, the most
+#: WAL retained and pending, active only if all are, the least safe size.
 _SLOT_QUERY = """
-SELECT wal_status, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint,
-       pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint, active, safe_wal_size
-  FROM pg_replication_slots WHERE slot_name = %s
+SELECT (array_agg(wal_status ORDER BY array_position(ARRAY['reserved', 'extended', 'unreserved', 'lost'], wal_status)
+                  DESC NULLS LAST))[1],
+       max(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn))::bigint,
+       max(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn))::bigint, bool_and(active), min(safe_wal_size)
+  FROM pg_replication_slots WHERE slot_name = ANY(%s) HAVING count(*) > 0
 """
 
 
@@ -78,7 +83,7 @@ class MetricsCollector:
         self.table_estimates: dict[str, int] = {}
         self._estimated_snapshot: str | None = None
         self.started_ms = _now_ms()
-        self._folded_upto = -1
+        self._folded: set[str] = set()  # the stream reports folded (file names; one per batch and stream)
         self._lock = threading.Lock()
         self._conn: Any = None
         self._stop = threading.Event()
@@ -108,8 +113,9 @@ class MetricsCollector:
             self.last_batch_id = int(batch)
             self.last_batch_end_lsn = end_lsn
             if end_lsn is not None:
-                report = read_json(self.location / "stream" / f"batch-{end_lsn:020d}.json")
-                ts_us = (report or {}).get("last_source_ts_us")
+                # every stream's report of the batch (sparkcdc.stream.slots): the latest event of any of them
+                reports = [read_json(path) for path in (self.location / "stream").glob(f"batch-{end_lsn:020d}*.json")]
+                ts_us = max((int(r["last_source_ts_us"]) for r in reports if r and r.get("last_source_ts_us")), default=None)
                 if ts_us:
                     self.commit_lag_seconds = max(0.0, (time.time_ns() // 1000 - int(ts_us)) / 1e6)
 
@@ -124,9 +130,10 @@ class MetricsCollector:
         if plan is not None:
             folder = self.location / f"snapshot-{plan['snapshot']}"
             chunks = [c for c in (read_json(path) for path in sorted(folder.glob("chunk-*.json"))) if c]
-        stream = sorted((lsn, path) for path in (self.location / "stream").glob("batch-*.json")
-                        if (lsn := stream_report_lsn(path)) is not None and lsn > self._folded_upto)
-        reports = [(lsn, r) for lsn, path in stream if (r := read_json(path)) is not None]
+        listed = {path.name: path for path in (self.location / "stream").glob("batch-*.json")}
+        stream = sorted((lsn, name, path) for name, path in listed.items()
+                        if name not in self._folded and (lsn := stream_report_lsn(path)) is not None)
+        reports = [(name, r) for _lsn, name, path in stream if (r := read_json(path)) is not None]
         progress = None
         if self.query is not None:
             try:
@@ -138,9 +145,11 @@ class MetricsCollector:
                 self.model.fold_connector(connector)
             if plan is not None:
                 self.model.fold_snapshot(plan, chunks)
-            for lsn, report in reports:
+            # Pruned reports leave the set with their files (the planner prunes only what was folded long ago).
+            self._folded &= listed.keys()
+            for name, report in reports:
                 self.model.fold_stream_batch(report, now)
-                self._folded_upto = lsn
+                self._folded.add(name)
         if progress:
             self.observe_progress(progress)
         self._check_reports(connector is not None)
@@ -180,7 +189,7 @@ class MetricsCollector:
                 from ..engine.connection import sql_connection
 
                 self._conn = sql_connection(self.config, autocommit=True, application_name="sparkcdc-metrics")
-            row = self._conn.execute(_SLOT_QUERY, (self.config.settings.slot_name,)).fetchone()
+            row = self._conn.execute(_SLOT_QUERY, ([stream.slot for stream in stream_slots(self.config)],)).fetchone()
             slot = {} if row is None else {"wal_status": row[0], "retained_bytes": row[1], "pending_bytes": row[2],
                                            "active": bool(row[3]), "safe_wal_size": row[4]}
             self._estimate_tables()

@@ -244,6 +244,9 @@ def run_pipeline(
         if metrics is not None:
             metrics.close()
 
+    if config.get_bool("slot.drop.on.stop"):
+        _drop_slots(config)
+
     def input_rows(p: Any) -> int:
         if observed:
             return _observed_records(p)
@@ -415,6 +418,26 @@ def _watch(query: Any, stop_event: threading.Event | None) -> bool:
 def _report(failure: Any) -> str:
     """Everything Spark says about a failure: the Python tracebacks it carries are in here."""
     return "\n".join(str(part) for part in (getattr(failure, "desc", None), failure) if part)
+
+
+def _drop_slots(config: ConnectorConfig) -> None:
+    """``slot.drop.on.stop`` after a graceful end: every stream's slot (``sparkcdc.stream.slots``).
+
+    The source's own ``stop`` runs in Spark's Python worker for the planner, which Spark may end
+    without calling it, so the driver drops the slots here too (a slot already gone is fine)."""
+    import psycopg
+
+    from ..engine.connection import sql_connection
+    from ..engine.stream_slots import stream_slots
+    from ..errors import ServerError
+    from ..postgres.slots import drop_slot
+
+    try:
+        with sql_connection(config, autocommit=True, application_name="sparkcdc-driver") as conn:
+            for stream in stream_slots(config):
+                drop_slot(conn, stream.slot, wait=30)
+    except (ServerError, psycopg.Error, OSError) as exc:
+        log.warning("slot.drop.on.stop: could not drop the slots: %s", exc)
 
 
 def _stop_between_batches(query: Any, patience: float = 60.0) -> None:

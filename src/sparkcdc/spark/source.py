@@ -141,9 +141,12 @@ class PostgresCdcDataSource(DataSource):
         return "postgres-cdc"
 
     def schema(self) -> str:
+        from ..engine.stream_slots import check_parallel_streaming
+
         config = config_from_options(self.options)
         layout = config.get("sparkcdc.output.layout")
         _refuse_other_layouts_settings(config, layout)
+        check_parallel_streaming(config)  # refused on the driver as the query is built, not in the planner's worker
         if layout == "changes":
             from .changes_layout import CHANGES_DDL_SCHEMA
 
