@@ -27,7 +27,6 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import zstandard
 
 from ...errors import ConfigurationError
 from .staging import escape_partition_value, task_staging_root
@@ -86,7 +85,10 @@ def _plain(path: Path) -> BinaryIO:
 
 def _zstd(path: Path) -> BinaryIO:
     """A zstd frame written as the lines come (level 1: the fastest; the file's size is not known in
-    advance, so the frame is streamed), ended and closed with the file."""
+    advance, so the frame is streamed), ended and closed with the file. zstandard is imported here:
+    an executor's environment that never compresses does not need it."""
+    import zstandard
+
     return zstandard.ZstdCompressor(level=1).stream_writer(_plain(path), closefd=True)  # type: ignore[return-value]
 
 

@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-import zstandard
-
 from ...errors import DestinationError
 
 __all__ = [
@@ -99,6 +97,8 @@ def open_topic_file(path: Path) -> BinaryIO:
     """A topic file's JSON lines for reading, decompressed if it is a ``.jsonl.zst`` file."""
     raw = open(path, "rb")  # noqa: SIM115 - the caller closes what is returned, which closes this
     if topic_file_suffix(path) == ".jsonl.zst":
+        import zstandard  # only for compressed files: an executor's environment may lack it
+
         return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)  # type: ignore[return-value]
     return raw
 
