@@ -58,6 +58,7 @@ __all__ = [
     "remove_staging",
     "rows_by_key",
     "commit_tags",
+    "filesystem_of",
     "settled",
     "split_target",
     "staged_batches",
@@ -343,6 +344,11 @@ def staging_dir(root: str, pipeline_id: str, target: str, batch_id: int | None =
     """Where a table's staged batches (one of them with ``batch_id``) of a pipeline are, under ``root``."""
     base = f"{root.rstrip('/')}/{STAGING_DIR}/{pipeline_hash(pipeline_id)}/{pipeline_hash(target)}"
     return base if batch_id is None else f"{base}/{batch_id:020d}"
+
+
+def filesystem_of(location: str) -> tuple[Any, str]:
+    """pyarrow's filesystem of ``location`` (a path or URI) and the path in it."""
+    return _filesystem(location)
 
 
 def _filesystem(location: str) -> tuple[Any, str]:
