@@ -207,6 +207,9 @@ class DeltaTarget(LakeTarget[_Table]):
         return _rows_of_keys(handle, table.keys, wanted, lambda t: pc.greater(t[DELETED_AT], retained),
                              [*table.keys, SEQUENCE, DELETED_AT])
 
+    def _may_have_tombstones(self, table: _Table) -> bool:
+        return self._exists(table.tombstone_path)
+
     def _settled(self, table: _Table, handle: DeltaTable) -> DeltaTable | None:
         """``handle`` as of its newest settled commit (:func:`.shared.settled`)."""
         main = self._handle(table, table.path)
