@@ -26,7 +26,9 @@ Each micro-batch runs in ``foreachBatch``; the driver plans and commits, executo
 The initial snapshot's batch is the tables' whole image: it replaces every applied table (rows the
 image lacks are deleted, SCD2 versions closed), and it is applied again when Spark re-executes it,
 because the source may then have taken a newer snapshot and streams on from that one (see
-``sparkcdc.apply.targets.base``). Tables the image has no row of are emptied.
+``sparkcdc.apply.targets.base``). Tables the image has no row of are emptied. A big table's image
+keyed by the event key holds each key once, read by one chunk: it is folded and staged in the
+partitions that read it, without the shuffle by key (``docs/apply-path.md``).
 """
 
 from __future__ import annotations

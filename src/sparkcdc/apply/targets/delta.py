@@ -23,6 +23,10 @@ batch has not reached the main table (the writer died in between) is not trusted
 did commit. Otherwise the replayed batch would drop its own deletes as "older than a recorded
 delete".
 
+An SCD1 image (an initial snapshot's batch) is not merged where the table allows it: the
+executors write it as the table's own data files and the commit adds them by reference, as one
+overwrite carrying the same ``txn`` and metadata (:mod:`.delta_image`).
+
 Staging and commit (:class:`~.shared.LakeTarget`): executors write each partition's folded rows
 as Parquet files under ``<root>/_sparkcdc_staging/…``; the driver's commit streams the collected
 parts' files (a ``RecordBatchReader``, never a Python object per row) into the merge. That merge

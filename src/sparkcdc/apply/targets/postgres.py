@@ -11,7 +11,9 @@ Commit: everything a batch does to a table (its segments, its tombstones, its po
 ``sparkcdc.apply_positions``, and the removal of its staged rows) commits in one transaction, under
 an advisory lock on (pipeline, table): per segment the truncate, one MERGE from the staged rows of
 the tags the driver collected, the image's removal of the keys no partition staged; then the
-tombstones and the position. A replayed batch finds its position recorded and changes nothing; a
+tombstones and the position. An image (one segment, no truncate) into a table that holds no row
+(checked under a lock that keeps other writers out until the commit) is one INSERT of the staged
+rows instead: no MERGE, nothing to remove. A replayed batch finds its position recorded and changes nothing; a
 crash before COMMIT leaves no trace but staged rows, which the pipeline's next commit of the table
 removes (every row of its batches up to the one it commits, whatever their tag).
 
