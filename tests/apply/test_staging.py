@@ -19,7 +19,7 @@ from sparkcdc.apply import ApplySpec
 from sparkcdc.apply.fold import fold_arrow
 from sparkcdc.apply.staged import StagedBatch, StagedPart
 
-from .targets import LakeHarness, PostgresHarness, data, open_counts
+from .targets import DeltaHarness, LakeHarness, PostgresHarness, data, open_counts
 
 
 def _stage(h: LakeHarness, events: list[dict[str, Any]], tag: str, *, batch_id: int, image: bool = False) -> StagedPart:
@@ -116,3 +116,56 @@ def test_parts_that_disagree_on_their_segments_are_refused() -> None:
         StagedBatch(spec, (whole, imaged))
     with pytest.raises(ApplyError, match="has no part"):
         StagedBatch(spec, ())
+
+
+def _fast_path_of(h: LakeHarness, scd: int) -> bool:
+    """Whether the target writes an image into an empty table without its merge: PostgreSQL (an
+    INSERT of the staged rows), Delta Lake SCD1 (the executors' data files, committed by reference)."""
+    return isinstance(h, PostgresHarness) or (isinstance(h, DeltaHarness) and scd == 1)
+
+
+@pytest.mark.parametrize("scd", [1, 2])
+def test_an_image_into_an_empty_table_is_the_image_without_a_merge_and_stays_exactly_once(
+        tmp_path: Path, any_target: Callable[..., LakeHarness], scd: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    h = any_target(tmp_path, ApplySpec("public.items", stored_as_scd_type=scd))
+    f = h.feed
+    low = [f.event("r", id=i, name=f"n{i}", body="b", qty=i, lsn=100) for i in (1, 2, 3)]
+    high = [f.event("r", id=i, name=f"n{i}", body="b", qty=i, lsn=101) for i in (4, 5)]
+    _stage(h, [f.event("r", id=9, name="stray", body="b", qty=9, lsn=100)], "attempt-failed", batch_id=0, image=True)
+    parts = (_stage(h, low, "chunk-0", batch_id=0, image=True), _stage(h, high, "chunk-1", batch_id=0, image=True))
+    if _fast_path_of(h, scd):  # the merge would fail: the fast path must not take it
+        monkeypatch.setattr(h.target_class, h.write_methods[scd], lambda *a, **k: pytest.fail("merged an image into an empty table"))
+    assert h.target.commit(StagedBatch(h.resolved, parts), pipeline_id="pipe", batch_id=0)
+    monkeypatch.undo()
+    expected = [(i, f"n{i}") for i in range(1, 6)]
+    assert data(h.rows(), "id", "name") == expected and _staged_rows(h, tmp_path) == 0
+    if isinstance(h, DeltaHarness) and scd == 1:  # the table's files are the two chunks' own, the stray attempt's is not
+        assert sorted(Path(uri).name for uri in h.table().file_uris()) == sorted(
+            name for part in parts for name, _, _ in part.table_files)
+    # Spark runs the image's batch again (a restart): applied again, to the same rows.
+    again = (_stage(h, low + high, "chunk-again", batch_id=0, image=True),)
+    assert h.target.commit(StagedBatch(h.resolved, again), pipeline_id="pipe", batch_id=0)
+    assert data(h.rows(), "id", "name") == expected
+    # Once a later batch is recorded, the image's batch replayed changes nothing.
+    assert h.run([f.event("u", id=2, name="two", body="b", qty=2, lsn=300)], batch_id=1)
+    fingerprint = h.fingerprint()
+    stale = (_stage(h, low + high, "chunk-stale", batch_id=0, image=True),)
+    assert not h.target.commit(StagedBatch(h.resolved, stale), pipeline_id="pipe", batch_id=0)
+    current = [r for r in h.rows() if scd == 1 or r["__END_AT"] is None]
+    assert h.fingerprint() == fingerprint and data(current, "id", "name")[:2] == [(1, "n1"), (2, "two")]
+
+
+def test_a_delta_table_with_columns_of_its_own_takes_an_image_by_merge(tmp_path: Path) -> None:
+    """An overwrite would lose the values of the owner's extra column; a merge keeps them."""
+    import pyarrow as pa
+
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("body", pa.string()), ("qty", pa.int64()),
+                        ("note", pa.string())])
+    DeltaHarness.create(tmp_path, "public.items", schema, pa.table(
+        {"id": [1, 2], "name": ["a", "b"], "body": ["x", "x"], "qty": [1, 2], "note": ["kept", "gone"]}, schema=schema))
+    h = DeltaHarness(tmp_path, ApplySpec("public.items"))
+    image = [h.feed.event("r", id=1, name="one", body="b", qty=1, lsn=100), h.feed.event("r", id=3, name="n3", body="b", qty=3, lsn=100)]
+    part = _stage(h, image, "chunk-0", batch_id=0, image=True)
+    assert not part.in_place
+    assert h.target.commit(StagedBatch(h.resolved, (part,)), pipeline_id="pipe", batch_id=0)
+    assert data(h.rows(), "id", "name", "note") == [(1, "one", "kept"), (3, "n3", None)]

@@ -104,3 +104,21 @@ def test_the_cases_the_generated_code_distinguishes_do_occur() -> None:
     assert _schema("no key").key_and_row(good)[0] is None
     masked = _schema("transforms").key_and_row(good)
     assert masked[1]["label"] == "****" and masked[0]["code"] == "abc" and masked[1]["code"] == "abc"
+
+
+def _transposed(schema: TableSchema, rows: list[tuple[Any, ...]]) -> tuple[Any, Any]:
+    pairs = [schema.key_and_row(values) for values in rows]
+    keys = None if schema.key_schema is None else {f.name: [k[f.name] for k, _ in pairs] for f in schema.key_schema.fields}
+    return keys, {f.name: [r[f.name] for _, r in pairs] for f in schema.row_schema.fields}
+
+
+@pytest.mark.parametrize("config", sorted(_CONFIGS))
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(_tuples, max_size=6))
+def test_columns_of_is_key_and_row_column_by_column(config: str, rows: list[tuple[Any, ...]]) -> None:
+    """What a snapshot chunk's reader builds its columns with: the same values as ``key_and_row``
+    tuple by tuple, and a failure where it fails (which error may differ: columns are converted
+    one after the other, so another tuple's bad value may be met first)."""
+    schema = _schema(config)
+    got, want = _outcome(lambda: schema.columns_of(rows)), _outcome(lambda: _transposed(schema, rows))
+    assert got[0] == want[0] and (got[0] == "raised" or got == want)

@@ -26,3 +26,17 @@ def test_exported_snapshot_is_imported_and_rows_come_as_text(db: psycopg.Connect
     drop_slot(db, unique_name, wait=30)
     assert level == ("repeatable read",)
     assert rows == [("1", "x   ", "\\x01ff", "{1,NULL}")]
+
+
+def test_rows_undo_copys_escapes_and_nulls(db: psycopg.Connection, pg_cluster, unique_name: str) -> None:
+    """COPY's text escapes (backslash, tab, newline, carriage return…), NULL against the text
+    ``\\N``, and characters beyond ASCII come back as the server holds them, in lines with and
+    without a backslash."""
+    t = f"t_{unique_name}"
+    texts = ["plain", "tab\there", "line\nbreak\r\n", "back\\slash", "\\N", "ünï\\cödé\t\b\f\v", "", None]
+    db.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text, w text)")
+    with db.cursor() as cur:
+        cur.executemany(f"INSERT INTO {t} VALUES (%s, %s, %s)", [(i, v, "x") for i, v in enumerate(texts)])
+    with SnapshotTransaction(pg_cluster.conninfo()) as tx:
+        rows = list(tx.rows(f"SELECT id, v, w FROM {t} ORDER BY id", 3))
+    assert rows == [(str(i), v, "x") for i, v in enumerate(texts)]

@@ -135,6 +135,11 @@ class StagedPart:
     #: Diagnostics: the process that folded and staged it, and its seconds per step.
     worker: int | None = None
     seconds: tuple[tuple[str, float], ...] = ()
+    #: An image written as the target table's own data files (a lake target's whole-image path):
+    #: (path relative to the table, size in bytes, the file's statistics as the format records
+    #: them), committed by reference; ``in_place`` even when the part wrote no file (no row).
+    in_place: bool = False
+    table_files: tuple[tuple[str, int, str], ...] = ()
 
     @classmethod
     def of(cls, folded: Folded, tag: str, *, rows_file: str | None = None, tombstones_file: str | None = None) -> StagedPart:

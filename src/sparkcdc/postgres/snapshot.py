@@ -56,6 +56,17 @@ def copy_text(field: bytes) -> str | None:
     return field.decode("utf-8")
 
 
+_COPY_TEXT_ESCAPES = {key.decode(): value.decode() for key, value in _COPY_ESCAPES.items()}
+_COPY_TEXT_ESCAPE = re.compile(r"\\(.)")
+
+
+def _copy_field(field: str) -> str | None:
+    """:func:`copy_text` of a decoded field that holds a backslash."""
+    if field == "\\N":
+        return None
+    return _COPY_TEXT_ESCAPE.sub(lambda m: _COPY_TEXT_ESCAPES.get(m.group(1), m.group(1)), field)
+
+
 class SnapshotTransaction:
     """A read-only transaction that sees one snapshot; reads tables as rows of text values.
 
@@ -122,12 +133,17 @@ class SnapshotTransaction:
         The COPY text is split here, a block of rows at a time, rather than by psycopg's row
         parser: measured, that parser was the largest single cost of a typed snapshot chunk."""
         for block in self.copy_blocks(f"COPY ({query}) TO STDOUT", COPY_BLOCK_BYTES):
-            for line in block.split(b"\n"):
+            # Decoded a block at a time (a tab or newline byte is never part of a UTF-8 sequence):
+            # most lines have no backslash, so neither a NULL nor an escape, and split as they are.
+            for line in block.decode("utf-8").split("\n"):
                 if line:
-                    fields = line.split(b"\t")
+                    fields = line.split("\t")
                     if len(fields) != column_count:
                         raise ValueError(f"COPY gave {len(fields)} fields for {column_count} columns")
-                    yield tuple([copy_text(field) for field in fields])
+                    if "\\" in line:
+                        yield tuple([_copy_field(field) if "\\" in field else field for field in fields])
+                    else:
+                        yield tuple(fields)
 
     def table_rows(self, schema: str, table: str, columns: Sequence[str], where: str | None = None) -> Iterator[tuple[str | None, ...]]:
         projection = ", ".join(quote_ident(c) for c in columns)

@@ -26,7 +26,9 @@ Each micro-batch runs in ``foreachBatch``; the driver plans and commits, executo
 The initial snapshot's batch is the tables' whole image: it replaces every applied table (rows the
 image lacks are deleted, SCD2 versions closed), and it is applied again when Spark re-executes it,
 because the source may then have taken a newer snapshot and streams on from that one (see
-``sparkcdc.apply.targets.base``). Tables the image has no row of are emptied.
+``sparkcdc.apply.targets.base``). Tables the image has no row of are emptied. A big table's image
+keyed by the event key holds each key once, read by one chunk: it is folded and staged in the
+partitions that read it, without the shuffle by key (``docs/apply-path.md``).
 """
 
 from __future__ import annotations
@@ -135,6 +137,9 @@ class _Plan:
     split: bool = False  # big enough to be split by key, if the fold allows: counted (and cached) first
     events: int | None = None  # the typed changes, when counted
     whole: bool = False  # the fold needs the table's batch in one partition
+    #: An initial snapshot's image whose keys are the table's own: each key is read once, by one
+    #: chunk, so every partition of the batch is folded where it was read (no shuffle by key).
+    chunked: bool = False
 
 
 class StageTask:
@@ -322,11 +327,21 @@ class ChangeApplier:
             return _Plan(resolved, columns, sequence, schema, None, events=0)
         if census.changes.get(spec.qualified_table, 0) <= self.events_per_partition:
             return _Plan(resolved, columns, sequence, schema, changes)
+        if image and census.reads_only.get(spec.qualified_table, False) and self._keys_unique(spec):
+            return _Plan(resolved, columns, sequence, schema, changes, events=census.changes[spec.qualified_table], chunked=True)
         whole = _whole_from_census(spec, census)
         if whole is not None:  # counted by the census: split by key without a counting job
             return _Plan(resolved, columns, sequence, schema, changes, events=census.changes[spec.qualified_table], whole=whole)
         # Read by the count and by the staging job: the typed view is computed once.
         return _Plan(resolved, columns, sequence, schema, changes.persist(StorageLevel.MEMORY_AND_DISK), split=True)
+
+    def _keys_unique(self, spec: ApplySpec) -> bool:
+        """Whether each key is read once by an initial snapshot: the keys are the event key's (the
+        table's primary key or replica identity index), not columns the user named (``keys``,
+        ``message.key.columns``), which may repeat."""
+        from .options import config_from_options
+
+        return spec.keys is None and not config_from_options(self.properties).settings.message_key_columns
 
     def _prepare(self, resolved: ResolvedSpec, view: Any, schema: pa.Schema) -> tuple[list[TargetColumn], list[TargetColumn]]:
         columns, sequence = target_columns(resolved, view, schema)
@@ -373,7 +388,9 @@ class ChangeApplier:
             if plan.changes is None or plan.events == 0:
                 continue
             partitions = 1 if plan.events is None or plan.whole else -(-plan.events // self.events_per_partition)
-            if partitions == 1:  # one task reads the changes (cached, when counted): no shuffle
+            if plan.chunked:  # folded in the partitions that read it: no shuffle
+                frame = plan.changes
+            elif partitions == 1:  # one task reads the changes (cached, when counted): no shuffle
                 frame = plan.changes.coalesce(1)
             else:
                 if self._parallelism is None:  # asked once: on Spark Connect it costs a small job

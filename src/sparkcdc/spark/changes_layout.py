@@ -28,7 +28,7 @@ are carried: heartbeats, transaction records, logical messages and notifications
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -236,10 +236,21 @@ def _build_block(
     """A block from its changes' event keys and images (``after``; ``before`` for a delete) and the
     metadata arrays (``__op`` to ``__snapshot``). ``ops`` None: every change is a snapshot read (no
     placeholder can occur)."""
-    size = len(images)
+    def key_column(name: str) -> list[Any]:
+        return [None if k is None else k.get(name) for k in keys]
+
+    return _block_of_columns(plan, ops, key_column, _value_columns(plan, images), len(images), metadata, old_keys)
+
+
+def _block_of_columns(
+    plan: _Plan, ops: Sequence[str] | None, key_column: Callable[[str], list[Any]], columns: Mapping[str, list[Any]], size: int,
+    metadata: list[pa.Array], old_keys: Sequence[Any] | None,
+) -> _Block:
+    """A block from its changes' image values column by column (``columns``), the event keys'
+    values of a column (``key_column(name)``: None where a change has no key), and the metadata
+    arrays; as :func:`_build_block`."""
     unchanged: list[list[str] | None] = [None] * size
     arrays: list[pa.Array] = []
-    columns = _value_columns(plan, images)
     for reader, field in zip(plan.readers, plan.schema, strict=False):
         column = reader.column
         name = column.name
@@ -248,19 +259,20 @@ def _build_block(
             placeholder = column.placeholder
             # (``in`` first: a scan in C finds most blocks free of placeholders.)
             if placeholder is not None and ops is not None and placeholder in values:
+                keyed = key_column(name) if reader.key_codec is not None else None
                 for i, value in enumerate(values):
                     # A create carries placeholders only as the second half of a primary-key change.
                     if value is not None and value == placeholder and ops[i] in ("u", "c"):
                         values[i] = None
-                        if reader.key_codec is None or keys[i] is None or keys[i].get(name) is None:
+                        if keyed is None or keyed[i] is None:
                             names = unchanged[i]
                             if names is None:
                                 names = unchanged[i] = []
                             names.append(name)
             if reader.key_codec is not None and None in values:
-                values = [k.get(name) if v is None and k is not None else v for v, k in zip(values, keys, strict=True)]
+                values = [k if v is None else v for v, k in zip(values, key_column(name), strict=True)]
         else:
-            values = [None if k is None else k.get(name) for k in keys]
+            values = key_column(name)
         arrays.append(_array(values, field.type, name))
     arrays += metadata
     if ops is None:
@@ -300,6 +312,14 @@ def _value_columns(plan: _Plan, images: Sequence[Any]) -> dict[str, list[Any]]:
     return {name: list(column) for name, column in zip(names, zip(*rows, strict=True), strict=True)} if rows else {n: [] for n in names}
 
 
+def _key_columns(keys: Mapping[str, list[Any]] | None, size: int) -> Callable[[str], list[Any]]:
+    """A chunk's key values of a column (all None: the table has no key)."""
+    def key_column(name: str) -> list[Any]:
+        found = None if keys is None else keys.get(name)
+        return [None] * size if found is None else found
+    return key_column
+
+
 def chunk_blocks(runs: Iterable[Any], config: ConnectorConfig, *, kind: str = "initial") -> Iterator[pa.RecordBatch]:
     """A snapshot chunk's rows (:class:`sparkcdc.engine.snapshot_reader.ChunkRows` runs) as blocks,
     without a record per row: each row's key and ``after`` payloads straight from its text values.
@@ -313,7 +333,7 @@ def chunk_blocks(runs: Iterable[Any], config: ConnectorConfig, *, kind: str = "i
             entry = plans[id(table)] = (table, _Plan.of(table, config))
         plan = entry[1]
         size = len(run.rows)
-        pairs = [table.key_and_row(values) for values in run.rows]
+        keys, columns = table.columns_of(run.rows)
         context = run.context
         markers = run.markers if kind == "initial" else [kind] * size
         metadata = [
@@ -325,7 +345,7 @@ def chunk_blocks(runs: Iterable[Any], config: ConnectorConfig, *, kind: str = "i
             pa.repeat(pa.scalar(context.ts_us, _SOURCE_TS), size),
             pa.array(markers, pa.string()),
         ]
-        block = _build_block(plan, None, [key for key, _ in pairs], [row for _, row in pairs], metadata, None)
+        block = _block_of_columns(plan, None, _key_columns(keys, size), columns, size, metadata, None)
         first = _FirstRow(table.topic, table.schema_name, table.table_name, "r", context.lsn, context.lsn, run.first_ordinal, markers[0])
         out.append((first, plan.shape, block))
         if len(out) >= 4:

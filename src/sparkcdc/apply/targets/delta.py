@@ -23,6 +23,10 @@ batch has not reached the main table (the writer died in between) is not trusted
 did commit. Otherwise the replayed batch would drop its own deletes as "older than a recorded
 delete".
 
+An SCD1 image (an initial snapshot's batch) is not merged where the table allows it: the
+executors write it as the table's own data files and the commit adds them by reference, as one
+overwrite carrying the same ``txn`` and metadata (:mod:`.delta_image`).
+
 Staging and commit (:class:`~.shared.LakeTarget`): executors write each partition's folded rows
 as Parquet files under ``<root>/_sparkcdc_staging/…``; the driver's commit streams the collected
 parts' files (a ``RecordBatchReader``, never a Python object per row) into the merge. That merge
@@ -61,9 +65,9 @@ from deltalake import CommitProperties, DeltaTable, Transaction
 from ..errors import TargetError
 from ..fold import END_AT, START_AT, Key
 from ..spec import ResolvedSpec
-from ..staged import DELETE, SEGMENT, UNCHANGED, StagedBatch
+from ..staged import DELETE, SEGMENT, UNCHANGED, Folded, StagedBatch, StagedPart
 from ..vector import cast_column, last_of_each
-from . import shared
+from . import delta_image, shared
 from .base import TargetColumn
 from .shared import DELETED_AT, SEQUENCE, LakeTarget, TableLayout
 
@@ -207,6 +211,9 @@ class DeltaTarget(LakeTarget[_Table]):
         return _rows_of_keys(handle, table.keys, wanted, lambda t: pc.greater(t[DELETED_AT], retained),
                              [*table.keys, SEQUENCE, DELETED_AT])
 
+    def _may_have_tombstones(self, table: _Table) -> bool:
+        return self._exists(table.tombstone_path)
+
     def _settled(self, table: _Table, handle: DeltaTable) -> DeltaTable | None:
         """``handle`` as of its newest settled commit (:func:`.shared.settled`)."""
         main = self._handle(table, table.path)
@@ -236,10 +243,29 @@ class DeltaTarget(LakeTarget[_Table]):
 
     # -- the write ------------------------------------------------------------------------------------
 
+    def stage(self, folded: Folded, *, pipeline_id: str, batch_id: int, tag: str) -> StagedPart:
+        """An SCD1 image goes straight into the table's own data files where the table allows it
+        (:mod:`.delta_image`); anything else is staged for the merge."""
+        if delta_image.is_whole_image(folded):
+            table = self._table(folded.spec)
+            with shared.failing_as(f"staging batch {batch_id} of {folded.spec.target} at {table.path}"):
+                schema = delta_image.image_schema(self._handle(table, table.path), table.columns)
+                if schema is not None:
+                    return delta_image.write_image(table.path, schema, folded, batch_id=batch_id, tag=tag)
+        return super().stage(folded, pipeline_id=pipeline_id, batch_id=batch_id, tag=tag)
+
     def _write(self, table: _Table, main: DeltaTable, staged: StagedBatch, pipeline_id: str, batch_id: int) -> None:
         metadata = shared.commit_tags(pipeline_id, batch_id)
         properties = CommitProperties(custom_metadata=metadata, app_transactions=[Transaction(_app_id(pipeline_id), batch_id)])
         before = main.version()
+        in_place = [part.in_place for part in staged.parts]
+        if any(in_place):
+            if not all(in_place) or delta_image.image_schema(main, table.columns) is None:
+                raise TargetError(f"batch {batch_id} of {staged.spec.target} at {table.path}: the table changed while its "
+                                  "image was written as data files (its columns, partitioning or column mapping); nothing was "
+                                  "committed, the batch is applied again when the query restarts")
+            delta_image.commit_image(main, staged, properties)  # always a commit, even of no file
+            return
         if staged.spec.scd_type == 1:
             self._merge_scd1(table, main, staged, properties)
         else:

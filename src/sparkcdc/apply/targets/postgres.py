@@ -11,7 +11,9 @@ Commit: everything a batch does to a table (its segments, its tombstones, its po
 ``sparkcdc.apply_positions``, and the removal of its staged rows) commits in one transaction, under
 an advisory lock on (pipeline, table): per segment the truncate, one MERGE from the staged rows of
 the tags the driver collected, the image's removal of the keys no partition staged; then the
-tombstones and the position. A replayed batch finds its position recorded and changes nothing; a
+tombstones and the position. An image (one segment, no truncate) into a table that holds no row
+(checked under a lock that keeps other writers out until the commit) is one INSERT of the staged
+rows instead: no MERGE, nothing to remove. A replayed batch finds its position recorded and changes nothing; a
 crash before COMMIT leaves no trace but staged rows, which the pipeline's next commit of the table
 removes (every row of its batches up to the one it commits, whatever their tag).
 
@@ -300,8 +302,11 @@ class PostgresTarget(PreparedTables[_Table]):
                 if already_applied(None if row is None else int(row[0]), batch_id, image=staged.is_image):
                     self._unstage(cur, table, pipeline_id, batch_id)
                     return False
-                for segment in range(len(staged.segments)):
-                    self._apply_segment(cur, table, staged, segment)
+                if self._into_empty(cur, table, staged):
+                    self._insert_image(cur, table, staged)
+                else:
+                    for segment in range(len(staged.segments)):
+                        self._apply_segment(cur, table, staged, segment)
                 if staged.tombstones:
                     self._record_tombstones(cur, table, self._staged(table, staged, [c.name for c in table.keys] + [SEQUENCE]))
                 cur.execute(sql.SQL(
@@ -312,6 +317,31 @@ class PostgresTarget(PreparedTables[_Table]):
         except psycopg.Error as exc:
             raise TargetError(f"applying batch {batch_id} to {target} in {self.description} failed: {exc}".strip()) from exc
         return True
+
+    @staticmethod
+    def _into_empty(cur: psycopg.Cursor[Any], table: _Table, staged: StagedBatch) -> bool:
+        """Whether the batch is an image (one segment, no truncate) of a table that holds no row:
+        then its staged rows are the table, inserted as they are (no MERGE, no removal of absent
+        keys). The table is locked against other writers first (readers go on), so that it is still
+        empty when the rows go in; the lock ends with the commit."""
+        if len(staged.segments) != 1 or staged.segments[0].replace_at is None or staged.segments[0].truncate_at is not None:
+            return False
+        cur.execute(sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(table.ident))
+        cur.execute(sql.SQL("SELECT NOT EXISTS (SELECT 1 FROM {})").format(table.ident))
+        row = cur.fetchone()
+        return bool(row and row[0])
+
+    def _insert_image(self, cur: psycopg.Cursor[Any], table: _Table, staged: StagedBatch) -> None:
+        """An image into an empty table: one INSERT of its staged rows (SCD1 without its deletes:
+        rows an ``apply_as_deletes`` condition marked; SCD2 every version the fold made)."""
+        if not staged.rows_in(0):
+            return
+        names = [c.name for c in table.columns] + ([START_AT, END_AT] if table.spec.scd_type == 2 else [])
+        source = self._staged(table, staged, [*names, DELETE] if table.spec.scd_type == 1 else names, segment=0)
+        kept = sql.SQL(" WHERE NOT s.{}").format(sql.Identifier(DELETE)) if table.spec.scd_type == 1 else sql.SQL("")
+        columns = sql.SQL(", ").join(sql.Identifier(name) for name in names)
+        cur.execute(sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} s{}").format(
+            table.ident, columns, sql.SQL(", ").join(sql.SQL("s.{}").format(sql.Identifier(n)) for n in names), source, kept))
 
     def _apply_segment(self, cur: psycopg.Cursor[Any], table: _Table, staged: StagedBatch, segment: int) -> None:
         bounds = staged.segments[segment]

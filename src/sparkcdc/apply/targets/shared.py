@@ -58,6 +58,7 @@ __all__ = [
     "remove_staging",
     "rows_by_key",
     "commit_tags",
+    "filesystem_of",
     "settled",
     "split_target",
     "staged_batches",
@@ -345,6 +346,11 @@ def staging_dir(root: str, pipeline_id: str, target: str, batch_id: int | None =
     return base if batch_id is None else f"{base}/{batch_id:020d}"
 
 
+def filesystem_of(location: str) -> tuple[Any, str]:
+    """pyarrow's filesystem of ``location`` (a path or URI) and the path in it."""
+    return _filesystem(location)
+
+
 def _filesystem(location: str) -> tuple[Any, str]:
     from pyarrow import fs
 
@@ -491,6 +497,10 @@ class LakeTarget(PreparedTables[T]):
         """Settled tombstones recorded after ``cutoff`` (at least those of ``wanted``)."""
         raise NotImplementedError
 
+    def _may_have_tombstones(self, table: T) -> bool:
+        """False when the table certainly has no tombstone (a cheap look, no key read)."""
+        return True
+
     def _open_rows(self, table: T, wanted: set[Key]) -> Iterable[Mapping[str, Any]]:
         """Rows with a null ``__END_AT`` (at least those of ``wanted``): data columns and ``__START_AT``."""
         raise NotImplementedError
@@ -520,6 +530,8 @@ class LakeTarget(PreparedTables[T]):
             rows = self._tombstone_rows(table, wanted, table.tombstone_cutoff())
             return rows_by_key(rows, table.keys, wanted, lambda row: table.sequence_tuple(row[SEQUENCE]))
 
+        if not self._may_have_tombstones(self._table(spec)):
+            return {}  # before turning the keys into tuples: an image's task holds a whole chunk's
         return self._of_keys(spec, keys, "the tombstones", read, tombstones=True)
 
     def open_versions(self, spec: ResolvedSpec, keys: Keys) -> dict[Key, tuple[list[Any], tuple[Any, ...]]]:
