@@ -39,6 +39,18 @@ def test_an_archive_is_named_by_the_class_path_it_was_made_for(cache: Path, monk
     assert plain != class_archive.archive_path()
 
 
+def test_a_jar_installed_again_is_another_archive(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JVM checks every jar's size and modification time against the archive (a mismatch turns
+    class sharing off altogether): a Spark installed again at the same path, same jars, is another key."""
+    jar = cache / "spark" / "jars" / "spark-core.jar"
+    jar.parent.mkdir(parents=True)
+    jar.write_bytes(b"PK jar")
+    monkeypatch.setenv("SPARK_HOME", str(cache / "spark"))
+    before = class_archive.archive_path()
+    os.utime(jar, ns=(jar.stat().st_atime_ns, jar.stat().st_mtime_ns + 1_000_000_000))
+    assert class_archive.archive_path() != before
+
+
 def test_the_driver_gets_the_archive_and_the_quick_jit_ahead_of_its_own_flags(cache: Path) -> None:
     options = class_archive.JAVA_OPTIONS
     assert launch_settings({}) == {options: QUICK_JIT}, "no archive made yet: nothing to map"

@@ -9,7 +9,8 @@ of those classes (JDK 13 and later: ``-XX:ArchiveClassesAtExit`` makes one as a 
 An archive is valid only for the JVM and the class path it was made with, and a JVM handed one
 whose class path does not match drops class sharing altogether (the JDK's own base archive with it)
 and starts slower than with none. So an archive is named by a key over everything that makes the
-driver's JVM and launch class path (the ``java`` binary and its release, Spark's jars, the
+driver's JVM and launch class path (the ``java`` binary and its release, Spark's jars with their
+sizes and modification times, which the JVM checks, the
 configuration directories Spark's launcher puts on the class path, ``spark.driver.extraClassPath``,
 the heap size), and a session uses only the archive of its own key.
 
@@ -121,7 +122,8 @@ def _key_parts(settings: Mapping[str, str]) -> Iterator[str]:
     jars = _spark_home() / "jars"
     yield str(jars.resolve())  # the class path names the jars by path: another installation is another key
     for jar in sorted(jars.glob("*.jar")) if jars.is_dir() else ():
-        yield f"{jar.name}:{jar.stat().st_size}"
+        facts = jar.stat()  # the JVM checks each jar's size and modification time against the archive's
+        yield f"{jar.name}:{facts.st_size}:{facts.st_mtime_ns}"
     defaults = spark_defaults()
     for name in _KEYED_SETTINGS:
         yield f"{name}={settings.get(name, defaults.get(name, ''))}"
