@@ -140,11 +140,13 @@ def sparkcdc_properties(cluster: ThrowawayCluster, name: str, snapshot_mode: str
 
 def run_sparkcdc(config: Path, output: Path | None, checkpoint: Path, *, master: str = "local[2]", timeout: float = 3600,
                  apply_to: str | None = None, kafka: str | None = None,
-                 watch: Callable[[int], AbstractContextManager[object]] | None = None) -> SparkcdcRun:
+                 watch: Callable[[int], AbstractContextManager[object]] | None = None,
+                 env: Mapping[str, str] | None = None) -> SparkcdcRun:
     """``python -m sparkcdc.cli run CONFIG --once`` (``--output`` and/or ``--apply-to``); its log goes next to the checkpoint.
 
     ``watch(pid)``, if given, is entered once the command has started (its process id: the driver's
-    Python process) and left when it has ended: to sample its memory while it runs, say."""
+    Python process) and left when it has ended: to sample its memory while it runs, say. ``env``:
+    variables added to this process's environment for the command."""
     summary = checkpoint.parent / f"{checkpoint.name}-summary.json"
     log = checkpoint.parent / f"{checkpoint.name}-run.log"
     argv = [sys.executable, "-m", "sparkcdc.cli", "run", str(config), "--checkpoint", str(checkpoint),
@@ -155,7 +157,7 @@ def run_sparkcdc(config: Path, output: Path | None, checkpoint: Path, *, master:
     summary.unlink(missing_ok=True)
     with open(log, "wb") as handle:
         started = time.perf_counter()
-        process = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, env=None if env is None else {**os.environ, **env})
         try:
             with watch(process.pid) if watch is not None else nullcontext():
                 code = process.wait(timeout=timeout)

@@ -22,11 +22,18 @@ over the whole command; Debezium's over its first to last record); and the drive
 /proc while it runs. With several sizes, the largest size's peaks are set against the smallest's:
 the driver must not grow with the table.
 
+In ``local[2]`` the Spark JVM is the driver and the executors at once: its peak follows what the
+executors' tasks allocate, which a cluster's driver never sees. So each target is applied once more
+with the driver alone in its JVM (``--cluster-driver``, on by default): ``--master spark://…`` of a
+standalone cluster the script starts on 127.0.0.1 (one worker of two cores, from the venv's
+pyspark, as tests/spark/test_standalone_cluster.py does), and the growth of that driver's Python and
+JVM peaks across sizes is reported too.
+
 Each mirror is checked against the source before its figures count: PostgreSQL by count and md5
 of the rows in ranges of ids (apply.py's checksum, in bounded pieces); Delta by reading the same
 ranges from both sides as Arrow tables and comparing them (never the whole table in memory).
 
-    python benchmarks/snapshot_apply.py [--rows 1000000 5000000] [--record]
+    python benchmarks/snapshot_apply.py [--rows 1000000 5000000] [--no-cluster-driver] [--record]
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ from _memory import DriverMemory, driver_memory  # noqa: E402
 from snapshot import prepare_table, snapshot_debezium  # noqa: E402
 
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
+from tests.support.standalone_cluster import HOST, standalone_cluster  # noqa: E402
 
 TARGET = 3.0  # sparkcdc's processing rate over Debezium's steady rate
 GROWTH_TOLERANCE = 1.2  # the largest size's driver peaks over the smallest's, above which memory follows the table
@@ -79,6 +87,7 @@ class Applied:
     target: str  # one of TARGETS
     rows: int
     run: SparkcdcRun
+    master: str  # "local[2]", or a standalone cluster's spark:// URL (the driver alone in its JVM)
     batch_cpu_seconds: float  # the machine's busy CPU over the run's micro-batches
     wall_cpu_seconds: float  # and over the whole command
     memory: DriverMemory
@@ -101,6 +110,7 @@ class Size:
     debezium: DebeziumRun
     debezium_cpu_seconds: float  # the machine's busy CPU from Debezium's first record to its last
     applied: tuple[Applied, ...]
+    on_cluster: tuple[Applied, ...] = ()  # the same targets with the driver on a standalone cluster (--cluster-driver)
 
     @property
     def debezium_steady_rate(self) -> float:
@@ -205,9 +215,11 @@ def debezium_snapshot(cluster: ThrowawayCluster, conn: psycopg.Connection, rows:
     return run, cpu.busy_between(run.first_epoch, max(run.last_epoch, run.first_epoch + cpu.interval))
 
 
-def apply_snapshot(cluster: ThrowawayCluster, conn: psycopg.Connection, work: Path, target: str, rows: int) -> Applied:
+def apply_snapshot(cluster: ThrowawayCluster, conn: psycopg.Connection, work: Path, target: str, rows: int,
+                   master: str = "local[2]") -> Applied:
     """``sparkcdc run --apply-to`` of the initial snapshot into ``target`` (one of TARGETS), timed,
-    its driver's memory sampled, its mirror checked; what it left behind removed."""
+    its driver's memory sampled, its mirror checked; what it left behind removed. ``master``: a
+    standalone cluster's URL runs the executors there (the driver binds 127.0.0.1, as the cluster does)."""
     name = "apply_postgresql" if target == "PostgreSQL" else "apply_delta"
     config = write_properties(work / f"{name}.properties", sparkcdc_properties(cluster, name, "initial_only"))
     checkpoint = work / f"{name}-checkpoint"
@@ -220,8 +232,9 @@ def apply_snapshot(cluster: ThrowawayCluster, conn: psycopg.Connection, work: Pa
     memory = DriverMemory()
     with MachineCpu() as cpu:
         began = time.time()
-        run = run_sparkcdc(config, None, checkpoint, apply_to=location, timeout=max(3600.0, rows / 500),
-                           watch=lambda pid: driver_memory(pid, into=memory))
+        run = run_sparkcdc(config, None, checkpoint, master=master, apply_to=location, timeout=max(3600.0, rows / 500),
+                           watch=lambda pid: driver_memory(pid, into=memory),
+                           env=None if master.startswith("local") else {"SPARK_LOCAL_IP": HOST})
         ended = time.time()
     memory.check(f"sparkcdc run --apply-to {location}")
     drop_slot_when_free(conn, name)  # initial_only uses a temporary slot; nothing should be left
@@ -237,10 +250,10 @@ def apply_snapshot(cluster: ThrowawayCluster, conn: psycopg.Connection, work: Pa
         raise SystemExit(f"sparkcdc's snapshot applied to {target} ({location}) is wrong: " + "; ".join(problems))
     shutil.rmtree(checkpoint)
     batch_cpu = sum(cpu.busy_between(*run.batch_window(i)) for i in range(len(run.batch_ms)))
-    return Applied(target, rows, run, batch_cpu, cpu.busy_between(began, ended), memory)
+    return Applied(target, rows, run, master, batch_cpu, cpu.busy_between(began, ended), memory)
 
 
-def measure(rows: int) -> Size:
+def measure(rows: int, *, cluster_driver: bool = True) -> Size:
     print(f"{rows:,} rows:")
     with (ThrowawayCluster() as cluster, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
           tempfile.TemporaryDirectory(prefix="sparkcdc-bench-snapshot-apply-") as tmp):
@@ -255,7 +268,15 @@ def measure(rows: int) -> Size:
             done = apply_snapshot(cluster, conn, Path(tmp), target, rows)
             applied.append(done)
             print_applied(done, rows / max(debezium.steady_seconds, 1e-3), rows / debezium.total_seconds)
-    return Size(rows, fill_seconds, debezium, debezium_cpu, tuple(applied))
+        on_cluster = []
+        if cluster_driver:
+            with standalone_cluster(Path(tmp) / "spark", workers=1, cores=2, memory="2g") as spark:
+                for target in TARGETS:
+                    done = apply_snapshot(cluster, conn, Path(tmp), target, rows, master=spark.master_url)
+                    on_cluster.append(done)
+                    print(f"  driver on a standalone cluster → {target}: {done.processing_rate:,.0f} rows/s processing "
+                          f"({done.run.processing_seconds:.1f} s), mirror equals the source; peak memory: {done.memory.describe()}")
+    return Size(rows, fill_seconds, debezium, debezium_cpu, tuple(applied), tuple(on_cluster))
 
 
 def phases(run: SparkcdcRun) -> str:
@@ -287,11 +308,13 @@ def growth_rows(sizes: list[Size]) -> list[tuple[str, str, str]]:
     if small.rows == large.rows:
         return []
     found = []
-    for before, after in zip(small.applied, large.applied, strict=True):
+    pairs = [(before, after, "local[2]: driver and executors in one JVM") for before, after in zip(small.applied, large.applied, strict=True)]
+    pairs += [(before, after, "driver alone on a standalone cluster") for before, after in zip(small.on_cluster, large.on_cluster, strict=True)]
+    for before, after, where in pairs:
         python = after.memory.python_mb / before.memory.python_mb
         jvm = after.memory.jvm_mb / before.memory.jvm_mb
         verdict = "flat" if max(python, jvm) <= GROWTH_TOLERANCE else "GROWS with the table"
-        found.append((f"driver peak RSS growth → {after.target}, {large.rows:,} vs {small.rows:,} rows",
+        found.append((f"driver peak RSS growth → {after.target}, {large.rows:,} vs {small.rows:,} rows, {where}",
                       f"Python x{python:.2f}, JVM x{jvm:.2f}",
                       f"Python {before.memory.python_mb:,.0f} → {after.memory.python_mb:,.0f} MB, JVM {before.memory.jvm_mb:,.0f} → "
                       f"{after.memory.jvm_mb:,.0f} MB for x{large.rows / small.rows:g} rows: {verdict} (flat: at most "
@@ -323,6 +346,12 @@ def size_rows(size: Size) -> list[tuple[str, str, str]]:
              f"VmHWM of the `sparkcdc run` process and of its Spark JVM; Python workers {memory.workers_mb:,.0f} MB, "
              f"whole tree {memory.tree_mb:,.0f} MB"),
         ]
+    for done in size.on_cluster:
+        memory = done.memory
+        found.append((f"{n}: driver peak RSS → {done.target}, driver alone on a standalone cluster",
+                      f"Python {memory.python_mb:,.0f} MB, JVM {memory.jvm_mb:,.0f} MB",
+                      f"`run --apply-to --once --master spark://…` (one worker of 2 cores on this machine); "
+                      f"{done.processing_rate:,.0f} rows/s processing; mirror equals the source"))
     return found
 
 
@@ -330,6 +359,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[5_000_000],
                         help="table sizes, each run in turn on its own cluster (e.g. --rows 1000000 5000000)")
+    parser.add_argument("--no-cluster-driver", dest="cluster_driver", action="store_false",
+                        help="skip the runs with the driver alone on a standalone cluster (its memory apart from the executors')")
     parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
     args = parser.parse_args()
     if any(rows < 1 for rows in args.rows):
@@ -340,7 +371,7 @@ def main() -> None:
     load_before = load_average()
     print(f"load average before: {load_before}")
     jvm_seconds = _ensure_jvm()
-    sizes = [measure(rows) for rows in args.rows]
+    sizes = [measure(rows, cluster_driver=args.cluster_driver) for rows in args.rows]
     load_after = load_average()
     print(f"load average after: {load_after}")
     growth = growth_rows(sizes)
@@ -352,7 +383,10 @@ def main() -> None:
             f"initial snapshot (`snapshot.mode=initial_only`) of one 6-column table of {' and '.join(f'{r:,}' for r in args.rows)} "
             "rows (VACUUM ANALYZE first), each size on its own cluster: Debezium 3.6.3's snapshot of it (JsonConverter with schemas, "
             "counting consumer), then `sparkcdc run --apply-to` into a PostgreSQL mirror database and into a Delta Lake table "
-            "(SCD1), each mirror checked against the source; machine CPU-seconds are every core's busy time over the same window; "
+            "(SCD1), each mirror checked against the source"
+            + (", then both again with the driver alone in its JVM (`--master spark://…`, a standalone cluster of one 2-core worker "
+               "on this machine)" if args.cluster_driver else "")
+            + "; machine CPU-seconds are every core's busy time over the same window; "
             f"peak RSS sampled from /proc every 0.2 s (Debezium's JVM start-up took {jvm_seconds:.1f} s, apart); load average "
             f"{load_before} before, {load_after} after",
             [row for size in sizes for row in size_rows(size)] + growth,

@@ -59,8 +59,9 @@ def test_blocking_snapshot_benchmark_runs() -> None:
 @pytest.mark.oracle
 @pytest.mark.timeout(960)
 def test_snapshot_apply_benchmark_runs() -> None:
-    """Debezium's snapshot and `sparkcdc run --apply-to` into PostgreSQL and Delta, at two tiny sizes;
-    the script checks each mirror against the source, and the driver's memory is sampled."""
+    """Debezium's snapshot and `sparkcdc run --apply-to` into PostgreSQL and Delta, at two tiny sizes,
+    in local[2] and with the driver alone on a standalone cluster; the script checks each mirror
+    against the source, and the driver's memory is sampled."""
     result = subprocess.run(
         [sys.executable, str(BENCHMARKS / "snapshot_apply.py"), "--rows", "2000", "6000"],
         capture_output=True, text=True, timeout=900,
@@ -68,10 +69,11 @@ def test_snapshot_apply_benchmark_runs() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     for target in ("PostgreSQL", "Delta Lake"):
         assert f"ratio sparkcdc → {target} / Debezium" in result.stdout
-        assert f"driver peak RSS growth → {target}, 6,000 vs 2,000 rows" in result.stdout
-    assert result.stdout.count("mirror equals the source") == 4
+        assert f"driver peak RSS growth → {target}, 6,000 vs 2,000 rows, local[2]" in result.stdout
+        assert f"driver peak RSS growth → {target}, 6,000 vs 2,000 rows, driver alone on a standalone cluster" in result.stdout
+    assert result.stdout.count("mirror equals the source") == 8
     peaks = re.findall(r"peak memory: driver Python ([\d,]+) MB, driver JVM ([\d,]+) MB", result.stdout)
-    assert len(peaks) == 4 and all(int(p.replace(",", "")) > 20 for pair in peaks for p in pair), result.stdout
+    assert len(peaks) == 8 and all(int(p.replace(",", "")) > 20 for pair in peaks for p in pair), result.stdout
 
 
 @pytest.mark.slow
@@ -84,3 +86,10 @@ def test_latency_benchmark_runs() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "sparkcdc at 200 changes/s: p50" in result.stdout
     assert "debezium at 200 changes/s: p50" in result.stdout
+
+
+def test_chunk_typing_benchmark_runs() -> None:
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "chunk_typing.py"), "--rows", "3000", "--repeat", "1"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3,000 rows read and typed into blocks" in result.stdout

@@ -41,6 +41,7 @@ COMPILED_MODULES = (
     "sparkcdc.debezium.types.text",
     "sparkcdc.debezium.types.temporal",
     "sparkcdc.engine.streaming",
+    "sparkcdc.engine.lines",
 )
 
 

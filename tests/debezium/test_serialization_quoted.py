@@ -1,5 +1,6 @@
-"""``JsonSerializer.quoted``: a record's text as a JSON string, built from a schema prefix escaped
-once; it must be exactly the serialized text quoted."""
+"""``JsonSerializer.quoted_into``: a record's text as a JSON string, appended in pieces built from a
+schema prefix escaped once; joined, it must be exactly the serialized text quoted, and the length it
+returns must be the joined length."""
 
 from __future__ import annotations
 
@@ -10,6 +11,15 @@ import pytest
 
 from sparkcdc.debezium.connect import ConnectSchema, string, struct
 from sparkcdc.debezium.serialization import JsonSerializer, escape_json_text
+
+
+def _quoted(serializer: JsonSerializer, payload: Any, schema: ConnectSchema | None, *, with_schema: bool) -> bytes:
+    pieces: list[bytes] = [b"before"]
+    length = serializer.quoted_into(pieces, payload, schema, with_schema=with_schema)
+    assert pieces[0] == b"before"  # appended, never replaced
+    text = b"".join(pieces[1:])
+    assert length == len(text)
+    return text
 
 SCHEMA = struct([("id", string()), ("txt", string(optional=True))], name='srv.public."odd\\name".Value', optional=True)
 
@@ -25,7 +35,7 @@ def test_quoted_is_the_encoded_text_as_a_json_string(payload: Any, schema: Conne
     serializer = JsonSerializer()
     for _ in range(2):  # the second time from the cached prefix
         encoded = serializer.encode(payload, schema, with_schema=with_schema)
-        quoted = serializer.quoted(payload, schema, with_schema=with_schema)
+        quoted = _quoted(serializer, payload, schema, with_schema=with_schema)
         if encoded is None:
             assert quoted == b"null"
         else:
@@ -35,8 +45,8 @@ def test_quoted_is_the_encoded_text_as_a_json_string(payload: Any, schema: Conne
 
 def test_a_new_schema_at_a_recycled_id_gets_its_own_prefix() -> None:
     serializer = JsonSerializer()
-    first = serializer.quoted({"id": "1"}, struct([("id", string())], name="a"), with_schema=True)
-    second = serializer.quoted({"id": "1"}, struct([("id", string())], name="b"), with_schema=True)
+    first = _quoted(serializer, {"id": "1"}, struct([("id", string())], name="a"), with_schema=True)
+    second = _quoted(serializer, {"id": "1"}, struct([("id", string())], name="b"), with_schema=True)
     assert b'\\"a\\"' in first and b'\\"b\\"' in second
 
 

@@ -144,6 +144,10 @@ def _assert_lines_match(
     kwargs = {"run_id": RUN_ID, "serializer": serializer, "batch_rows": batch_rows, "batch_bytes": batch_bytes, "clock_ns": clock}
     built = lines(read_encoded_chunk(config, chunk, lines=True, **kwargs))  # type: ignore[arg-type]
     assert built == lines(read_encoded_chunk(config, chunk, **kwargs))  # type: ignore[arg-type]
+    # As a topic file holds them: the same lines, each ended by a newline.
+    ended = list(read_encoded_chunk(config, chunk, lines=True, line_end=b"\n", **kwargs))  # type: ignore[arg-type]
+    assert all(b.line_end == b"\n" for b in ended)
+    assert [line for b in ended for line in b.line or ()] == [line.encode() + b"\n" for _, line, *_ in built]
     for _, line, *_ in built:
         parsed = orjson.loads(line)
         assert set(parsed) == {"key", "value", "headers", "lsn", "commit_lsn", "ordinal"}
@@ -361,3 +365,21 @@ def test_rendered_doubles_are_json_floats_as_jackson_writes_them(db: psycopg.Con
             expected = json_float(text)
             assert orjson.loads(rendered) == expected or expected != expected, (value, rendered)
             assert type(orjson.loads(rendered)) is type(expected), (value, rendered)
+
+
+def test_a_block_of_rendered_rows_is_quoted_whole_and_one_with_a_null_payload_row_by_row() -> None:
+    """The block-wide quoting (``_escaped_rows``) gives each row's payloads as ``escape`` quotes them,
+    backslashes and quotes included; a block where a payload is NULL, or where COPY escaped a
+    control character, is refused (its rows then go one by one)."""
+    from sparkcdc.debezium.topic_line import escape
+    from sparkcdc.engine.snapshot_rendered import _escaped_rows
+
+    tail = b"\t\\N\t\\N\n"
+    payloads = [(b'{"id":1}', b'{"id":1,"s":"a \\\\ \\"q\\" \\\\"}'), (b'{"id":2}', b'{"id":2,"s":"\\\\\\\\N"}')]
+    block = b"".join(b"\t".join((key, row.replace(b"\\", b"\\\\"))) + tail for key, row in payloads)  # COPY doubles backslashes
+    assert _escaped_rows(block, tail) == [escape(text) for key, row in payloads for text in (key, row)]
+    keyless = b"".join(row.replace(b"\\", b"\\\\") + tail for _, row in payloads)
+    assert _escaped_rows(keyless, tail) == [escape(row) for _, row in payloads]
+    assert _escaped_rows(b'{"id":3}\t\\N\t3\tx\n' + block, tail) is None  # the row payload is NULL: the converters
+    assert _escaped_rows(b'{"id":3}\t{"s":"a\\nb"}' + tail, tail) is None  # COPY's escape of a raw newline
+    assert _escaped_rows(b'\\N\t{"id":4}' + tail, tail) is None  # a NULL key payload, every column NULL

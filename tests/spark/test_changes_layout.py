@@ -13,7 +13,7 @@ import pytest
 from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.engine.planner import ConnectorPlanner
 from sparkcdc.engine.snapshot_plan import SnapshotChunk
-from sparkcdc.engine.snapshot_reader import read_chunk_rows
+from sparkcdc.engine.snapshot_reader import read_chunk_columns
 from sparkcdc.engine.work import read_work_records
 from sparkcdc.postgres import drop_slot
 from sparkcdc.spark.changes_layout import CHANGES_ARROW_SCHEMA, change_blocks, chunk_blocks
@@ -54,7 +54,7 @@ def test_chunk_blocks_equal_record_blocks(db, pg_cluster, unique_name: str, tmp_
         rows = 0
         for work in works:
             for kind in ("initial", "blocking"):
-                typed = _decoded(list(chunk_blocks(read_chunk_rows(config, work, run_id="r"), config, kind=kind)))
+                typed = _decoded(list(chunk_blocks(read_chunk_columns(config, work, run_id="r"), config, kind=kind)))
                 records = read_work_records(config, work, run_id="r")
                 if kind != "initial":
                     records = (setattr(r, "snapshot", kind) or r for r in records)
@@ -66,7 +66,7 @@ def test_chunk_blocks_equal_record_blocks(db, pg_cluster, unique_name: str, tmp_
                     rows += typed[1].num_rows if kind == "initial" else 0
         assert rows == 2500
         # The reader's shape (from the table schema it read with) is the one the catalog describes.
-        heads = _decoded(list(chunk_blocks(read_chunk_rows(config, works[0], run_id="r"), config)))[0]
+        heads = _decoded(list(chunk_blocks(read_chunk_columns(config, works[0], run_id="r"), config)))[0]
         views = DescribedViews(props)
         described = views.get(f"public.{table}")
         assert {h["shape"] for h in heads} == {view_shape(described)}

@@ -17,8 +17,9 @@ import pyarrow as pa
 import pytest
 from pyspark.errors import PySparkException
 
+from sparkcdc.engine.encoded import Constant, EncodedBatch, joined
 from sparkcdc.errors import ConfigurationError
-from sparkcdc.spark.lines import LINES_ARROW_SCHEMA, LINES_DDL_SCHEMA
+from sparkcdc.spark.lines import LINES_ARROW_SCHEMA, LINES_DDL_SCHEMA, line_batch, line_end
 from sparkcdc.spark.sinks.reader_files import STAGED_FILES_DDL_SCHEMA, write_topic_files
 from sparkcdc.spark.sinks.staging import STAGING_DIR, TopicFilesError, open_topic_file, published_files, task_staging_root
 from sparkcdc.spark.sinks.topic_files import TopicFilesBatchWriter
@@ -55,6 +56,31 @@ def test_task_written_files_are_the_files_spark_writes(spark: Any, tmp_path: Pat
     # Spark writes a topic's lines of one task into one file: the same lines, the same order.
     assert _by_topic(by_tasks) == _by_topic(by_spark)
     assert not (by_tasks / STAGING_DIR).exists()
+
+
+def _ended(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` as the stream's reader makes it for the topic files: each line ending with its
+    newline, said by the batch (``EncodedBatch.line_end``), laid out in one buffer as ``line_batch`` does."""
+    texts = [(line + "\n").encode() for line in batch.column(1).to_pylist()]
+    unused = Constant(None)
+    encoded = EncodedBatch(batch.num_rows, batch.column(0).to_pylist(), None, None, unused, unused, unused, unused,
+                           batch.column(2).to_pylist(), batch.column(3).to_pylist(), batch.column(4).to_pylist(), unused, unused,
+                           unused, joined(b"".join(texts), [len(t) for t in texts]), b"\n")
+    return line_batch(encoded)
+
+
+def test_lines_ending_with_their_newline_are_written_as_they_are(tmp_path: Path) -> None:
+    """The stream's reader ends each topic-files line with its newline, so that a run of one topic's
+    lines is written as a slice of the batch's buffer: the files hold the same bytes."""
+    partitions = [[_lines(TOPICS), _lines(TOPICS[::-1], 10)], [_lines(TOPICS[2:], 20)]]
+    assert line_end(_ended(partitions[0][0])) == b"\n" and line_end(partitions[0][0]) == b""
+    files = {}
+    for name, convert in (("joined", lambda b: b), ("ended", _ended)):
+        named = [row for index, batches in enumerate(partitions)
+                 for batch in write_topic_files([convert(b) for b in batches], tmp_path / name, index) for row in _rows(batch)]
+        files[name] = {(topic, Path(path).name): Path(path).read_bytes() for topic, path, _ in named}
+    assert files["ended"] == files["joined"] and len(files["joined"]) == 6
+    assert files["joined"]["srv.public.a", "part-00000.jsonl"].count(b"\n") == 3 + 3
 
 
 def _by_topic(output: Path) -> dict[str, bytes]:

@@ -75,21 +75,32 @@ class JsonSerializer:
             return body
         return b"".join((self._prefix(schema), body, b"}"))
 
-    def quoted(self, payload: Any, schema: ConnectSchema | None, *, with_schema: bool) -> bytes:
-        """:meth:`encode`'s text as a JSON string (``null`` for none): the schema part is escaped
-        once per schema, and per record only the payload."""
+    def quoted_into(self, out: list[bytes], payload: Any, schema: ConnectSchema | None, *, with_schema: bool) -> int:
+        """:meth:`encode`'s text as a JSON string (``null`` for none), appended to ``out`` in pieces
+        and its length returned, for a caller that joins many texts at once (a batch of topic-files
+        lines). The schema part is escaped once per schema and, the same object record after
+        record, never copied into a text of its own; per record only the payload is escaped."""
         if payload is None and schema is None:
-            return b"null"
+            out.append(b"null")
+            return 4
         body = escape_json_text(_dumps(payload))
         if not with_schema:
-            return b'"' + body + b'"'
+            out.append(b'"')
+            out.append(body)
+            out.append(b'"')
+            return len(body) + 2
         if schema is None:
-            return b'"{\\"schema\\":null,\\"payload\\":' + body + b'}"'
-        cached = self._quoted_prefixes.get(id(schema))
-        if cached is None or cached[0] is not schema:
-            cached = (schema, b'"' + escape_json_text(self._prefix(schema)))
-            self._quoted_prefixes[id(schema)] = cached
-        return b"".join((cached[1], body, b'}"'))
+            prefix = b'"{\\"schema\\":null,\\"payload\\":'
+        else:
+            cached = self._quoted_prefixes.get(id(schema))
+            if cached is None or cached[0] is not schema:
+                cached = (schema, b'"' + escape_json_text(self._prefix(schema)))
+                self._quoted_prefixes[id(schema)] = cached
+            prefix = cached[1]
+        out.append(prefix)
+        out.append(body)
+        out.append(b'}"')
+        return len(prefix) + len(body) + 2
 
     def record(self, record: ChangeRecord) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]:
         """Key, value and headers of a record in one call (what sinks use per record)."""

@@ -64,6 +64,10 @@ class _FieldPlan:
     toast: Any  # what an unchanged TOAST value becomes
     optional: bool = True  # an unrepresentable value (UnrepresentableValueError) becomes null only then
     renderer: Callable[[str], str] | None = None  # the SQL rendering of ``convert`` (see sql_json), if any
+    #: The column's type and mapping ``convert`` comes from (None after masking): a reader that
+    #: converts whole columns at once recognizes ``mapping.convert is convert`` (untransformed).
+    column_type: ColumnType | None = None
+    mapping: ValueMapping | None = None
 
 
 class TableSchema:
@@ -102,6 +106,16 @@ class TableSchema:
         self.schema_name = description.schema
         self.table_name = description.name
         self.qualified_name = f"{description.schema}.{description.name}"
+
+    @property
+    def key_fields(self) -> tuple[_FieldPlan, ...] | None:
+        """The key's fields (None: the table has no key), for readers that convert whole columns."""
+        return self._key_fields if self.key_schema is not None else None
+
+    @property
+    def value_fields(self) -> tuple[_FieldPlan, ...]:
+        """The row's fields, for readers that convert whole columns."""
+        return self._value_fields
 
     @property
     def has_key(self) -> bool:
@@ -384,7 +398,8 @@ class TableSchemaFactory:
             toast = mapping.toast
         else:
             toast = self.options.placeholder_text
-        return Field(name, schema), _FieldPlan(name, column.position, convert, null_value, toast, schema.optional, renderer)
+        return Field(name, schema), _FieldPlan(name, column.position, convert, null_value, toast, schema.optional, renderer,
+                                               column.type, mapping)
 
 
 def _constant(value: Any) -> Callable[[str], Any]:

@@ -107,6 +107,9 @@ class EncodedBatch:
     source_ts_us: list[int | None] | Constant
     snapshot: list[str | None] | Constant
     line: Joined | list[bytes | None] | None = None  # each record's topic-files line (sparkcdc.debezium.topic_line), when asked for
+    #: What ends each item of ``line`` (``b"\n"``: the lines as a topic file holds them, so a run of
+    #: them is written as the one buffer it already is), or nothing.
+    line_end: bytes = b""
 
     def records(self) -> Iterator[EncodedRecord]:
         """The batch row by row (a batch built with key and value: not the lines-only kind)."""

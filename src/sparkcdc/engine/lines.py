@@ -8,6 +8,7 @@ a header list, the same shared object record after record, is rendered once per 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Final
 
 from ..debezium.records import ChangeRecord
 from ..debezium.serialization import JsonSerializer
@@ -20,20 +21,30 @@ __all__ = ["encode_lines"]
 _OPEN, _BEFORE_VALUE, _BEFORE_HEADERS, _BEFORE_LSN, _BEFORE_COMMIT_LSN, _BEFORE_ORDINAL, _CLOSE = segments(
     "key", "value", "headers", "lsn", "commit_lsn", "ordinal"
 )
-_ORDINAL_TEMPLATE = _BEFORE_ORDINAL.replace(b"%", b"%%") + b"%d" + _CLOSE.replace(b"%", b"%%")
+_ORDINAL_TEMPLATE: Final = _BEFORE_ORDINAL.replace(b"%", b"%%") + b"%d" + _CLOSE.replace(b"%", b"%%")
+_OPEN_LENGTH: Final = len(_OPEN)
+_BEFORE_VALUE_LENGTH: Final = len(_BEFORE_VALUE)
+_BEFORE_COMMIT_LSN_LENGTH: Final = len(_BEFORE_COMMIT_LSN)
 
 
 def encode_lines(
-    records: Iterable[ChangeRecord], serializer: JsonSerializer, batch_size: int = 8192, batch_bytes: int = BATCH_BYTES
+    records: Iterable[ChangeRecord], serializer: JsonSerializer, batch_size: int = 8192, batch_bytes: int = BATCH_BYTES,
+    line_end: bytes = b"",
 ) -> Iterator[EncodedBatch]:
     """Records as batches of their lines, at most ``batch_size`` records and about ``batch_bytes``
     of lines each: :func:`~.encoded.encode_records` for the ``lines`` layout. A batch carries the
     lines and what the layout's rows hold beside them (topic, lsn, commit_lsn, ordinal); its other
-    columns are not built."""
-    quoted, headers_of = serializer.quoted, serializer.headers
+    columns are not built. ``line_end`` ends every line (a topic file's newline: the batch's lines
+    are then that file's bytes as they are).
+
+    A line's pieces go straight into the batch's one list, joined once per batch: a line is never
+    a text of its own, and its biggest piece (the value's escaped schema, one object for every
+    record of a table) is never copied before that join.
+    """
+    quoted_into, headers_of = serializer.quoted_into, serializer.headers
     key_schemas, value_schemas = serializer.key_schemas, serializer.value_schemas
-    open_key, before_value, before_commit_lsn, ordinal_template = _OPEN, _BEFORE_VALUE, _BEFORE_COMMIT_LSN, _ORDINAL_TEMPLATE
     unused = Constant(None)
+    end_length = len(line_end)
     remaining = iter(records)
     while True:
         topic: list[str] = []
@@ -56,24 +67,31 @@ def encode_lines(
                 header_text = _BEFORE_HEADERS + headers_json(headers) + _BEFORE_LSN
                 rendered[id(headers)] = (headers, header_text)
             record_lsn, record_commit_lsn, record_ordinal = record.lsn, record.commit_lsn, record.ordinal
-            line = b"".join((
-                open_key, quoted(record.key, record.key_schema, with_schema=key_schemas),
-                before_value, quoted(record.value, record.value_schema, with_schema=value_schemas),
-                header_text, b"null" if record_lsn is None else b"%d" % record_lsn,
-                before_commit_lsn, b"null" if record_commit_lsn is None else b"%d" % record_commit_lsn,
-                ordinal_template % record_ordinal,
-            ))
-            pieces.append(line)
-            lengths.append(len(line))
-            size += len(line)
+            pieces.append(_OPEN)
+            length = _OPEN_LENGTH + quoted_into(pieces, record.key, record.key_schema, with_schema=key_schemas)
+            pieces.append(_BEFORE_VALUE)
+            length += _BEFORE_VALUE_LENGTH + quoted_into(pieces, record.value, record.value_schema, with_schema=value_schemas)
+            lsn_text = b"null" if record_lsn is None else b"%d" % record_lsn
+            commit_lsn_text = b"null" if record_commit_lsn is None else b"%d" % record_commit_lsn
+            ordinal_text = _ORDINAL_TEMPLATE % record_ordinal
+            pieces.append(header_text)
+            pieces.append(lsn_text)
+            pieces.append(_BEFORE_COMMIT_LSN)
+            pieces.append(commit_lsn_text)
+            pieces.append(ordinal_text)
+            pieces.append(line_end)
+            length += (len(header_text) + len(lsn_text) + _BEFORE_COMMIT_LSN_LENGTH + len(commit_lsn_text) + len(ordinal_text)
+                       + end_length)
+            lengths.append(length)
+            size += length
             topic.append(record.topic)
             lsn.append(record_lsn)
             commit_lsn.append(record_commit_lsn)
             ordinal.append(record_ordinal)
-            if len(pieces) >= batch_size or size >= batch_bytes:
+            if len(lengths) >= batch_size or size >= batch_bytes:
                 break
-        if not pieces:
+        if not lengths:
             return
         line_column = joined(b"".join(pieces), lengths)
-        yield EncodedBatch(len(pieces), topic, None, None, unused, unused, unused, unused, lsn, commit_lsn, ordinal, unused,
-                           unused, unused, line_column)
+        yield EncodedBatch(len(lengths), topic, None, None, unused, unused, unused, unused, lsn, commit_lsn, ordinal, unused,
+                           unused, unused, line_column, line_end)

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import psycopg
+import pyarrow as pa
 
 from ..debezium.config import ConnectorConfig
 from ..debezium.events import EventFactory
@@ -63,9 +64,11 @@ __all__ = [
     "SnapshotChunkError",
     "SnapshotUnavailableError",
     "TableRewrittenError",
+    "ChunkColumns",
     "ChunkRows",
     "chunk_records",
     "open_chunk_transaction",
+    "read_chunk_columns",
     "read_chunk_rows",
     "read_snapshot_chunk",
 ]
@@ -173,6 +176,63 @@ def opened_chunk_rows(
     yield ChunkRows(table, context, taken, _ordinal(chunk, row + 1 - len(taken)), markers)
 
 
+@dataclass(frozen=True)
+class ChunkColumns:
+    """A run of a chunk's rows as text columns (the table's columns in order, Arrow strings, NULL
+    as null), with the first row's ordinal and each row's ``snapshot`` marker: :class:`ChunkRows`
+    without a Python object per row or value."""
+
+    table: TableSchema
+    context: SnapshotContext
+    columns: list[pa.Array]
+    size: int
+    first_ordinal: int
+    markers: list[str]
+
+
+def opened_chunk_columns(
+    tx: SnapshotTransaction, config: ConnectorConfig, chunk: SnapshotChunk, table: TableSchema, first_of_table: bool,
+    batch_rows: int = 4096,
+) -> Iterator[ChunkColumns]:
+    """The rows of a chunk that :func:`open_chunk` opened as runs of ``batch_rows`` rows of text
+    columns (the last run shorter), with the markers and ordinals :func:`opened_chunk_rows` gives."""
+    row_limit = _row_limit(chunk)
+    first_marker = snapshot_marker(table_index=chunk.table_index, first_of_table=first_of_table, last_of_table=False, final=False)
+    held: list[pa.Table] = []  # parsed rows not yet in a run (the chunk's last row is held until the COPY ends)
+    held_rows = 0
+    row = 0  # rows already in runs
+
+    def run(rows: pa.Table, last_marker: str | None) -> ChunkColumns:
+        size = rows.num_rows
+        markers = ["true"] * size
+        if row == 0:
+            markers[0] = first_marker
+        if last_marker is not None:
+            markers[-1] = last_marker
+        columns = [column.combine_chunks() for column in rows.columns[:len(chunk.columns)]]  # (no column: only counted)
+        return ChunkColumns(table, chunk.context, columns, size, _ordinal(chunk, row), markers)
+
+    for parsed in _chunk_text_columns(tx, chunk):
+        if not parsed.num_rows:
+            continue
+        held.append(parsed)
+        held_rows += parsed.num_rows
+        if row + held_rows > row_limit:
+            raise SnapshotChunkError(f"{chunk.describe()} holds more rows than its ordinals can number; plan smaller chunks")
+        if held_rows > batch_rows:
+            rows = pa.concat_tables(held)
+            while held_rows > batch_rows:  # a row stays held: the last one's marker needs the COPY ended
+                yield run(rows.slice(0, batch_rows), None)
+                rows = rows.slice(batch_rows)
+                row += batch_rows
+                held_rows -= batch_rows
+            held = [rows]
+    if not held_rows:
+        return
+    last = last_row_marker(tx, config, chunk, first_of_table=row + held_rows == 1 and first_of_table)
+    yield run(pa.concat_tables(held), last)
+
+
 def opened_chunk_records(
     tx: SnapshotTransaction, config: ConnectorConfig, events: EventFactory, chunk: SnapshotChunk, table: TableSchema,
     first_of_table: bool,
@@ -196,6 +256,21 @@ def read_chunk_rows(config: ConnectorConfig, chunk: SnapshotChunk, *, run_id: st
 
 def _run_rows(run: ChunkRows) -> int:
     return len(run.rows)
+
+
+def read_chunk_columns(config: ConnectorConfig, chunk: SnapshotChunk, *, run_id: str) -> Iterator[ChunkColumns]:
+    """A chunk's rows as runs of text columns (see :func:`opened_chunk_columns`); connects,
+    imports the snapshot, closes when done."""
+    from .metric_reports import counted_chunk, metrics_location
+
+    with chunk_session(config, chunk, run_id=run_id) as (tx, _events, resolver):
+        opened = open_chunk(tx, config, resolver, chunk)
+        runs = opened_chunk_columns(tx, config, chunk, *opened) if opened is not None else iter(())
+        yield from counted_chunk(metrics_location(config), chunk, runs, _run_size)
+
+
+def _run_size(run: ChunkColumns) -> int:
+    return run.size
 
 
 def open_chunk(
@@ -243,6 +318,12 @@ def _chunk_rows(tx: SnapshotTransaction, chunk: SnapshotChunk) -> Iterator[tuple
     if chunk.query is not None:
         return tx.rows(chunk.query, len(chunk.columns))
     return tx.table_rows(chunk.schema, chunk.table, chunk.columns, where=chunk.ctid_condition())
+
+
+def _chunk_text_columns(tx: SnapshotTransaction, chunk: SnapshotChunk) -> Iterator[pa.Table]:
+    if chunk.query is not None:
+        return tx.text_columns(chunk.query, len(chunk.columns))
+    return tx.table_text_columns(chunk.schema, chunk.table, chunk.columns, where=chunk.ctid_condition())
 
 
 def _ordinal(chunk: SnapshotChunk, row: int) -> int:

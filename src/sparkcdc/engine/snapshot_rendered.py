@@ -112,7 +112,6 @@ class RecordTemplates:
 
     def batch(
         self, keys: list[bytes | None], afters: list[bytes], markers: list[str], ordinals: range, clock_ns: Callable[[], int],
-        *, lines: bool = False,
     ) -> EncodedBatch:
         """An encoded batch from the rows' payloads and markers (only the first and the last row's
         marker can differ from ``"true"``).
@@ -125,11 +124,6 @@ class RecordTemplates:
         now = clock_ns()
         stamp = (now // 1_000_000, now // 1000, now)
         c = self._constants
-        if lines:
-            return EncodedBatch(
-                size, c.topic, None, None, c.headers, c.op, c.schema, c.table, c.lsn, c.lsn, ordinals, c.tx_id, c.ts, markers,
-                self._lines(keys, afters, markers, ordinals, stamp),
-            )
         true = self.value("true")
         tail = true.tail % stamp
         first = 1 if markers[0] != "true" else 0
@@ -163,11 +157,74 @@ class RecordTemplates:
         true = self.value("true")
         return len(true.prefix) + len(true.tail)
 
-    def _lines(
-        self, keys: list[bytes | None], afters: list[bytes], markers: list[str], ordinals: range, stamp: tuple[int, int, int]
-    ) -> Joined:
-        """The records' topic-files lines (:mod:`sparkcdc.debezium.topic_line`): the templates' parts
-        escaped once per batch, and per row only the key and row payloads (short texts) and the ordinal."""
+    def line_batch(
+        self, payloads: list[bytes], markers: list[str], ordinals: range, clock_ns: Callable[[], int], *, line_end: bytes = b"",
+    ) -> EncodedBatch:
+        """A lines-only batch from its rows' payloads quoted as JSON strings' insides (see
+        :func:`_escaped_rows`): the key's and the row's of each row, one after the other (the row's
+        alone for a table without a key). Each line ends with ``line_end`` (``b"\\n"``: as a topic
+        file holds it, see :attr:`EncodedBatch.line_end`).
+
+        The same bytes as the lines of :meth:`batch`'s records, made with one join per batch: a
+        line is the constant start, the key's payload, the constant bytes between the payloads, the
+        row's, the constant bytes up to the ordinal, the ordinal and the constant end. Only a
+        batch's first and last rows can carry another marker (other constant bytes after the row's
+        payload): those two lines are built apart.
+        """
+        size = len(ordinals)
+        now = clock_ns()
+        stamp = (now // 1_000_000, now // 1000, now)
+        start, close = self._line_ends()
+        close += line_end
+        between, after = self._row_parts("true", stamp)
+        has_key = self._table.has_key
+        width = 2 if has_key else 1
+        if not has_key:  # nothing comes before the row's payload but constant bytes
+            start, between = start + between, b""
+        first = 1 if markers[0] != "true" else 0
+        last = size - 1 if size > first and markers[-1] != "true" else size
+        numbers = list(map(b"%d".__mod__, ordinals))
+        count = last - first
+        parts: list[bytes] = []
+        if count:
+            step = 2 + 2 * width
+            pieces: list[bytes] = [close + start] * (step * count + 1)  # the rows' pieces; the starts, ends between them
+            pieces[0] = start
+            if has_key:
+                pieces[1::step] = payloads[2 * first:2 * last:2]
+                pieces[2::step] = [between] * count
+                pieces[3::step] = payloads[2 * first + 1:2 * last:2]
+            else:
+                pieces[1::step] = payloads[first:last]
+            pieces[step - 2::step] = [after] * count
+            pieces[step - 1::step] = numbers[first:last]
+            pieces[-1] = close
+            parts.append(b"".join(pieces))
+        fixed = len(start) + len(between) + len(after) + len(close)
+        sizes = map(len, payloads) if not has_key else map(add, map(len, payloads[0::2]), map(len, payloads[1::2]))
+        lengths = list(map(add, map(add, sizes, map(len, numbers)), repeat(fixed, size)))
+        for index in sorted({0, size - 1}):
+            if index < first or index >= last:
+                _, special_after = self._row_parts(markers[index], stamp)
+                row = payloads[width * index:width * index + width]
+                line = b"".join((start, *([row[0], between, row[1]] if has_key else row), special_after, numbers[index], close))
+                lengths[index] = len(line)
+                parts.insert(0 if index < first else len(parts), line)
+        data = b"".join(parts) if len(parts) != 1 else parts[0]
+        c = self._constants
+        return EncodedBatch(
+            size, c.topic, None, None, c.headers, c.op, c.schema, c.table, c.lsn, c.lsn, ordinals, c.tx_id, c.ts, markers,
+            joined(data, lengths), line_end,
+        )
+
+    def _line_ends(self) -> tuple[bytes, bytes]:
+        """The constant bytes of a line before its key's payload (before the row's, without a key),
+        and after its ordinal."""
+        open_key, _, _, close = self._line_segments()
+        key_before = text_template(self.key_prefix, self.key_suffix)[0] if self._table.has_key else b""
+        return open_key + key_before, close
+
+    def _line_segments(self) -> tuple[bytes, ...]:
         segments = self._segments
         if segments is None:
             lsn = self._context.lsn
@@ -176,40 +233,16 @@ class RecordTemplates:
             else:  # the key is null: all before the value is constant, and nothing comes before the key's part
                 segments = (b"", *line_segments("value", "ordinal", key=None, headers=self.headers, lsn=lsn, commit_lsn=lsn))
             self._segments = segments
-        open_key, before_value, before_ordinal, close = segments
-        key_before, key_after = text_template(self.key_prefix, self.key_suffix) if self._table.has_key else (b"", b"")
-        start = open_key + key_before
+        return segments
 
-        def parts(marker: str) -> tuple[bytes, bytes]:
-            """The constant bytes between the key's payload and the row's, and after the row's up to the ordinal."""
-            template = self.value(marker)
-            value_before, value_after = text_template(template.prefix, template.tail % stamp)
-            return key_after + before_value + value_before, value_after + before_ordinal
-
-        before_after, after_after = parts("true")
-        fixed = len(start) + len(before_after) + len(after_after) + len(close)
-        pieces: list[bytes] = []
-        lengths: list[int] = []
-        if self._table.has_key:
-            for key, after, ordinal in zip(keys, afters, ordinals, strict=False):
-                quoted_key, quoted_after, number = escape(key), escape(after), b"%d" % ordinal  # type: ignore[arg-type]
-                pieces += (start, quoted_key, before_after, quoted_after, after_after, number, close)
-                lengths.append(fixed + len(quoted_key) + len(quoted_after) + len(number))
-            width, first_part = 7, 2
-        else:  # start is empty: the line begins with before_after
-            for after, ordinal in zip(afters, ordinals, strict=False):
-                quoted_after, number = escape(after), b"%d" % ordinal
-                pieces += (before_after, quoted_after, after_after, number, close)
-                lengths.append(fixed + len(quoted_after) + len(number))
-            width, first_part = 5, 0
-        for index in {0, len(markers) - 1}:
-            if markers[index] != "true":
-                special_before, special_after = parts(markers[index])
-                at = index * width + first_part
-                old = len(pieces[at]) + len(pieces[at + 2])
-                pieces[at], pieces[at + 2] = special_before, special_after
-                lengths[index] += len(special_before) + len(special_after) - old
-        return joined(b"".join(pieces), lengths)
+    def _row_parts(self, marker: str, stamp: tuple[int, int, int]) -> tuple[bytes, bytes]:
+        """The constant bytes between the key's payload and the row's (all before the row's
+        without a key: the line's start is then empty), and after the row's up to the ordinal."""
+        _, before_value, before_ordinal, _ = self._line_segments()
+        key_after = text_template(self.key_prefix, self.key_suffix)[1] if self._table.has_key else b""
+        template = self.value(marker)
+        value_before, value_after = text_template(template.prefix, template.tail % stamp)
+        return key_after + before_value + value_before, value_after + before_ordinal
 
     def _value(self, marker: str, after: bytes, stamp: tuple[int, int, int]) -> bytes:
         template = self.value(marker)
@@ -271,6 +304,7 @@ def rendered_chunk_batches(
     batch_bytes: int = BATCH_BYTES,
     clock_ns: Callable[[], int] = time.time_ns,
     lines: bool = False,
+    line_end: bytes = b"",
 ) -> Iterator[EncodedBatch]:
     """The chunk's records in batches of about ``batch_rows`` rows or ``batch_bytes`` of values.
 
@@ -284,15 +318,21 @@ def rendered_chunk_batches(
     positions = [c.position for c in table.description.columns]
     overhead = templates.value_overhead
 
+    row_tail = b"\t\\N" * len(positions) + b"\n"  # after the payloads, a rendered row's column fields: all NULL
+
+    width = 2 if lines and has_key else 1  # items of afters per row
+
     def batch(keys: list[bytes | None], afters: list[bytes], start: int, last_marker: str | None) -> EncodedBatch:
-        size = len(afters)
+        size = len(afters) // width
         markers = ["true"] * size
         if start == 0:
             markers[0] = first_marker
         if last_marker is not None:
             markers[-1] = last_marker
-        return templates.batch(keys, afters, markers, range(first_ordinal + start, first_ordinal + start + size), clock_ns,
-                               lines=lines)
+        ordinals = range(first_ordinal + start, first_ordinal + start + size)
+        if lines:  # afters holds the rows' quoted payloads, width per row (see _escaped_rows)
+            return templates.line_batch(afters, markers, ordinals, clock_ns, line_end=line_end)
+        return templates.batch(keys, afters, markers, ordinals, clock_ns)
 
     held: tuple[list[bytes | None], list[bytes], int] | None = None  # the latest batch, until it is known not to be the last
     rows = 0
@@ -302,39 +342,72 @@ def rendered_chunk_batches(
     with closing(tx.copy_blocks(query, max(1, min(BLOCK_BYTES, batch_bytes // 4)))) as blocks:  # an abandoned read ends its COPY
         for block in blocks:
             pending += len(block)
-            for line in block.split(b"\n"):
-                if not line:
-                    continue
-                if has_key:
-                    key, after, raw = line.split(b"\t", 2)
-                else:
-                    key = None
-                    after, raw = line.split(b"\t", 1)
-                if after == _NULL or key == _NULL:
-                    key, after = _converted_payloads(table, positions, raw)
-                else:
-                    if b"\\" in after:
-                        after = after.replace(b"\\\\", b"\\")  # JSON text holds no character COPY escapes but the backslash
-                    if key is not None and b"\\" in key:
-                        key = key.replace(b"\\\\", b"\\")
-                keys.append(key)
-                afters.append(after)
-            if rows + len(afters) > row_limit:
+            escaped = _escaped_rows(block, row_tail) if lines else None
+            if escaped is not None:
+                afters += escaped
+            else:
+                for line in block.split(b"\n"):
+                    if not line:
+                        continue
+                    if has_key:
+                        key, after, raw = line.split(b"\t", 2)
+                    else:
+                        key = None
+                        after, raw = line.split(b"\t", 1)
+                    if after == _NULL or key == _NULL:
+                        key, after = _converted_payloads(table, positions, raw)
+                    else:
+                        if b"\\" in after:
+                            after = after.replace(b"\\\\", b"\\")  # JSON text holds no character COPY escapes but the backslash
+                        if key is not None and b"\\" in key:
+                            key = key.replace(b"\\\\", b"\\")
+                    if lines:
+                        if has_key:
+                            assert key is not None
+                            afters.append(escape(key))
+                        afters.append(escape(after))
+                    else:
+                        keys.append(key)
+                        afters.append(after)
+            if rows + len(afters) // width > row_limit:
                 raise SnapshotChunkError(f"{chunk.describe()} holds more rows than its ordinals can number; plan smaller chunks")
-            if len(afters) >= batch_rows or pending + len(afters) * overhead >= batch_bytes:
+            if len(afters) // width >= batch_rows or pending + len(afters) // width * overhead >= batch_bytes:
                 if held is not None:
                     yield batch(*held, None)
                 held = (keys, afters, rows)
-                rows += len(afters)
+                rows += len(afters) // width
                 keys, afters, pending = [], [], 0
     if afters:
         if held is not None:
             yield batch(*held, None)
         held = (keys, afters, rows)
-        rows += len(afters)
+        rows += len(afters) // width
     if held is not None:
         # The COPY has ended, so the connection is free for the probes that mark the last row.
         yield batch(*held, last_row_marker(tx, config, chunk, first_of_table=rows == 1 and first_of_table))
+
+
+def _escaped_rows(block: bytes, row_tail: bytes) -> list[bytes] | None:
+    """A COPY block's payloads as :meth:`RecordTemplates.line_batch` takes them, each quoted as a
+    JSON string's inside (``escape``), key and row one after the other, when every row of the block
+    was rendered; None otherwise (the rows then go one by one: some need the converters).
+
+    Why a few operations on the whole block do it: a rendered row is its payloads (``key TAB row``,
+    or ``row``) and then ``row_tail``, its column fields, all ``\\N``. The payloads are JSON texts
+    made by ``to_json``, which escapes every control character, so the only COPY escape in them is a
+    backslash's (``\\\\``), and that is already how a JSON string quotes a backslash: quoting the
+    block's double quotes quotes the payloads. The checks make sure of it: every line of the block
+    ends with ``row_tail``, and once those are taken out, every backslash is in a ``\\\\`` pair (a
+    NULL payload, or a COPY escape of a control character, would be one more).
+    """
+    if not block.endswith(row_tail):
+        return None
+    fields = block.replace(row_tail, b"\t")  # each payload now ends in a tab
+    if b"\n" in fields or fields.count(b"\\") != 2 * fields.count(b"\\\\"):
+        return None
+    payloads = fields.replace(b'"', b'\\"').split(b"\t")
+    del payloads[-1]
+    return payloads
 
 
 def _converted_payloads(table: TableSchema, positions: list[int], raw: bytes) -> tuple[bytes | None, bytes]:
@@ -356,10 +429,12 @@ def read_encoded_chunk(
     batch_bytes: int = BATCH_BYTES,
     clock_ns: Callable[[], int] = time.time_ns,
     lines: bool = False,
+    line_end: bytes = b"",
 ) -> Iterator[EncodedBatch]:
     """A snapshot chunk as encoded batches (with ``lines``, each record's topic-files line instead of
     its key and value): rendered by the server where the table allows it
-    (``sparkcdc.snapshot.render.sql``), through the Python converters otherwise."""
+    (``sparkcdc.snapshot.render.sql``), through the Python converters otherwise. With ``lines``,
+    each line ends with ``line_end`` (:attr:`EncodedBatch.line_end`)."""
     with chunk_session(config, chunk, run_id=run_id, clock_ns=clock_ns) as (tx, events, resolver):
         opened = open_chunk(tx, config, resolver, chunk)
         if opened is None:
@@ -369,8 +444,11 @@ def read_encoded_chunk(
         if query is not None:
             yield from rendered_chunk_batches(
                 tx, config, serializer, events, table, chunk, query, first_of_table=first_of_table, batch_rows=batch_rows,
-                batch_bytes=batch_bytes, clock_ns=clock_ns, lines=lines,
+                batch_bytes=batch_bytes, clock_ns=clock_ns, lines=lines, line_end=line_end,
             )
         else:
             records = opened_chunk_records(tx, config, events, chunk, table, first_of_table)
-            yield from (encode_lines if lines else encode_records)(records, serializer, batch_rows, batch_bytes)
+            if lines:
+                yield from encode_lines(records, serializer, batch_rows, batch_bytes, line_end=line_end)
+            else:
+                yield from encode_records(records, serializer, batch_rows, batch_bytes)

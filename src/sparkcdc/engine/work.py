@@ -11,6 +11,7 @@ so every path produces the same bytes from the same plan.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from ..debezium.config import ConnectorConfig
@@ -33,22 +34,24 @@ def serializer_for(config: ConnectorConfig) -> JsonSerializer:
     return JsonSerializer(key_schemas=config.key_schemas_enable, value_schemas=config.value_schemas_enable, header_schemas=True)
 
 
-def read_work(config: ConnectorConfig, work: Any, *, run_id: str, lines: bool = False) -> Iterator[EncodedBatch]:
+def read_work(config: ConnectorConfig, work: Any, *, run_id: str, lines: bool = False, line_end: bytes = b"") -> Iterator[EncodedBatch]:
     """The records of ``work`` (a :class:`StreamRange`, a :class:`SnapshotChunk` or a
     :class:`NotificationPiece`), serialized.
 
     ``lines``: the batches carry each record's topic-files line where the reader can build it
-    (the ``lines`` output layout). ``run_id`` is the ``__debezium.context.runId`` header: one per run.
+    (the ``lines`` output layout), each ended by ``line_end`` where the reader builds them from
+    records (a batch says what its lines end with: ``EncodedBatch.line_end``). ``run_id`` is the
+    ``__debezium.context.runId`` header: one per run.
     """
     serializer = serializer_for(config)
-    encode = encode_lines if lines else encode_records
+    encode = partial(encode_lines, line_end=line_end) if lines else encode_records
     if isinstance(work, StreamRange):
         return encode(_stream_records(config, work, run_id), serializer)
     if isinstance(work, SnapshotChunk):
         from .snapshot_rendered import read_encoded_chunk
 
         batches = counted_chunk(metrics_location(config), work, read_encoded_chunk(config, work, run_id=run_id, serializer=serializer,
-                                                                                    lines=lines), _batch_size)
+                                                                                    lines=lines, line_end=line_end), _batch_size)
         return batches if work.kind == "initial" else _marked(batches, work.kind)
     if isinstance(work, NotificationPiece):
         return encode(notification_records(work), serializer)

@@ -14,8 +14,10 @@ from collections.abc import Iterator, Sequence
 from types import TracebackType
 
 import psycopg
+import pyarrow as pa
 from psycopg.abc import Buffer
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from pyarrow import csv as pa_csv
 
 from ..errors import ConfigurationError
 from ..text_format import TEXT_OUTPUT_SETTINGS, libpq_options
@@ -65,6 +67,13 @@ def _copy_field(field: str) -> str | None:
     if field == "\\N":
         return None
     return _COPY_TEXT_ESCAPE.sub(lambda m: _COPY_TEXT_ESCAPES.get(m.group(1), m.group(1)), field)
+
+
+def table_query(schema: str, table: str, columns: Sequence[str], where: str | None = None) -> str:
+    """The SELECT of a table's ``columns`` (``where``: a condition on its rows)."""
+    projection = ", ".join(quote_ident(c) for c in columns)
+    query = f"SELECT {projection} FROM {quote_ident(schema)}.{quote_ident(table)}"
+    return f"{query} WHERE {where}" if where else query
 
 
 class SnapshotTransaction:
@@ -135,22 +144,47 @@ class SnapshotTransaction:
         for block in self.copy_blocks(f"COPY ({query}) TO STDOUT", COPY_BLOCK_BYTES):
             # Decoded a block at a time (a tab or newline byte is never part of a UTF-8 sequence):
             # most lines have no backslash, so neither a NULL nor an escape, and split as they are.
-            for line in block.decode("utf-8").split("\n"):
-                if line:
-                    fields = line.split("\t")
-                    if len(fields) != column_count:
-                        raise ValueError(f"COPY gave {len(fields)} fields for {column_count} columns")
-                    if "\\" in line:
-                        yield tuple([_copy_field(field) if "\\" in field else field for field in fields])
-                    else:
-                        yield tuple(fields)
+            # Every row ends in a newline; an empty line is a row too (one empty string, or no column).
+            lines = block.decode("utf-8").split("\n")
+            lines.pop()
+            for line in lines:
+                fields = line.split("\t") if column_count else []
+                if len(fields) != column_count:
+                    raise ValueError(f"COPY gave {len(fields)} fields for {column_count} columns")
+                if "\\" in line:
+                    yield tuple([_copy_field(field) if "\\" in field else field for field in fields])
+                else:
+                    yield tuple(fields)
 
     def table_rows(self, schema: str, table: str, columns: Sequence[str], where: str | None = None) -> Iterator[tuple[str | None, ...]]:
-        projection = ", ".join(quote_ident(c) for c in columns)
-        query = f"SELECT {projection} FROM {quote_ident(schema)}.{quote_ident(table)}"
-        if where:
-            query += f" WHERE {where}"
-        return self.rows(query, len(columns))
+        return self.rows(table_query(schema, table, columns, where), len(columns))
+
+    def text_columns(self, query: str, column_count: int) -> Iterator[pa.Table]:
+        """Rows of ``query`` (a SELECT) as tables of text columns (``c0``, ``c1`` …, Arrow strings,
+        NULL as null; a query without columns: one column of nulls), a block of COPY data at a time: the values are the ones :meth:`rows` gives,
+        without a Python object per row or value.
+
+        COPY's CSV format (rather than text) because Arrow's CSV reader parses it exactly: a NULL
+        is an unquoted empty field, an empty string a quoted one, and a value holding a delimiter,
+        quote or line break is quoted (line breaks in quoted values allowed); no backslash escapes."""
+        names = [f"c{i}" for i in range(column_count)]
+        convert = pa_csv.ConvertOptions(column_types={name: pa.string() for name in names}, null_values=[""],
+                                        strings_can_be_null=True, quoted_strings_can_be_null=False)
+        parse = pa_csv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False)
+        for block in self.copy_blocks(f"COPY ({query}) TO STDOUT (FORMAT csv)", COPY_BLOCK_BYTES):
+            if not column_count:  # no column: an empty line per row, counted by a column of nulls
+                yield pa.table({"rows": pa.nulls(block.count(b"\n"))})
+                continue
+            # A block is whole rows (one COPY message each), parsed as one CSV block.
+            options = pa_csv.ReadOptions(column_names=names, use_threads=False, block_size=len(block) + 1)
+            try:
+                yield pa_csv.read_csv(pa.BufferReader(block), read_options=options, parse_options=parse, convert_options=convert)
+            except pa.ArrowInvalid as exc:
+                raise ValueError(f"COPY gave rows that are not {column_count} CSV fields: {exc}") from None
+
+    def table_text_columns(self, schema: str, table: str, columns: Sequence[str], where: str | None = None) -> Iterator[pa.Table]:
+        """:meth:`text_columns` of a table's rows (``where``: a condition on them)."""
+        return self.text_columns(table_query(schema, table, columns, where), len(columns))
 
     def close(self) -> None:
         if not self.conn.closed:

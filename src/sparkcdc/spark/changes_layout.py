@@ -40,6 +40,7 @@ from pyspark.sql import types as T
 
 from ..debezium.config import ConnectorConfig
 from ..debezium.records import ChangeRecord
+from .text_columns import typed_columns
 from .views.expressions import quote_name, sql_literal
 from .views.model import CHANGE_OPS, METADATA_COLUMNS, OLD_KEY, TableView, view_of, view_shape
 from .views.reader import ColumnReader
@@ -269,8 +270,12 @@ def _block_of_columns(
                             if names is None:
                                 names = unchanged[i] = []
                             names.append(name)
-            if reader.key_codec is not None and None in values:
-                values = [k if v is None else v for v, k in zip(values, key_column(name), strict=True)]
+            if isinstance(values, pa.Array) and reader.key_codec is not None and values.null_count:
+                values = values.to_pylist()
+            if reader.key_codec is not None and not isinstance(values, pa.Array) and None in values:
+                keyed = key_column(name)
+                keyed = keyed.to_pylist() if isinstance(keyed, pa.Array) else keyed
+                values = [k if v is None else v for v, k in zip(values, keyed, strict=True)]
         else:
             values = key_column(name)
         arrays.append(_array(values, field.type, name))
@@ -321,9 +326,10 @@ def _key_columns(keys: Mapping[str, list[Any]] | None, size: int) -> Callable[[s
 
 
 def chunk_blocks(runs: Iterable[Any], config: ConnectorConfig, *, kind: str = "initial") -> Iterator[pa.RecordBatch]:
-    """A snapshot chunk's rows (:class:`sparkcdc.engine.snapshot_reader.ChunkRows` runs) as blocks,
-    without a record per row: each row's key and ``after`` payloads straight from its text values.
-    ``kind``: a blocking or incremental chunk's rows are marked with it instead of their markers."""
+    """A snapshot chunk's rows (:class:`sparkcdc.engine.snapshot_reader.ChunkColumns` runs) as
+    blocks, without a record per row: the key and ``after`` columns straight from the text columns,
+    typed a column at a time (:func:`.text_columns.typed_columns`). ``kind``: a blocking or
+    incremental chunk's rows are marked with it instead of their markers."""
     plans: dict[int, tuple[Any, _Plan]] = {}
     out: list[tuple[Any, str, _Block]] = []
     for run in runs:
@@ -332,8 +338,8 @@ def chunk_blocks(runs: Iterable[Any], config: ConnectorConfig, *, kind: str = "i
         if entry is None:
             entry = plans[id(table)] = (table, _Plan.of(table, config))
         plan = entry[1]
-        size = len(run.rows)
-        keys, columns = table.columns_of(run.rows)
+        size = run.size
+        keys, columns = typed_columns(table, run.columns, size)
         context = run.context
         markers = run.markers if kind == "initial" else [kind] * size
         metadata = [
@@ -380,7 +386,11 @@ def _old_key(record: ChangeRecord) -> Any:
     return None
 
 
-def _array(values: list[Any], arrow_type: pa.DataType, name: str) -> pa.Array:
+def _array(values: list[Any] | pa.Array, arrow_type: pa.DataType, name: str) -> pa.Array:
+    if isinstance(values, pa.Array):  # typed by an Arrow kernel (text_columns)
+        if values.type == arrow_type:
+            return values
+        values = values.to_pylist()  # what pa.array of the converters' values would make of them
     try:
         return pa.array(values, arrow_type)
     except (pa.ArrowInvalid, pa.ArrowTypeError):

@@ -21,7 +21,10 @@ from ..debezium.topic_line import line
 from ..engine.encoded import EncodedBatch, cells
 from .arrow import column_array, utf8_array
 
-__all__ = ["LINES_ARROW_SCHEMA", "LINES_DDL_SCHEMA", "line_batch"]
+__all__ = ["LINES_ARROW_SCHEMA", "LINES_DDL_SCHEMA", "LINE_END_KEY", "line_batch", "line_end"]
+
+#: The lines batch's schema metadata key saying what ends each ``line`` (absent: nothing does).
+LINE_END_KEY = b"sparkcdc.line_end"
 
 LINES_DDL_SCHEMA = "topic string, line string, lsn long, commit_lsn long, ordinal long"
 LINES_ARROW_SCHEMA = pa.schema([
@@ -41,8 +44,16 @@ def line_batch(batch: EncodedBatch) -> pa.RecordBatch:
     return _record_batch(batch, utf8_array(lines))
 
 
+def line_end(batch: pa.RecordBatch) -> bytes:
+    """What ends each ``line`` of a lines batch (``EncodedBatch.line_end``): the topic files sink
+    writes lines that end with a newline as they are."""
+    metadata = batch.schema.metadata
+    return b"" if not metadata else metadata.get(LINE_END_KEY, b"")
+
+
 def _record_batch(batch: EncodedBatch, line_column: pa.Array) -> pa.RecordBatch:
     size = batch.size
+    schema = LINES_ARROW_SCHEMA.with_metadata({LINE_END_KEY: batch.line_end}) if batch.line_end else LINES_ARROW_SCHEMA
     return pa.RecordBatch.from_arrays(
         [
             column_array(batch.topic, pa.string(), size),
@@ -51,5 +62,5 @@ def _record_batch(batch: EncodedBatch, line_column: pa.Array) -> pa.RecordBatch:
             column_array(batch.commit_lsn, pa.int64(), size),
             pa.array(batch.ordinal, type=pa.int64()),
         ],
-        schema=LINES_ARROW_SCHEMA,
+        schema=schema,
     )

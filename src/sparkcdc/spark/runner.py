@@ -409,7 +409,7 @@ def _watch(query: Any, stop_event: threading.Event | None) -> bool:
             if stop_event is not None and stop_event.is_set():
                 _stop_between_batches(query)
                 return True
-            query.awaitTermination(0.5)
+            query.awaitTermination(0.1)  # a run --once ends when its last batch does: seen within 0.1 s
     except StreamingQueryException:
         pass  # the caller reads it from query.exception()
     return False

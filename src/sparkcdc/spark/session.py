@@ -36,6 +36,8 @@ DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "4",
     "spark.python.worker.reuse": "true",
+    # Task workers forked with the reader's modules already imported (see sparkcdc.spark.worker_daemon).
+    "spark.python.daemon.module": "sparkcdc.spark.worker_daemon",
     "spark.sql.streaming.stopGracefullyOnShutdown": "true",
 }
 #: Of those, what a Spark Connect session sets on itself (the others are the server application's).

@@ -94,7 +94,9 @@ def read_partition(partition: _Partition) -> Iterator[Any]:
     if layout == "changes":
         return _change_blocks(config, partition)
     lines = layout in ("lines", "topic_files")
-    batches = read_work(config, partition.work, run_id=partition.run_id, lines=lines)
+    # The topic files' lines end with their newline as the reader builds them: a run of them is then
+    # written as the buffer it already is (spark/sinks/reader_files.py).
+    batches = read_work(config, partition.work, run_id=partition.run_id, lines=lines, line_end=b"\n" if layout == "topic_files" else b"")
     if layout == "topic_files":
         from .sinks.reader_files import write_topic_files
 
@@ -123,13 +125,13 @@ def _topic_files_output(config: Any) -> Any:
 def _change_blocks(config: Any, partition: _Partition) -> Iterator[Any]:
     """The ``changes`` layout: a snapshot chunk's rows typed a run at a time, other work's records."""
     from ..engine.snapshot_plan import SnapshotChunk
-    from ..engine.snapshot_reader import read_chunk_rows
+    from ..engine.snapshot_reader import read_chunk_columns
     from ..engine.work import read_work_records
     from .changes_layout import change_blocks, chunk_blocks
 
     work = partition.work
     if isinstance(work, SnapshotChunk):
-        return chunk_blocks(read_chunk_rows(config, work, run_id=partition.run_id), config, kind=work.kind)
+        return chunk_blocks(read_chunk_columns(config, work, run_id=partition.run_id), config, kind=work.kind)
     return change_blocks(read_work_records(config, work, run_id=partition.run_id), config)
 
 

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import ConfigurationError
+from ..lines import line_end
 from .staging import escape_partition_value, task_staging_root
 
 __all__ = ["STAGED_FILES_ARROW_SCHEMA", "STAGED_FILES_DDL_SCHEMA", "write_topic_files"]
@@ -57,14 +58,15 @@ def write_topic_files(line_batches: Iterable[pa.RecordBatch], output: Path, inde
     writer = _Writer()
     try:
         for batch in line_batches:
-            for topic, first, end, text in _topic_runs(batch):
+            ending = b"" if line_end(batch) == _NEWLINE else _NEWLINE
+            for topic, first, end, text in _topic_runs(batch, joined=bool(ending)):
                 entry = files.get(topic)
                 if entry is None:
                     partition = directory / f"topic={escape_partition_value(topic)}"
                     partition.mkdir(parents=True, exist_ok=True)
                     path = partition / f"part-{index:05d}{suffix}"
                     entry = files[topic] = (opener(path), path)
-                writer.write(entry[0], text)
+                writer.write(entry[0], text, ending)
                 counts[topic] = counts.get(topic, 0) + end - first
         writer.finish()
     finally:
@@ -97,17 +99,17 @@ _OPENERS: dict[str, tuple[Callable[[Path], BinaryIO], str]] = {"none": (_plain, 
 
 
 class _Writer:
-    """One thread appending buffers to files in the order given (a run of lines, then its newline)."""
+    """One thread appending buffers to files in the order given (a run of lines, then what ends it)."""
 
     def __init__(self) -> None:
-        self._queue: queue.Queue[tuple[BinaryIO, pa.Buffer] | None] = queue.Queue(maxsize=_PENDING_WRITES)
+        self._queue: queue.Queue[tuple[BinaryIO, pa.Buffer, bytes] | None] = queue.Queue(maxsize=_PENDING_WRITES)
         self._failure: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="sparkcdc-topic-files-writer", daemon=True)
         self._thread.start()
 
-    def write(self, handle: BinaryIO, text: pa.Buffer) -> None:
+    def write(self, handle: BinaryIO, text: pa.Buffer, ending: bytes) -> None:
         self._raise_failure()
-        self._queue.put((handle, text))
+        self._queue.put((handle, text, ending))
 
     def finish(self) -> None:
         """Wait until every write is done; raise the first write's failure, if any."""
@@ -130,10 +132,11 @@ class _Writer:
                 return
             if self._failure is not None:
                 continue  # drain: the task fails with the first failure
-            handle, text = item
+            handle, text, ending = item
             try:
                 handle.write(text)
-                handle.write(b"\n")
+                if ending:
+                    handle.write(ending)
             except BaseException as exc:  # noqa: BLE001 - handed to the task's thread, which raises it
                 self._failure = exc
 
@@ -142,9 +145,13 @@ class _Writer:
 _PENDING_WRITES = 4
 
 
-def _topic_runs(batch: pa.RecordBatch) -> Iterator[tuple[str | None, int, int, pa.Buffer]]:
-    """``(topic, first row, end row, their lines joined by newlines)`` for each run of consecutive
-    rows of one topic: one write per run, the joining done by Arrow."""
+_NEWLINE = b"\n"
+
+
+def _topic_runs(batch: pa.RecordBatch, *, joined: bool) -> Iterator[tuple[str | None, int, int, pa.Buffer]]:
+    """``(topic, first row, end row, their lines)`` for each run of consecutive rows of one topic:
+    one write per run. ``joined``: the lines are joined by newlines, by Arrow (a copy); otherwise
+    each line already ends with one and the run is a slice of the line column's buffer, no copy."""
     size = batch.num_rows
     if size == 0:
         return
@@ -152,7 +159,15 @@ def _topic_runs(batch: pa.RecordBatch) -> Iterator[tuple[str | None, int, int, p
     filled = pc.fill_null(topics, "")
     changes = np.flatnonzero(pc.not_equal(filled.slice(1), filled.slice(0, size - 1)).to_numpy(zero_copy_only=False)) + 1
     starts = [0, *changes.tolist(), size]
+    lines = batch.column(1)
+    if not joined:
+        _, offset_buffer, data = lines.buffers()
+        bounds = np.frombuffer(offset_buffer, dtype=np.int32, count=lines.offset + size + 1)[lines.offset:]
+        for first, end in zip(starts, starts[1:], strict=False):
+            begin = int(bounds[first])
+            yield topics[first].as_py(), first, end, data.slice(begin, int(bounds[end]) - begin)
+        return
     offsets = pa.array(np.asarray(starts, dtype=np.int32))
-    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, batch.column(1)), "\n")
+    texts = pc.binary_join(pa.ListArray.from_arrays(offsets, lines), "\n")
     for run, (first, end) in enumerate(zip(starts, starts[1:], strict=False)):
-        yield topics[first].as_py(), first, end, joined[run].as_buffer()
+        yield topics[first].as_py(), first, end, texts[run].as_buffer()
