@@ -162,7 +162,11 @@ class StageTask:
         gathered = [batch for batch in batches if batch.num_rows]
         if not gathered:
             return
-        events = pa.Table.from_batches(gathered).cast(self.schema)
+        table = pa.Table.from_batches(gathered)
+        for field in self.schema:
+            if field.name not in table.column_names:  # left out by the driver (see ChangeApplier._apply)
+                table = table.append_column(field, _carried_by_no_row(field, table.num_rows))
+        events = table.select(self.schema.names).cast(self.schema)
         part = with_target(self.location, self.options, lambda target: stage_partition(
             target, self.resolved, self.columns, self.sequence, events, pipeline_id=self.pipeline_id, batch_id=self.batch_id,
             image=self.image))
@@ -170,6 +174,16 @@ class StageTask:
             "target": self.resolved.target, "tag": part.tag, "events": part.events, "dropped_late": part.dropped_late,
             "rows": sum(part.rows_per_segment), "part": pickle.dumps(part),
         }], schema=_SUMMARY_ARROW)
+
+
+def _carried_by_no_row(field: pa.Field, size: int) -> pa.Array:
+    """A column no row carries a value of: nulls, or empty lists where the column cannot be null
+    (``__unchanged`` as the typed view of the ``columns`` layout has it)."""
+    if field.nullable:
+        return pa.nulls(size, field.type)
+    if pa.types.is_list(field.type):
+        return pa.ListArray.from_arrays(pa.repeat(pa.scalar(0, pa.int32()), size + 1), pa.array([], field.type.value_type)).cast(field.type)
+    raise ApplyError(f"the stage task lacks the column {field.name} ({field.type}), which cannot be null")
 
 
 class ChangeApplier:
@@ -389,7 +403,10 @@ class ChangeApplier:
                 continue
             partitions = 1 if plan.events is None or plan.whole else -(-plan.events // self.events_per_partition)
             if plan.chunked:  # folded in the partitions that read it: no shuffle
-                frame = plan.changes
+                # Snapshot reads carry neither unchanged TOAST columns nor an old key (null in every
+                # block): the JVM need not turn them into rows and back into Arrow for the stage task,
+                # which puts them back as nulls (StageTask).
+                frame = plan.changes.drop(UNCHANGED, OLD_KEY)
             elif partitions == 1:  # one task reads the changes (cached, when counted): no shuffle
                 frame = plan.changes.coalesce(1)
             else:
