@@ -163,9 +163,9 @@ class StageTask:
         if not gathered:
             return
         table = pa.Table.from_batches(gathered)
-        for field in self.schema:
-            if field.name not in table.column_names:  # left out by the driver (see ChangeApplier._apply)
-                table = table.append_column(field, _carried_by_no_row(field, table.num_rows))
+        for wanted in self.schema:
+            if wanted.name not in table.column_names:  # left out by the driver (see ChangeApplier._apply)
+                table = table.append_column(wanted, _carried_by_no_row(wanted, table.num_rows))
         events = table.select(self.schema.names).cast(self.schema)
         part = with_target(self.location, self.options, lambda target: stage_partition(
             target, self.resolved, self.columns, self.sequence, events, pipeline_id=self.pipeline_id, batch_id=self.batch_id,
