@@ -116,8 +116,17 @@ def test_the_fold_runs_in_executors_and_only_summaries_reach_the_driver(spark, p
     assert sum(rows for _, _, rows in reads.calls) < 120  # a few per table and batch; 10,000 changes were applied
     parts = [part for found in (*snapshot, *streamed) for table in found.values() for part in table]
     assert parts and all(part.worker not in (None, os.getpid()) for part in parts)  # folded in the Python workers
-    assert all(dict(part.seconds).keys() == {"read", "fold", "stage"} for part in parts)
     accounts, items, links = workload.tables(prefix)
+    # On the changes layout the image's blocks of a table whose every codec has an Arrow kernel are
+    # typed by the stage task itself ("type"); accounts' numeric balance is typed by Spark SQL.
+    typed_here = {(table, "type" in dict(part.seconds)) for found in snapshot for table, table_parts in found.items()
+                  for part in table_parts}
+    if layout == "changes":
+        assert typed_here == {(accounts, False), (items, True), (links, True)}, typed_here
+    else:
+        assert typed_here == {(accounts, False), (items, False), (links, False)}, typed_here
+    streamed_parts = [part for found in streamed for table in found.values() for part in table]
+    assert all(dict(part.seconds).keys() == {"read", "fold", "stage"} for part in streamed_parts)
     assert len(snapshot) == 2 and len(streamed) == 2  # one batch each, two appliers
     for found in snapshot:
         for table in (accounts, items, links):  # the image, folded in the chunks' tasks that read it (no shuffle by key)
@@ -187,3 +196,36 @@ def test_the_fold_task_size_is_a_property() -> None:
     with pytest.raises(ConfigurationError, match="sparkcdc.apply.changes.per.task"):
         ChangeApplier("postgresql://u@localhost/db", {**base, "sparkcdc.apply.changes.per.task": "0"}, pipeline_id="p",
                       all_tables=True)
+
+
+def test_a_value_no_arrow_kernel_takes_is_typed_by_spark_sql(spark, pg_cluster, db, tmp_path, unique_name, caplog, monkeypatch):
+    """An image's blocks are typed by the stage task's Arrow kernels, which take only the layouts
+    they type exactly: a ZonedTimestamp past the year 9999 (``+10000-…``) is refused, and the batch
+    is staged again typed by Spark SQL (a warning names the column and the value); the mirror holds
+    what the source holds."""
+    prefix = f"far{abs(hash(unique_name)) % 10**6}"
+    db.execute(f"CREATE TABLE {prefix}_stamps (id bigint PRIMARY KEY, at timestamptz, n int)")
+    db.execute(f"INSERT INTO {prefix}_stamps SELECT i, timestamptz '2024-01-01 00:00:00+00' + i * interval '1 second', i"
+               f" FROM generate_series(1, 1200) AS i")
+    db.execute(f"UPDATE {prefix}_stamps SET at = timestamptz '10000-01-01 00:00:00+00' WHERE id = 777")
+    db.execute(f'CREATE DATABASE "{prefix}_mirror"')
+    mirror = f"postgresql://{pg_cluster.user}@{pg_cluster.host}:{pg_cluster.port}/{prefix}_mirror"
+    checkpoint = tmp_path / "checkpoint"
+    props = properties(pg_cluster, f"{prefix}_slot", [f"public.{prefix}_stamps"],
+                       **{"sparkcdc.output.layout": "changes", "sparkcdc.snapshot.chunk.rows": 300})
+    applier = ChangeApplier(mirror, props, pipeline_id=str(checkpoint), all_tables=True, events_per_partition=300)
+    reads = DriverReads()
+    reads.spy(monkeypatch)
+    with caplog.at_level("WARNING", logger="sparkcdc.spark.apply"):
+        _run(spark, props, checkpoint, applier)
+    monkeypatch.undo()
+    applier.close()
+    refusals = [r.getMessage() for r in caplog.records if "Arrow kernel refused" in r.getMessage()]
+    assert len(refusals) == 1 and "column at" in refusals[0] and "+10000-01-01T00:00:00" in refusals[0], refusals
+    parts = [part for rows in reads.summaries for table in _parts_by_table(rows).values() for part in table]
+    assert len(parts) >= 4 and not any("type" in dict(part.seconds) for part in parts)  # typed by Spark SQL
+    assert sum(part.events for part in parts) == 1200
+    query = f"SELECT id, at::text, n FROM {prefix}_stamps ORDER BY id"  # (Python's datetime stops at 9999)
+    with psycopg.connect(pg_cluster.conninfo(f"{prefix}_mirror"), autocommit=True) as m:
+        mirrored = m.execute(query).fetchall()
+    assert mirrored == db.execute(query).fetchall() and mirrored[776][1].startswith("10000-01-01")

@@ -33,6 +33,7 @@ partitions that read it, without the shuffle by key (``docs/apply-path.md``).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import pickle
 import time
@@ -45,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -55,11 +57,13 @@ from pyspark.sql.streaming import DataStreamWriter
 from ..apply.errors import ApplyError, ApplySpecError
 from ..apply.fold import DELETE_FLAG, OLD_KEY, TRUNCATE_FLAG, UNCHANGED, fold_arrow
 from ..apply.partition import stage_partition, with_target
-from ..apply.spec import DEFAULT_SEQUENCE, DEFAULT_TRUNCATES, ApplySpec, ResolvedSpec
+from ..apply.spec import DEFAULT_DELETES, DEFAULT_SEQUENCE, DEFAULT_TRUNCATES, ApplySpec, ResolvedSpec
 from ..apply.staged import StagedBatch, StagedPart
 from ..apply.targets import ApplyTarget, TargetColumn, already_applied, target_for
+from .changes_layout import BlockTyper, arrow_typable, table_blocks
 from .session import default_parallelism, job_description
 from .views import CHANGE_OPS, DescribedViews, table_changes
+from .views.kernels import KernelRefused
 
 __all__ = ["ApplyStats", "ChangeApplier", "StageTask", "apply_changes"]
 
@@ -140,6 +144,11 @@ class _Plan:
     #: An initial snapshot's image whose keys are the table's own: each key is read once, by one
     #: chunk, so every partition of the batch is folded where it was read (no shuffle by key).
     chunked: bool = False
+    #: A chunked image's blocks can be typed by the stage task itself (``changes`` layout, every codec
+    #: with an Arrow kernel, the default delete and truncate conditions): their rows never become
+    #: Spark rows. The typed view (``changes``) stays for when a kernel refuses a value.
+    typer: BlockTyper | None = None
+    blocks: DataFrame | None = None  # the table's blocks, for the typer
 
 
 class StageTask:
@@ -147,7 +156,7 @@ class StageTask:
     fold the partition's events against the target and stage the result (see the module doc)."""
 
     def __init__(self, location: str, options: dict[str, Any], plan: _Plan, *, pipeline_id: str, batch_id: int,
-                 image: bool) -> None:
+                 image: bool, typed: bool = False) -> None:
         self.location = location
         self.options = options
         self.resolved = plan.resolved
@@ -157,11 +166,17 @@ class StageTask:
         self.pipeline_id = pipeline_id
         self.batch_id = batch_id
         self.image = image
+        #: typed: the partition holds the table's blocks, typed here (``plan.typer``), not typed rows.
+        self.typer = plan.typer if typed else None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        started = time.perf_counter()
+        if self.typer is not None:
+            batches = self._flagged(self.typer(batches))
         gathered = [batch for batch in batches if batch.num_rows]
         if not gathered:
             return
+        typing = time.perf_counter() - started  # the blocks' decoding and typing, when typed here
         table = pa.Table.from_batches(gathered)
         for wanted in self.schema:
             if wanted.name not in table.column_names:  # left out by the driver (see ChangeApplier._apply)
@@ -170,10 +185,23 @@ class StageTask:
         part = with_target(self.location, self.options, lambda target: stage_partition(
             target, self.resolved, self.columns, self.sequence, events, pipeline_id=self.pipeline_id, batch_id=self.batch_id,
             image=self.image))
+        if self.typer is not None:
+            part = dataclasses.replace(part, seconds=(*part.seconds, ("type", typing)))
         yield pa.RecordBatch.from_pylist([{
             "target": self.resolved.target, "tag": part.tag, "events": part.events, "dropped_late": part.dropped_late,
             "rows": sum(part.rows_per_segment), "part": pickle.dumps(part),
         }], schema=_SUMMARY_ARROW)
+
+
+    def _flagged(self, typed: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """The typed changes with the delete and truncate flags of the default conditions (a plan
+        gets a typer only with those: another condition is a Spark SQL expression)."""
+        spec = self.resolved.spec
+        for batch in typed:
+            op = batch.column("__op")
+            flags = [pc.equal(op, "d") if spec.apply_as_deletes is not None else pa.repeat(False, batch.num_rows),
+                     pc.equal(op, "t") if spec.apply_as_truncates is not None else pa.repeat(False, batch.num_rows)]
+            yield pa.RecordBatch.from_arrays([*batch.columns, *flags], names=[*batch.schema.names, DELETE_FLAG, TRUNCATE_FLAG])
 
 
 def _carried_by_no_row(field: pa.Field, size: int) -> pa.Array:
@@ -342,7 +370,11 @@ class ChangeApplier:
         if census.changes.get(spec.qualified_table, 0) <= self.events_per_partition:
             return _Plan(resolved, columns, sequence, schema, changes)
         if image and census.reads_only.get(spec.qualified_table, False) and self._keys_unique(spec):
-            return _Plan(resolved, columns, sequence, schema, changes, events=census.changes[spec.qualified_table], chunked=True)
+            typer = blocks = None
+            if census.blocks and _typed_in_python(spec, view):
+                typer, blocks = BlockTyper(view), table_blocks(batch, view)
+            return _Plan(resolved, columns, sequence, schema, changes, events=census.changes[spec.qualified_table], chunked=True,
+                         typer=typer, blocks=blocks)
         whole = _whole_from_census(spec, census)
         if whole is not None:  # counted by the census: split by key without a counting job
             return _Plan(resolved, columns, sequence, schema, changes, events=census.changes[spec.qualified_table], whole=whole)
@@ -395,6 +427,28 @@ class ChangeApplier:
         if split:
             with self.stats.timed("plan"):
                 self._count(split)
+        typed = any(plan.typer is not None for plan in plans)
+        try:
+            summaries = self._stage(batch, batch_id, plans, image, typed=typed)
+        except Exception as exc:
+            if not typed or KernelRefused.MARKER not in str(exc):
+                raise
+            # A value no Arrow kernel types exactly (a year past 9999, say): Spark SQL types the batch.
+            # The refused attempts' staging is never committed (their tags are not collected).
+            refusal = next((line.strip() for line in str(exc).splitlines() if KernelRefused.MARKER in line), KernelRefused.MARKER)
+            log.warning("batch %s: %s", batch_id, refusal)
+            summaries = self._stage(batch, batch_id, plans, image, typed=False)
+        parts: dict[str, list[StagedPart]] = {}
+        for row in summaries:
+            part = pickle.loads(row["part"])
+            parts.setdefault(row["target"], []).append(part)
+            for step, seconds in part.seconds:
+                self.stats.seconds[f"executors {step}"] = self.stats.seconds.get(f"executors {step}", 0.0) + seconds
+        return [self._commit(plan, parts.get(plan.resolved.target, []), batch_id, census) for plan in plans]
+
+    def _stage(self, batch: DataFrame, batch_id: int, plans: list[_Plan], image: bool, *, typed: bool) -> list[Any]:
+        """One job: every table's changes folded and staged by the executors; their summaries.
+        ``typed``: plans with a typer stage their blocks, typed by the stage task."""
         location = self._target_location or self.target.location
         options = self.target.open_options()
         staging = []
@@ -402,10 +456,14 @@ class ChangeApplier:
             if plan.changes is None or plan.events == 0:
                 continue
             partitions = 1 if plan.events is None or plan.whole else -(-plan.events // self.events_per_partition)
-            if plan.chunked:  # folded in the partitions that read it: no shuffle
+            typing = typed and plan.typer is not None
+            if typing:  # the blocks as the source read them: no shuffle, and no typed row in the JVM
+                assert plan.blocks is not None
+                frame = plan.blocks
+            elif plan.chunked:  # folded in the partitions that read it: no shuffle
                 # Snapshot reads carry neither unchanged TOAST columns nor an old key (null in every
                 # block): the JVM need not turn them into rows and back into Arrow for the stage task,
-                # which puts them back as nulls (StageTask).
+                # which puts them back (StageTask: nulls, or empty lists where the view cannot be null).
                 frame = plan.changes.drop(UNCHANGED, OLD_KEY)
             elif partitions == 1:  # one task reads the changes (cached, when counted): no shuffle
                 frame = plan.changes.coalesce(1)
@@ -413,19 +471,13 @@ class ChangeApplier:
                 if self._parallelism is None:  # asked once: on Spark Connect it costs a small job
                     self._parallelism = max(1, default_parallelism(batch.sparkSession))
                 frame = plan.changes.repartition(max(partitions, self._parallelism), *[_column(k) for k in plan.resolved.keys])
-            task = self.stage_task(location, options, plan, pipeline_id=self.pipeline_id, batch_id=batch_id, image=image)
+            task = self.stage_task(location, options, plan, pipeline_id=self.pipeline_id, batch_id=batch_id, image=image, typed=typing)
             staging.append(frame.mapInArrow(task, SUMMARY))
-        parts: dict[str, list[StagedPart]] = {}
-        if staging:
-            with self.stats.timed("stage"):
-                with job_description(batch.sparkSession, f"{STAGE_JOB} (batch {batch_id})", STAGE_JOB_TAG):
-                    summaries = reduce(DataFrame.union, staging).collect()
-            for row in summaries:
-                part = pickle.loads(row["part"])
-                parts.setdefault(row["target"], []).append(part)
-                for step, seconds in part.seconds:
-                    self.stats.seconds[f"executors {step}"] = self.stats.seconds.get(f"executors {step}", 0.0) + seconds
-        return [self._commit(plan, parts.get(plan.resolved.target, []), batch_id, census) for plan in plans]
+        if not staging:
+            return []
+        with self.stats.timed("stage"):
+            with job_description(batch.sparkSession, f"{STAGE_JOB} (batch {batch_id})", STAGE_JOB_TAG):
+                return reduce(DataFrame.union, staging).collect()
 
     def _commit(self, plan: _Plan, parts: list[StagedPart], batch_id: int, census: _Census) -> bool:
         """Commit one table's staged parts; True when they were applied as the table's image."""
@@ -520,6 +572,13 @@ def _whole_from_census(spec: ApplySpec, census: _Census) -> bool | None:
     truncates, key_changes, partial = counts
     truncating = truncates > 0 and spec.apply_as_truncates is not None
     return truncating or partial > 0 or (spec.ignore_null_updates and key_changes > 0)
+
+
+def _typed_in_python(spec: ApplySpec, view: Any) -> bool:
+    """Whether the stage task can type the table's blocks: the delete and truncate conditions are
+    the defaults (or none; another is a Spark SQL expression) and every codec has an Arrow kernel."""
+    return (spec.apply_as_deletes in (None, DEFAULT_DELETES) and spec.apply_as_truncates in (None, DEFAULT_TRUNCATES)
+            and arrow_typable(view))
 
 
 def _condition(expression: str | None) -> Any:

@@ -34,6 +34,7 @@ from operator import itemgetter
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -47,11 +48,14 @@ from .views.reader import ColumnReader
 
 __all__ = [
     "BLOCK_ROWS",
+    "BlockTyper",
     "CHANGES_ARROW_SCHEMA",
     "CHANGES_DDL_SCHEMA",
+    "arrow_typable",
     "change_blocks",
     "chunk_blocks",
     "is_changes_layout",
+    "table_blocks",
     "typed_changes",
 ]
 
@@ -445,14 +449,84 @@ def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
+def table_blocks(frame: DataFrame, view: TableView) -> DataFrame:
+    """The ``block`` column of one table's rows in a ``changes``-layout frame."""
+    return frame.where((F.col("schema") == view.schema_name) & (F.col("table") == view.table_name)).select("block")
+
+
+class BlockTyper:
+    """One table's blocks typed in Python, by the codecs' Arrow kernels (:mod:`.views.kernels`):
+    the columns of :func:`typed_changes` (``__old_key`` left out where the table has no key), for a
+    ``mapInArrow`` task that consumes them itself, so the typed rows never become Spark rows.
+
+    Only for a view :func:`arrow_typable` accepts; a value a kernel refuses raises
+    :class:`~.views.kernels.KernelRefused` (the caller types the batch with Spark SQL instead)."""
+
+    def __init__(self, view: TableView) -> None:
+        self.view = view
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        readers = [ColumnReader.of(column) for column in self.view.columns]
+        kernels = _kernels(readers)
+        assert kernels is not None, f"{self.view.table}: a column has no Arrow kernel"
+        column_kernels, key_kernels = kernels
+        decode = _decoder(block_schema(readers))
+        names = [*(r.column.name for r in readers), *(name for name, _ in METADATA_COLUMNS)]
+        for block in decode(batches):
+            op = block.column("__op")
+            deleted = None
+            arrays = []
+            for index, (reader, kernel) in enumerate(zip(readers, column_kernels, strict=True)):
+                column = reader.column
+                value = kernel(block.column(index), column.name)
+                if column.in_value and not column.in_delete_image:  # as typed_changes: Debezium's fallback, not data
+                    deleted = pc.equal(op, "d") if deleted is None else deleted
+                    value = pc.if_else(deleted, pa.scalar(None, value.type), value)
+                arrays.append(value)
+            arrays += [block.column(name) for name, _ in METADATA_COLUMNS]
+            if key_kernels:
+                arrays.append(_typed_old_key(block.column(OLD_KEY), key_kernels))
+                yield pa.RecordBatch.from_arrays(arrays, names=[*names, OLD_KEY])
+            else:
+                yield pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def arrow_typable(view: TableView) -> bool:
+    """Whether :class:`BlockTyper` types the view's blocks: every codec it uses has an Arrow kernel."""
+    return _kernels([ColumnReader.of(column) for column in view.columns]) is not None
+
+
+def _kernels(readers: Sequence[ColumnReader]) -> tuple[list[Any], list[tuple[str, Any]]] | None:
+    """Per column the kernel of the codec its value is read with, and per key column its key
+    codec's (the old key); None when one is missing."""
+    columns = []
+    for reader in readers:
+        codec = reader.codec if reader.column.in_value else reader.key_codec
+        assert codec is not None
+        columns.append(codec.arrow_kernel)
+    keys = [(r.column.name, r.key_codec.arrow_kernel) for r in readers if r.key_codec is not None]
+    if any(k is None for k in columns) or any(k is None for _, k in keys):
+        return None
+    return columns, keys
+
+
+def _typed_old_key(old_keys: pa.Array, key_kernels: list[tuple[str, Any]]) -> pa.Array:
+    """The block's old keys with each field typed by its key codec's kernel; null where no key changed."""
+    assert isinstance(old_keys, pa.StructArray)
+    fields = [kernel(old_keys.field(name), name) for name, kernel in key_kernels]
+    struct_type = pa.struct([pa.field(name, f.type) for (name, _), f in zip(key_kernels, fields, strict=True)])
+    if old_keys.null_count == len(old_keys):
+        return pa.nulls(len(old_keys), struct_type)
+    return pa.StructArray.from_arrays(fields, fields=list(struct_type), mask=old_keys.is_null())
+
+
 def typed_changes(frame: DataFrame, view: TableView) -> DataFrame:
     """One table's changes from a ``changes``-layout frame: the columns of ``table_changes``."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     readers = [ColumnReader.of(column) for column in view.columns]
     schema = block_schema(readers)
-    blocks = frame.where((F.col("schema") == view.schema_name) & (F.col("table") == view.table_name)).select("block")
-    decoded = blocks.mapInArrow(_decoder(schema), from_arrow_schema(schema))
+    decoded = table_blocks(frame, view).mapInArrow(_decoder(schema), from_arrow_schema(schema))
     data = []
     for index, reader in enumerate(readers):
         column = reader.column

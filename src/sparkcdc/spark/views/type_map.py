@@ -37,6 +37,7 @@ from ...debezium.types.temporal import (
     ZONED_TIMESTAMP_NAME,
 )
 from ...debezium.types.text import BITS_NAME, ENUM_NAME, JSON_NAME, LTREE_NAME, TSVECTOR_NAME, UUID_NAME, XML_NAME
+from . import kernels
 from .errors import UnsupportedColumnError
 from .expressions import (
     checked,
@@ -68,14 +69,21 @@ Convert = Callable[[str], str]
 @dataclass(frozen=True)
 class Codec:
     """How one Connect schema is read: ``raw`` is what ``from_json`` parses the JSON value into,
-    ``convert`` turns that into ``spark`` (None: nothing to do)."""
+    ``convert`` turns that into ``spark`` (None: nothing to do). ``kernel``: the same conversion on
+    Arrow values (:mod:`.kernels`), where one gives exactly the expression's result."""
 
     spark: T.DataType
     raw: T.DataType
     convert: Convert | None = None
+    kernel: kernels.Kernel | None = None
 
     def apply(self, raw: str) -> str:
         return raw if self.convert is None else self.convert(raw)
+
+    @property
+    def arrow_kernel(self) -> kernels.Kernel | None:
+        """The conversion on Arrow values; None when only Spark SQL does it."""
+        return kernels.identity if self.convert is None else self.kernel
 
 
 def spark_type(schema: ConnectSchema, column: str = "") -> T.DataType:
@@ -174,9 +182,9 @@ def _named_codec(schema: ConnectSchema, where: str, depth: int) -> Codec | None:
     if kind == "struct" and name in _STRUCT_NAMES:
         return _struct_codec(schema, where, depth)
     if kind == "int32" and name in _DATE_NAMES:
-        return Codec(T.DateType(), T.IntegerType(), lambda raw: f"date_from_unix_date({raw})")
+        return Codec(T.DateType(), T.IntegerType(), lambda raw: f"date_from_unix_date({raw})", kernels.date_from_days)
     if kind == "int32" and name in _TIME_MILLIS_NAMES:
-        return Codec(T.LongType(), T.IntegerType(), lambda raw: f"(CAST({raw} AS BIGINT) * 1000L)")
+        return Codec(T.LongType(), T.IntegerType(), lambda raw: f"(CAST({raw} AS BIGINT) * 1000L)", kernels.millis_to_micros)
     if kind == "int64" and name in (MICRO_TIME_NAME, MICRO_DURATION_NAME):
         return Codec(T.LongType(), T.LongType())
     if kind == "int64" and name == NANO_TIME_NAME:
@@ -184,11 +192,11 @@ def _named_codec(schema: ConnectSchema, where: str, depth: int) -> Codec | None:
     if kind == "int64" and name in _TIMESTAMP_MILLIS_NAMES:
         return Codec(T.TimestampNTZType(), T.LongType(), lambda raw: epoch_ntz(raw, "MILLISECOND"))
     if kind == "int64" and name == MICRO_TIMESTAMP_NAME:
-        return Codec(T.TimestampNTZType(), T.LongType(), lambda raw: epoch_ntz(raw, "MICROSECOND"))
+        return Codec(T.TimestampNTZType(), T.LongType(), lambda raw: epoch_ntz(raw, "MICROSECOND"), kernels.micros_since_epoch_ntz)
     if kind == "int64" and name == NANO_TIMESTAMP_NAME:
         return Codec(T.TimestampNTZType(), T.LongType(), lambda raw: epoch_ntz(floor_div(raw, 1000), "MICROSECOND"))
     if kind == "string" and name == ZONED_TIMESTAMP_NAME:
-        return Codec(T.TimestampType(), T.StringType(), lambda raw: zoned_timestamp(raw, where))
+        return Codec(T.TimestampType(), T.StringType(), lambda raw: zoned_timestamp(raw, where), kernels.zoned_timestamp)
     if kind == "string" and name == ISO_DATE_NAME:
         return Codec(T.DateType(), T.StringType(), lambda raw: checked(f"try_cast({strip_z(raw)} AS DATE)", raw, where, "is not a date"))
     if kind == "string" and name == ISO_TIMESTAMP_NAME:
