@@ -97,6 +97,7 @@ class SparkcdcRun:
     batch_ids: tuple[int, ...] = ()  # of each micro-batch, from the same progress: its id,
     batch_rows: tuple[int, ...] = ()  # its input rows,
     batch_started: tuple[float, ...] = ()  # and when its trigger began (epoch seconds)
+    batch_phases_ms: tuple[dict[str, int], ...] = ()  # and Spark's durationMs (addBatch, queryPlanning …)
 
     @property
     def processing_seconds(self) -> float:
@@ -175,7 +176,8 @@ def run_sparkcdc(config: Path, output: Path | None, checkpoint: Path, *, master:
     return SparkcdcRun(wall, float(data["startup_seconds"]), tuple(int(ms) for ms in data["batch_durations_ms"]),
                        int(data["records"]), data.get("apply_seconds") or {},
                        batch_ids=tuple(data["batch_ids"]), batch_rows=tuple(data["batch_input_rows"]),
-                       batch_started=tuple(_epoch(stamp) for stamp in data["batch_timestamps"]))
+                       batch_started=tuple(_epoch(stamp) for stamp in data["batch_timestamps"]),
+                       batch_phases_ms=tuple(data.get("batch_phases_ms") or ()))
 
 
 def _epoch(timestamp: str) -> float:

@@ -528,28 +528,111 @@ def target_columns(resolved: ResolvedSpec, view: Any, schema: pa.Schema) -> tupl
 
 
 def _census(batch: DataFrame) -> _Census:
-    """The tables of the batch, their changes, and whether it is an initial snapshot (one job over the batch)."""
-    changes = batch.where(F.col("op").isin(*CHANGE_OPS))
-    if "snapshot" in batch.columns:
-        initial = F.col("snapshot").isNotNull() & ~F.col("snapshot").isin("false", "incremental", "blocking")
-        image_at = F.min(F.when(initial, F.struct("commit_lsn", "lsn", "ordinal")))
-    else:  # a frame of the user's own, without the source's snapshot marker
-        image_at = F.lit(None)
-    # A row is a change; in the source's changes layout a block of ``rows`` changes.
-    blocks = "rows" in batch.columns and "block" in batch.columns
-    count = F.sum("rows") if blocks else F.count(F.lit(1))
-    shapes = F.collect_set("shape") if blocks and "shape" in batch.columns else F.array()
-    hinted = blocks and set(HINT_COLUMNS) <= set(batch.columns)
-    hints = [F.sum(name).alias(name) for name in HINT_COLUMNS] if hinted else []
-    rows = changes.groupBy("schema", "table").agg(image_at.alias("image_at"), count.alias("changes"),
-                                                  shapes.alias("shapes"), F.min(F.col("op") == "r").alias("reads_only"),
-                                                  *hints).collect()
-    starts = [tuple(row["image_at"]) for row in rows if row["image_at"] is not None]
-    counts = {f"{row['schema']}.{row['table']}": int(row["changes"] or 0) for row in rows}
-    shaped = {f"{row['schema']}.{row['table']}": tuple(row["shapes"] or ()) for row in rows}
-    reads = {f"{row['schema']}.{row['table']}": bool(row["reads_only"]) for row in rows}
-    keyed = {f"{row['schema']}.{row['table']}": tuple(int(row[name] or 0) for name in HINT_COLUMNS) for row in rows} if hinted else {}
-    return _Census(tuple(sorted(counts)), min(starts) if starts else None, counts, shaped, reads, keyed, blocks)
+    """The tables of the batch, their changes, and whether it is an initial snapshot: one job over
+    the batch's header columns, without a shuffle. Each partition summarises its own rows per table
+    (:class:`_PartialCensus`, in Arrow); the driver merges the summaries (a row per partition and
+    table, however many changes the batch holds). Measured against a Spark aggregation (1,000,000-row
+    image, 10 chunks, local[2]): the aggregation's shuffle made two more jobs after the one that reads
+    and persists the batch, about 1 to 1.4 s; here the summaries come from the reading job itself."""
+    columns = set(batch.columns)
+    blocks = "rows" in columns and "block" in columns  # a row is a change; in the changes layout a block of ``rows``
+    summarise = _PartialCensus(blocks=blocks, snapshots="snapshot" in columns, shapes=blocks and "shape" in columns,
+                               hinted=blocks and set(HINT_COLUMNS) <= columns)
+    rows = batch.select(*summarise.columns).mapInArrow(summarise, _CENSUS_SCHEMA).collect()
+    image_at: dict[str, tuple[int, int, int]] = {}
+    counts: dict[str, int] = {}
+    shaped: dict[str, set[str]] = {}
+    reads: dict[str, bool] = {}
+    hints: dict[str, list[int]] = {}
+    for row in rows:
+        table = f"{row['schema']}.{row['table']}"
+        counts[table] = counts.get(table, 0) + int(row["changes"])
+        shaped.setdefault(table, set()).update(row["shapes"] or ())
+        reads[table] = reads.get(table, True) and bool(row["reads_only"])
+        if row["image_commit_lsn"] is not None:
+            at = (int(row["image_commit_lsn"]), int(row["image_lsn"]), int(row["image_ordinal"]))
+            image_at[table] = min(at, image_at.get(table, at))
+        if summarise.hinted:
+            found = hints.setdefault(table, [0] * len(HINT_COLUMNS))
+            for index, name in enumerate(HINT_COLUMNS):
+                found[index] += int(row[name])
+    starts = list(image_at.values())
+    return _Census(tuple(sorted(counts)), min(starts) if starts else None, counts,
+                   {table: tuple(sorted(found)) for table, found in shaped.items()}, reads,
+                   {table: (found[0], found[1], found[2]) for table, found in hints.items()}, blocks)
+
+
+#: What :class:`_PartialCensus` answers: per partition and table.
+_CENSUS_SCHEMA = T.StructType([
+    T.StructField("schema", T.StringType()), T.StructField("table", T.StringType()),
+    T.StructField("changes", T.LongType(), False), T.StructField("shapes", T.ArrayType(T.StringType())),
+    T.StructField("reads_only", T.BooleanType(), False),
+    T.StructField("image_commit_lsn", T.LongType()), T.StructField("image_lsn", T.LongType()), T.StructField("image_ordinal", T.LongType()),
+    T.StructField("truncates", T.LongType(), False), T.StructField("key_changes", T.LongType(), False),
+    T.StructField("partial_key_changes", T.LongType(), False),
+])
+_CENSUS_ARROW = to_arrow_schema(_CENSUS_SCHEMA)
+
+
+@dataclass(frozen=True)
+class _PartialCensus:
+    """The ``mapInArrow`` function of :func:`_census`: one partition's row changes summarised per
+    table. ``blocks``: a row is a block of ``rows`` changes; ``snapshots``: the frame has the source's
+    snapshot marker (an initial snapshot's rows give the image's start: its least position);
+    ``shapes``/``hinted``: the blocks carry their shape and fold hints."""
+
+    blocks: bool
+    snapshots: bool
+    shapes: bool
+    hinted: bool
+
+    @property
+    def columns(self) -> list[str]:
+        names = ["schema", "table", "op"]
+        if self.snapshots:
+            names += ["snapshot", "commit_lsn", "lsn", "ordinal"]
+        if self.blocks:
+            names.append("rows")
+        if self.shapes:
+            names.append("shape")
+        if self.hinted:
+            names += list(HINT_COLUMNS)
+        return names
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        kept = [batch for batch in batches if batch.num_rows]
+        if not kept:
+            return
+        rows = pa.Table.from_batches(kept)
+        rows = rows.filter(pc.is_in(rows.column("op"), pa.array(CHANGE_OPS)))
+        if not rows.num_rows:
+            return
+        size = rows.num_rows
+        rows = rows.append_column("__changes", rows.column("rows").cast(pa.int64()) if self.blocks else pa.repeat(pa.scalar(1, pa.int64()), size))
+        rows = rows.append_column("__read", pc.equal(rows.column("op"), "r"))
+        aggregates: list[tuple[str, str]] = [("__changes", "sum"), ("__read", "all")]
+        aggregates += [("shape", "distinct")] if self.shapes else []
+        aggregates += [(name, "sum") for name in HINT_COLUMNS] if self.hinted else []
+        grouped = rows.group_by(["schema", "table"]).aggregate(aggregates).to_pylist()
+        starts: dict[tuple[str, str], dict[str, Any]] = {}
+        if self.snapshots:
+            marker = rows.column("snapshot")
+            initial = pc.and_(pc.is_valid(marker), pc.invert(pc.is_in(marker, pa.array(["false", "incremental", "blocking"]))))
+            images = rows.filter(pc.fill_null(initial, False)).sort_by([("commit_lsn", "ascending"), ("lsn", "ascending"), ("ordinal", "ascending")])
+            firsts = images.group_by(["schema", "table"], use_threads=False).aggregate(
+                [("commit_lsn", "first"), ("lsn", "first"), ("ordinal", "first")])
+            starts = {(row["schema"], row["table"]): row for row in firsts.to_pylist()}
+        out = []
+        for group in grouped:
+            start = starts.get((group["schema"], group["table"]), {})
+            out.append({
+                "schema": group["schema"], "table": group["table"], "changes": group["__changes_sum"] or 0,
+                "shapes": [shape for shape in group.get("shape_distinct") or () if shape is not None], "reads_only": bool(group["__read_all"]),
+                "image_commit_lsn": start.get("commit_lsn_first"), "image_lsn": start.get("lsn_first"),
+                "image_ordinal": start.get("ordinal_first"),
+                **{name: group.get(f"{name}_sum") or 0 for name in HINT_COLUMNS},
+            })
+        yield pa.RecordBatch.from_pylist(out, schema=_CENSUS_ARROW)
 
 
 #: The changes layout's block-header counts that tell whether a table's batch must be folded whole.

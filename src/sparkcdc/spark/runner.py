@@ -33,6 +33,9 @@ class RunSummary:
     restarts: int = 0  # streaming queries restarted after the server went away
     startup_seconds: float = 0.0  # from the call to the query's start: Spark's own start-up, mostly
     batch_durations_ms: tuple[int, ...] = ()  # Spark's triggerExecution time of each micro-batch
+    #: Spark's ``durationMs`` of each micro-batch (latestOffset, queryPlanning, addBatch, walCommit …):
+    #: where a batch's time went outside the sink's own work
+    batch_phases_ms: tuple[dict[str, int], ...] = ()
     # Of each micro-batch too, from the same progress: its id (the topic files' part-<id>-* names), its
     # input rows, and when its trigger began (Spark's ISO 8601 UTC timestamp): which batch did what, when.
     batch_ids: tuple[int, ...] = ()
@@ -49,6 +52,7 @@ class RunSummary:
             "restarts": self.restarts,
             "startup_seconds": round(self.startup_seconds, 3),
             "batch_durations_ms": list(self.batch_durations_ms),
+            "batch_phases_ms": [dict(phases) for phases in self.batch_phases_ms],
             "batch_ids": list(self.batch_ids),
             "batch_input_rows": list(self.batch_input_rows),
             "batch_timestamps": list(self.batch_timestamps),
@@ -102,6 +106,7 @@ def run_pipeline(
     from .session import is_connect, spark_session
     from .sinks.topic_files import TopicFilesBatchWriter, local_output_path
     from .source import register
+    from .warm_workers import warm_python_workers
 
     called = time.perf_counter()
     notify = on_restart or log.warning
@@ -144,6 +149,7 @@ def run_pipeline(
     # On Spark Connect the writers run in the server's Python: what they count stays there. The
     # query's observed metrics bring each batch's record count back to this client instead.
     observed = is_connect(spark)
+    warm_python_workers(spark)  # beside the query's start, not in its first batch
     register(spark)
     topic_files = None if output is None else TopicFilesBatchWriter(output)
     kafka_writer = None
@@ -274,6 +280,7 @@ def run_pipeline(
         stopped_by_signal=stopped,
         startup_seconds=started - called,
         batch_durations_ms=tuple(int(p.get("durationMs", {}).get("triggerExecution", 0)) for p in progress),
+        batch_phases_ms=tuple({str(k): int(v) for k, v in (p.get("durationMs") or {}).items()} for p in progress),
         batch_ids=tuple(int(p.get("batchId", -1)) for p in progress),
         batch_input_rows=tuple(input_rows(p) for p in progress),
         batch_timestamps=tuple(str(p.get("timestamp", "")) for p in progress),

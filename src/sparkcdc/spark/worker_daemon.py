@@ -27,7 +27,9 @@ PRELOADED = (
     "pyspark.sql.worker.plan_data_source_read",
     "pyarrow",
     "pyarrow.compute",
+    "pyarrow.csv",
     "numpy",
+    "pandas",  # pyarrow imports it at its first array (0.2 s): once here, not in every worker
     "psycopg",
     "orjson",
     "zstandard",
@@ -37,11 +39,16 @@ PRELOADED = (
     "sparkcdc.engine.batch_reader",
     "sparkcdc.spark.source",
     "sparkcdc.spark.sinks.reader_files",
+    # the changes layout's readers (an apply's source) and apply's stage tasks
+    "sparkcdc.engine.snapshot_reader",
+    "sparkcdc.spark.changes_layout",
+    "sparkcdc.spark.apply",
 )
 
 
-def preload(modules: tuple[str, ...] = PRELOADED) -> list[str]:
-    """Import ``modules``, skipping those that cannot be imported; the names imported."""
+def preload(modules: tuple[str, ...] = PRELOADED, *, freeze: bool = True) -> list[str]:
+    """Import ``modules``, skipping those that cannot be imported; the names imported. ``freeze``:
+    move what is loaded out of the cyclic collector's sight (before forking workers)."""
     loaded = []
     for name in modules:
         try:
@@ -49,8 +56,9 @@ def preload(modules: tuple[str, ...] = PRELOADED) -> list[str]:
         except ImportError:
             continue
         loaded.append(name)
-    gc.collect()
-    gc.freeze()  # the forked workers do not copy these objects' pages by collecting them
+    if freeze:
+        gc.collect()
+        gc.freeze()  # the forked workers do not copy these objects' pages by collecting them
     return loaded
 
 
