@@ -169,3 +169,51 @@ def test_a_delta_table_with_columns_of_its_own_takes_an_image_by_merge(tmp_path:
     assert not part.in_place
     assert h.target.commit(StagedBatch(h.resolved, (part,)), pipeline_id="pipe", batch_id=0)
     assert data(h.rows(), "id", "name", "note") == [(1, "one", "kept"), (3, "n3", None)]
+
+
+def _stage_relations(h: PostgresHarness) -> list[str]:
+    with psycopg.connect(h.url, autocommit=True) as conn:
+        return [r[0] for r in conn.execute(
+            "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = 'sparkcdc' AND c.relname LIKE %s", (f"{h.name}__stage_%",)).fetchall()]
+
+
+def _rows_in(h: PostgresHarness, relation: str) -> int:
+    with psycopg.connect(h.url, autocommit=True) as conn:
+        return int(conn.execute(f"SELECT count(*) FROM {relation}").fetchone()[0])
+
+
+def test_postgresql_empties_a_big_batchs_staging_with_truncate_unless_another_pipeline_staged(
+        tmp_path: Path, any_target: Callable[..., LakeHarness], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch of TRUNCATE_STAGING_ROWS staged rows or more leaves its staging table emptied by
+    TRUNCATE (a new, empty file: no dead row for the next batches to read through); rows another
+    pipeline staged there keep the DELETE of this pipeline's rows only."""
+    from sparkcdc.apply.targets import postgres
+
+    h = any_target(tmp_path, ApplySpec("public.items"))
+    if not isinstance(h, PostgresHarness):
+        pytest.skip("the staging table is PostgreSQL's")
+    monkeypatch.setattr(postgres, "TRUNCATE_STAGING_ROWS", 3)
+    f = h.feed
+    assert h.run([f.event("c", id=i, name=f"n{i}", body="b", qty=i, lsn=100) for i in (1, 2, 3)], batch_id=0)
+    stage = h.target._table(h.resolved).stage.as_string(h.conn)  # this target's staging table
+    assert stage.replace('"', "") in _stage_relations(h)
+
+    def filenode() -> int:
+        with psycopg.connect(h.url, autocommit=True) as conn:
+            return int(conn.execute("SELECT pg_relation_filenode(%s)", (stage,)).fetchone()[0])
+
+    before = filenode()
+    big = _stage(h, [f.event("u", id=i, name=f"m{i}", body="b", qty=i, lsn=200 + i) for i in (1, 2, 3)], "big", batch_id=1)
+    assert h.target.commit(StagedBatch(h.resolved, (big,)), pipeline_id="pipe", batch_id=1)
+    assert _rows_in(h, stage) == 0 and filenode() != before  # truncated: a new file
+    assert data(h.rows(), "id", "name") == [(1, "m1"), (2, "m2"), (3, "m3")]
+
+    # Another pipeline's staged row (its batch not committed yet) stays; this pipeline's go.
+    h.target.stage(fold_arrow(h.resolved, h.feed.table([f.event("u", id=9, name="other", body="b", qty=9, lsn=300)])),
+                   pipeline_id="other-pipe", batch_id=7, tag="other")
+    before = filenode()
+    again = _stage(h, [f.event("u", id=i, name=f"o{i}", body="b", qty=i, lsn=400 + i) for i in (1, 2, 3)], "again", batch_id=2)
+    assert h.target.commit(StagedBatch(h.resolved, (again,)), pipeline_id="pipe", batch_id=2)
+    assert _rows_in(h, stage) == 1 and filenode() == before  # the DELETE of this pipeline's rows
+    assert data(h.rows(), "id", "name") == [(1, "o1"), (2, "o2"), (3, "o3")]

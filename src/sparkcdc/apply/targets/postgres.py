@@ -47,6 +47,10 @@ from .shared import DELETED_AT, SEQUENCE, TOMBSTONE_SUFFIX, PreparedTables, spli
 __all__ = ["PostgresTarget"]
 
 POSITIONS = sql.SQL("sparkcdc.apply_positions")
+#: A batch that staged at least this many rows empties the staging with TRUNCATE (when nothing else
+#: is staged there) instead of deleting its rows: see ``PostgresTarget._truncate_stage``. Below it a
+#: DELETE is cheap and needs no exclusive lock on the staging table.
+TRUNCATE_STAGING_ROWS = 100_000
 # The staging table's own columns, before the data columns.
 PIPELINE = "__sparkcdc_pipeline"
 BATCH = "__sparkcdc_batch"
@@ -288,6 +292,22 @@ class PostgresTarget(PreparedTables[_Table]):
         cur.execute(sql.SQL("DELETE FROM {} WHERE {} = %s AND {} <= %s").format(
             table.stage, sql.Identifier(PIPELINE), sql.Identifier(BATCH)), (pipeline_hash(pipeline_id), batch_id))
 
+    def _truncate_stage(self, cur: psycopg.Cursor[Any], table: _Table, pipeline_id: str, batch_id: int) -> bool:
+        """Empty the staging table with TRUNCATE when it holds nothing but the pipeline's rows up to
+        ``batch_id`` (what :meth:`_unstage` would delete); whether it did. The caller holds the
+        table's ACCESS EXCLUSIVE lock, so no COPY is under way and every staged row is visible.
+
+        Why: after a big batch (an initial snapshot's image) a DELETE costs a scan and a dead tuple per
+        row (0.3-0.4 s per 1,000,000 rows measured, before the vacuum), and until autovacuum
+        comes the next batches' staging is read through them; TRUNCATE frees the table at once."""
+        cur.execute(sql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE {} <> %s OR {} > %s)").format(
+            table.stage, sql.Identifier(PIPELINE), sql.Identifier(BATCH)), (pipeline_hash(pipeline_id), batch_id))
+        row = cur.fetchone()
+        if row is None or row[0]:
+            return False
+        cur.execute(sql.SQL("TRUNCATE {}").format(table.stage))
+        return True
+
     # -- the commit -------------------------------------------------------------------------------------
 
     def commit(self, staged: StagedBatch, *, pipeline_id: str, batch_id: int) -> bool:
@@ -302,6 +322,9 @@ class PostgresTarget(PreparedTables[_Table]):
                 if already_applied(None if row is None else int(row[0]), batch_id, image=staged.is_image):
                     self._unstage(cur, table, pipeline_id, batch_id)
                     return False
+                emptied = staged.rows + staged.tombstones >= TRUNCATE_STAGING_ROWS
+                if emptied:  # before the staged rows are read: a later upgrade could deadlock with another commit
+                    cur.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(table.stage))
                 if self._into_empty(cur, table, staged):
                     self._insert_image(cur, table, staged)
                 else:
@@ -313,7 +336,8 @@ class PostgresTarget(PreparedTables[_Table]):
                     "INSERT INTO {} (pipeline_id, target, batch_id) VALUES (%s, %s, %s) ON CONFLICT (pipeline_id, target) "
                     "DO UPDATE SET batch_id = EXCLUDED.batch_id, applied_at = now()"
                 ).format(POSITIONS), (pipeline_id, target, batch_id))
-                self._unstage(cur, table, pipeline_id, batch_id)
+                if not (emptied and self._truncate_stage(cur, table, pipeline_id, batch_id)):
+                    self._unstage(cur, table, pipeline_id, batch_id)
         except psycopg.Error as exc:
             raise TargetError(f"applying batch {batch_id} to {target} in {self.description} failed: {exc}".strip()) from exc
         return True
