@@ -149,7 +149,6 @@ def run_pipeline(
     # On Spark Connect the writers run in the server's Python: what they count stays there. The
     # query's observed metrics bring each batch's record count back to this client instead.
     observed = is_connect(spark)
-    warm_python_workers(spark)  # beside the query's start, not in its first batch
     register(spark)
     topic_files = None if output is None else TopicFilesBatchWriter(output)
     kafka_writer = None
@@ -205,6 +204,7 @@ def run_pipeline(
     progress: list[dict[str, Any]] = []
     consecutive = restarted = 0
     try:
+        warm_python_workers(spark)  # beside the query's start, not in its first batch
         query = start()
         started = time.perf_counter()
         while True:

@@ -5,9 +5,10 @@ that imports the reader's modules, about 0.8 s here) when a task first needs Pyt
 worker per task slot from it. For ``sparkcdc run`` that is the first micro-batch's first chunk
 tasks: measured (1,000,000-row initial snapshot applied to Delta, local[2], Spark's event log),
 the first two chunk tasks ran 2.5 s against 0.5 s for every later one, on the batch's critical
-path. The query's own start takes longer than that (the JVM's planning, the data source's planner
-processes), and mostly on one core: a job of one small task per slot started beside it in a
-thread brings the daemon and its workers up in that time. The workers then stay (``spark.python.
+path. Started just before the query (after the source is registered and loaded: started earlier,
+beside Spark's own data source planning processes, it slowed them as much as it gained on two
+cores), a job of one small task per slot in a thread brings the daemon and its workers up while
+the query starts and plans its first batch (the streaming source's planner process, about 1.5 s). The workers then stay (``spark.python.
 worker.reuse``) for the batch's tasks: a Python data source's reader and ``mapInArrow`` run under
 the same worker key (the session's interpreter and environment).
 
