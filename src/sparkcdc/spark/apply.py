@@ -148,7 +148,6 @@ class _Plan:
     #: with an Arrow kernel, the default delete and truncate conditions): their rows never become
     #: Spark rows. The typed view (``changes``) stays for when a kernel refuses a value.
     typer: BlockTyper | None = None
-    blocks: DataFrame | None = None  # the table's blocks, for the typer
 
 
 class StageTask:
@@ -191,7 +190,6 @@ class StageTask:
             "target": self.resolved.target, "tag": part.tag, "events": part.events, "dropped_late": part.dropped_late,
             "rows": sum(part.rows_per_segment), "part": pickle.dumps(part),
         }], schema=_SUMMARY_ARROW)
-
 
     def _flagged(self, typed: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """The typed changes with the delete and truncate flags of the default conditions (a plan
@@ -370,11 +368,9 @@ class ChangeApplier:
         if census.changes.get(spec.qualified_table, 0) <= self.events_per_partition:
             return _Plan(resolved, columns, sequence, schema, changes)
         if image and census.reads_only.get(spec.qualified_table, False) and self._keys_unique(spec):
-            typer = blocks = None
-            if census.blocks and _typed_in_python(spec, view):
-                typer, blocks = BlockTyper(view), table_blocks(batch, view)
+            typer = BlockTyper(view) if census.blocks and _typed_in_python(spec, view) else None
             return _Plan(resolved, columns, sequence, schema, changes, events=census.changes[spec.qualified_table], chunked=True,
-                         typer=typer, blocks=blocks)
+                         typer=typer)
         whole = _whole_from_census(spec, census)
         if whole is not None:  # counted by the census: split by key without a counting job
             return _Plan(resolved, columns, sequence, schema, changes, events=census.changes[spec.qualified_table], whole=whole)
@@ -457,9 +453,8 @@ class ChangeApplier:
                 continue
             partitions = 1 if plan.events is None or plan.whole else -(-plan.events // self.events_per_partition)
             typing = typed and plan.typer is not None
-            if typing:  # the blocks as the source read them: no shuffle, and no typed row in the JVM
-                assert plan.blocks is not None
-                frame = plan.blocks
+            if plan.typer is not None and typed:  # the blocks as the source read them: no shuffle, and no typed row in the JVM
+                frame = table_blocks(batch, plan.typer.view)
             elif plan.chunked:  # folded in the partitions that read it: no shuffle
                 # Snapshot reads carry neither unchanged TOAST columns nor an old key (null in every
                 # block): the JVM need not turn them into rows and back into Arrow for the stage task,
