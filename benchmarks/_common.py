@@ -98,6 +98,7 @@ class SparkcdcRun:
     batch_rows: tuple[int, ...] = ()  # its input rows,
     batch_started: tuple[float, ...] = ()  # and when its trigger began (epoch seconds)
     batch_phases_ms: tuple[dict[str, int], ...] = ()  # and Spark's durationMs (addBatch, queryPlanning …)
+    command_window: tuple[float, float] = (0.0, 0.0)  # the whole command's start and end (epoch seconds)
 
     @property
     def processing_seconds(self) -> float:
@@ -157,7 +158,7 @@ def run_sparkcdc(config: Path, output: Path | None, checkpoint: Path, *, master:
     argv += ["--kafka", kafka] if kafka is not None else []
     summary.unlink(missing_ok=True)
     with open(log, "wb") as handle:
-        started = time.perf_counter()
+        started, started_epoch = time.perf_counter(), time.time()
         process = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, env=None if env is None else {**os.environ, **env})
         try:
             with watch(process.pid) if watch is not None else nullcontext():
@@ -169,6 +170,7 @@ def run_sparkcdc(config: Path, output: Path | None, checkpoint: Path, *, master:
                 process.kill()
                 process.wait()
         wall = time.perf_counter() - started
+        ended_epoch = time.time()
     if code != 0 or not summary.exists():
         tail = log.read_text(errors="replace")[-4000:]
         raise SystemExit(f"sparkcdc run failed (exit code {code}):\n{tail}")
@@ -177,7 +179,7 @@ def run_sparkcdc(config: Path, output: Path | None, checkpoint: Path, *, master:
                        int(data["records"]), data.get("apply_seconds") or {},
                        batch_ids=tuple(data["batch_ids"]), batch_rows=tuple(data["batch_input_rows"]),
                        batch_started=tuple(_epoch(stamp) for stamp in data["batch_timestamps"]),
-                       batch_phases_ms=tuple(data.get("batch_phases_ms") or ()))
+                       batch_phases_ms=tuple(data.get("batch_phases_ms") or ()), command_window=(started_epoch, ended_epoch))
 
 
 def _epoch(timestamp: str) -> float:
@@ -347,9 +349,12 @@ def report_comparison(
     workload: str,
     note: str,
     record: bool,
+    cpu: MachineCpu | None = None,
 ) -> None:
     """Print the medians (Debezium by steady time, sparkcdc by processing time) and the ratios; with
-    ``record``, append them to RESULTS.md with the per-run rates."""
+    ``record``, append them to RESULTS.md with the per-run rates. With ``cpu`` (sampled over the
+    runs), each median run's events per busy CPU-second of the whole machine too: Debezium over its
+    first to last record, sparkcdc over its micro-batches and over the whole command."""
     dbz = median(debezium_runs, key=lambda r: r.steady_seconds)
     ours = median(our_runs, key=lambda r: r.processing_seconds)
     dbz_steady, dbz_total = events / dbz.steady_seconds, events / dbz.total_seconds
@@ -367,6 +372,21 @@ def report_comparison(
           "to the query's start)")
     print(f"ratio sparkcdc / Debezium = {ratio:.2f} processing/steady (target >= {target:g}: {met}), "
           f"{ratio_total:.2f} wall/total")
+    cpu_rows: list[tuple[str, str, str]] = []
+    if cpu is not None:
+        dbz_cpu = cpu.busy_between(dbz.first_epoch, max(dbz.last_epoch, dbz.first_epoch + cpu.interval))
+        batch_cpu = sum(cpu.busy_between(*ours.batch_window(i)) for i in range(len(ours.batch_ms)))
+        wall_cpu = cpu.busy_between(*ours.command_window)
+        cpu_rows = [
+            ("Debezium 3.6.3 per machine CPU-second", f"{events / max(dbz_cpu, 1e-3):,.0f} events/CPU-s",
+             f"{dbz_cpu:.1f} CPU-s of the whole machine (2 cores) from first to last record"),
+            ("sparkcdc per machine CPU-second, processing", f"{events / max(batch_cpu, 1e-3):,.0f} events/CPU-s",
+             f"{batch_cpu:.1f} CPU-s of the whole machine over the micro-batches"),
+            ("sparkcdc per machine CPU-second, whole command", f"{events / max(wall_cpu, 1e-3):,.0f} events/CPU-s",
+             f"{wall_cpu:.1f} CPU-s of the whole machine over the whole command"),
+        ]
+        for name, figure, notes in cpu_rows:
+            print(f"{name}: {figure} ({notes})")
     if not record:
         return
     per_run = (f"per run: Debezium {' / '.join(f'{events / r.steady_seconds:,.0f}' for r in debezium_runs)} events/s "
@@ -387,6 +407,7 @@ def report_comparison(
              f"{ours.wall_seconds:.1f} s for the whole command; {ours.startup_seconds:.1f} s to the query's start"),
             ("ratio processing / Debezium steady", f"{ratio:.2f}", f"target >= {target:g}: {met}"),
             ("ratio wall / Debezium total", f"{ratio_total:.2f}", "start-up included on both sides (Debezium's JVM excepted)"),
+            *cpu_rows,
         ],
         note,
     )

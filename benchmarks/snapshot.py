@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _common import (  # noqa: E402
     DebeziumRun,
+    MachineCpu,
     SparkcdcRun,
     check_output,
     drop_slot_when_free,
@@ -132,7 +133,7 @@ def main() -> None:
     our_runs: list[SparkcdcRun] = []
     zstd_runs: list[SparkcdcRun] = []
     with (ThrowawayCluster() as cluster, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
-          tempfile.TemporaryDirectory(prefix="sparkcdc-bench-snapshot-") as tmp):
+          tempfile.TemporaryDirectory(prefix="sparkcdc-bench-snapshot-") as tmp, MachineCpu() as cpu):
         print(f"table: {rows:,} rows in {prepare_table(conn, rows):.1f} s")
         for run in range(args.repeat):
             # Alternate the order: two busy processes on few cores do not always get them evenly.
@@ -157,7 +158,7 @@ def main() -> None:
     load_after = load_average()
     print(f"load average after: {load_after}")
     report_comparison(
-        "snapshot", rows, debezium_runs, our_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record,
+        "snapshot", rows, debezium_runs, our_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record, cpu=cpu,
         workload=(f"initial snapshot (`snapshot.mode=initial_only`) of one 6-column table of {rows:,} rows (VACUUM ANALYZE "
                   f"first) to Debezium JSON with schemas (key, value, headers), {args.repeat} snapshots each; load average "
                   f"{load_before} before, {load_after} after"),
@@ -165,7 +166,7 @@ def main() -> None:
     )
     if zstd_runs:
         report_comparison(
-            "snapshot-zstd", rows, debezium_runs, zstd_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record,
+            "snapshot-zstd", rows, debezium_runs, zstd_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record, cpu=cpu,
             workload=(f"the same {rows:,}-row table and Debezium runs as the `snapshot` entry recorded with it; sparkcdc "
                       "`run --once --output` with sparkcdc.output.topic.files.compression=zstd (each topic file one zstd "
                       "frame, level 1); output decompressed and checked like the plain files"),

@@ -60,6 +60,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _common import (  # noqa: E402
     DebeziumRun,
+    MachineCpu,
     SparkcdcRun,
     check_output,
     check_values,
@@ -72,7 +73,7 @@ from _common import (  # noqa: E402
     sparkcdc_properties,
     write_properties,
 )
-from events import TABLE_DDL, run_debezium  # noqa: E402
+from events import TABLE_DDL, time_debezium  # noqa: E402
 from events import properties as debezium_properties  # noqa: E402
 
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
@@ -87,7 +88,7 @@ class SparkcdcPipeline:
     """One sparkcdc configuration with its output (topic files, or a Kafka cluster) and checkpoint."""
 
     def __init__(self, cluster: ThrowawayCluster, work: Path, run: int, tables: list[str], kafka: str | None = None,
-                 slots: int = 1, *, zstd: bool = False) -> None:
+                 slots: int = 1, *, zstd: bool = False, decode_processes: int = 1) -> None:
         kind = "kafka" if kafka else "zstd" if zstd else "stream" if slots == 1 else f"slots{slots}"
         self.name = f"sparkcdc_{kind}_{run}"
         props = sparkcdc_properties(cluster, self.name, "no_data")
@@ -98,6 +99,8 @@ class SparkcdcPipeline:
             props["sparkcdc.stream.slots.assignment"] = ",".join(f"public.{table}:{i % slots}" for i, table in enumerate(tables))
         if zstd:
             props["sparkcdc.output.topic.files.compression"] = "zstd"
+        if decode_processes > 1 and kafka is None:
+            props["sparkcdc.stream.decode.processes"] = str(decode_processes)
         if kafka is not None:
             props["topic.prefix"] = self.name  # a topic (and Kafka pipeline) of its own in the one broker
         self.tables = tables
@@ -178,6 +181,8 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=1, help="tables the changes go to, a transaction to each in turn")
     parser.add_argument("--slots", type=int, default=1,
                         help="also drain with sparkcdc.stream.slots=N (N > 1; needs --tables >= N) and compare with one slot")
+    parser.add_argument("--decode-processes", type=int, default=1,
+                        help="the topic-files drains (plain and zstd) with sparkcdc.stream.decode.processes=N")
     parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
     args = parser.parse_args()
     changes = args.changes
@@ -196,7 +201,8 @@ def main() -> None:
     zstd_runs: list[SparkcdcRun] = []
     slot_runs: list[SparkcdcRun] = []
     with (ThrowawayCluster() as cluster, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
-          tempfile.TemporaryDirectory(prefix="sparkcdc-bench-stream-") as tmp, contextlib.ExitStack() as stack):
+          tempfile.TemporaryDirectory(prefix="sparkcdc-bench-stream-") as tmp, contextlib.ExitStack() as stack,
+          MachineCpu() as cpu):
         kafka = None
         if args.kafka:
             from tests.support.tansu import tansu_broker
@@ -212,13 +218,13 @@ def main() -> None:
         began = time.perf_counter()
         for run in range(args.repeat):
             create_logical_slot(conn, f"debezium_stream_{run}")
-            pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables))
+            pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, decode_processes=args.decode_processes))
             pipelines[-1].prepare(conn)
             if kafka is not None:
                 kafka_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, kafka))
                 kafka_pipelines[-1].prepare(conn)
             if args.zstd:
-                zstd_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, zstd=True))
+                zstd_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, zstd=True, decode_processes=args.decode_processes))
                 zstd_pipelines[-1].prepare(conn)
             if args.slots > 1:
                 slot_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, slots=args.slots))
@@ -236,7 +242,7 @@ def main() -> None:
                     slot = f"debezium_stream_{run}"
                     dbz_props = {**debezium_properties(cluster, slot, DEBEZIUM_PUBLICATION),
                                  "table.include.list": ",".join(f"public.{table}" for table in tables)}
-                    dbz = DebeziumRun(*run_debezium(dbz_props, changes))
+                    dbz = time_debezium(dbz_props, changes)
                     drop_slot_when_free(conn, slot)
                     debezium_runs.append(dbz)
                     print(f"  run {run}: Debezium {changes / dbz.steady_seconds:,.0f} events/s steady "
@@ -269,24 +275,26 @@ def main() -> None:
                       f"{changes / ours.wall_seconds:,.0f} events/s on wall time ({ours.wall_seconds:.1f} s)")
     load_after = load_average()
     print(f"load average after: {load_after}")
+    decoding = (f"; sparkcdc with sparkcdc.stream.decode.processes={args.decode_processes} (the stream task decodes in "
+                f"{args.decode_processes} processes of its own)" if args.decode_processes > 1 else "")
     report_comparison(
-        "stream", changes, debezium_runs, our_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record,
+        "stream", changes, debezium_runs, our_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record, cpu=cpu,
         workload=(f"{changes:,} changes (5/6 inserts, 1/6 updates, {args.rows_per_transaction:,} rows per transaction) to "
                   f"{'a 6-column table' if len(tables) == 1 else f'{len(tables)} 6-column tables in turn'}, written after every slot existed; pgoutput to Debezium JSON with schemas (key, value, "
-                  f"headers), {args.repeat} drains each; load average {load_before} before, {load_after} after"),
+                  f"headers), {args.repeat} drains each{decoding}; load average {load_before} before, {load_after} after"),
         note=NOTE,
     )
     if zstd_runs:
         report_comparison(
-            "stream-zstd", changes, debezium_runs, zstd_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record,
+            "stream-zstd", changes, debezium_runs, zstd_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record, cpu=cpu,
             workload=(f"the same {changes:,} changes and Debezium runs as the `stream` entry recorded with it; sparkcdc "
                       "`run --once --output` with sparkcdc.output.topic.files.compression=zstd (the reader tasks write each "
-                      "topic file as one zstd frame, level 1); output decompressed and checked like the plain files"),
+                      f"topic file as one zstd frame, level 1){decoding}; output decompressed and checked like the plain files"),
             note="zstd: compare with the plain topic files (`stream`) of the same run.",
         )
     if kafka_runs:
         report_comparison(
-            "stream-kafka", changes, debezium_runs, kafka_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record,
+            "stream-kafka", changes, debezium_runs, kafka_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record, cpu=cpu,
             workload=(f"the same {changes:,} changes and Debezium runs as the `stream` entry recorded with it; sparkcdc "
                       "`run --once --kafka` into a Tansu broker (in memory, same machine): the reader tasks produce (the kafka "
                       "layout), one transaction per task; output checked by consuming the topic read_committed"),
@@ -300,7 +308,7 @@ def main() -> None:
               f"({changes / several.processing_seconds:,.0f} vs {changes / one.processing_seconds:,.0f} events/s), "
               f"{one.wall_seconds / several.wall_seconds:.2f} wall")
         report_comparison(
-            "stream-slots", changes, debezium_runs, slot_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record,
+            "stream-slots", changes, debezium_runs, slot_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record, cpu=cpu,
             workload=(f"the same {changes:,} changes to {len(tables)} tables and Debezium runs as the `stream` entry recorded "
                       f"with it; sparkcdc with sparkcdc.stream.slots={args.slots} (table i on slot i mod {args.slots}): "
                       f"{scaling:.2f}x the one-slot pipeline's processing rate on the same changes"),

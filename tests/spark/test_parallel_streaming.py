@@ -264,3 +264,61 @@ def test_two_slots_produce_to_kafka_from_their_tasks_exactly_once(
     assert _ops_by_key(consume(kafka_broker, [f"{unique_name}.public.{b}"])) == {
         **{i: ["r"] for i in range(1, 6)}, 1: ["r", "d", "tombstone"], 10: ["c"]}
     ConnectorPlanner(ConnectorConfig({**props, "slot.drop.on.stop": "true"})).stop()
+
+
+def _zstd_frames(path: Path) -> int:
+    """How many zstd frames the file is made of, one after another."""
+    import zstandard
+
+    data, frames = path.read_bytes(), 0
+    while data:
+        decompressor = zstandard.ZstdDecompressor().decompressobj()
+        decompressor.decompress(data)
+        data = decompressor.unused_data
+        frames += 1
+    return frames
+
+
+def test_a_stream_decoded_in_two_processes_is_written_once_in_commit_order(
+    spark: Any, db: psycopg.Connection, pg_cluster: Any, unique_name: str, tmp_path: Path
+) -> None:
+    """``sparkcdc.stream.decode.processes=2`` through ``sparkcdc run``: chunks of a few transactions
+    alternate between the processes (each compressed piece a zstd frame of the topic file), the
+    replay of the output equals the tables, and a batch Spark runs again is published once."""
+    tables = [f"{unique_name}_a", f"{unique_name}_b"]
+    for table in tables:
+        db.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, v text)")
+        db.execute(f"INSERT INTO {table} SELECT g, 'snap' || g FROM generate_series(1, 20) g")
+    props = properties(pg_cluster, unique_name, [f"public.{t}" for t in tables], **{
+        "sparkcdc.stream.decode.processes": "2", "sparkcdc.stream.decode.chunk.messages": "12",
+        "sparkcdc.output.topic.files.compression": "zstd", "sparkcdc.state.location": str(tmp_path / "state")})
+    output, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    run_once(props, output, checkpoint)  # the snapshot
+
+    def changes(base: int) -> None:
+        a, b = tables
+        for i in range(10):
+            with db.transaction():
+                db.execute(f"INSERT INTO {a} VALUES ({base + i}, 'x'), ({base + 100 + i}, 'y')")
+                db.execute(f"UPDATE {b} SET v = 'u{base + i}' WHERE id = {i + 1}")
+        db.execute(f"DELETE FROM {a} WHERE id <= 5")
+        if base == 1000:  # a new Relation message, mid-stream; every row then carries the column
+            db.execute(f"ALTER TABLE {b} ADD COLUMN n int DEFAULT 7")
+            db.execute(f"UPDATE {b} SET v = v || '!'")
+        db.execute(f"INSERT INTO {b} (id, v) SELECT g, 'late' FROM generate_series({base}, {base + 30}) g")
+
+    changes(1000)
+    run_once(props, output, checkpoint)
+    streamed = sorted(max(p.glob("part-*.jsonl.zst")) for p in output.iterdir() if p.name.startswith("srv.public."))
+    assert streamed and all(_zstd_frames(path) > 1 for path in streamed), "pieces from several chunks: frames of their own"
+    changes(2000)
+    run_once({**props, "lsn.flush.mode": "manual"}, output, checkpoint)  # published, and the commit is then lost
+    last = max(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
+    for file in (str(last), f".{last}.crc"):
+        (checkpoint / "commits" / file).unlink(missing_ok=True)
+    run_once(props, output, checkpoint)
+    lines = output_lines(output)
+    positions = [(line["topic"], line["commit_lsn"], line["lsn"], line["ordinal"]) for line in lines]
+    assert len(positions) == len(set(positions)), "each change once"
+    for table in tables:
+        assert replay(_events(output, table), ["id"]) == table_rows(db, table, ["id"]), table

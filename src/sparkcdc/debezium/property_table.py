@@ -443,6 +443,14 @@ _ALL = [
     _P("sparkcdc.stream.slots.assignment", check=_slot_assignment,
        doc="with sparkcdc.stream.slots > 1: <schema>.<table>:<slot index>,... places the listed tables; the others "
            "go to the slot their name hashes to (crc32 of schema.table)"),
+    _P("sparkcdc.stream.decode.processes", "1", "int", check=_positive,
+       doc="with sparkcdc.output.layout=topic_files: the stream task decodes and encodes its slot's changes in this "
+           "many processes of its own (whole transactions each, written in commit order), while it reads the WAL; "
+           "give the task as many cores (spark.task.cpus) on a cluster; not with signals (signal.data.collection) "
+           "(see docs/performance.md)"),
+    _P("sparkcdc.stream.decode.chunk.messages", "16384", "int", check=_positive,
+       doc="with sparkcdc.stream.decode.processes > 1: WAL messages a decoding process is given at least before the next "
+           "one takes over, at the next commit (a transaction is never split between processes)"),
     _P("sparkcdc.max.batch.wal.bytes", "268435456", "int", check=_non_negative,
        doc="WAL bytes one streaming micro-batch covers at most (0: no limit)"),
     _P("sparkcdc.snapshot.chunk.rows", "100000", "int", check=_positive,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from ..debezium.config import ConnectorConfig
 from ..debezium.events import EventFactory
@@ -46,7 +47,11 @@ from .stream_slots import StreamSlot, stream_slot
 from .streaming import StreamingProcessor
 from .tables import TableResolver
 
-__all__ = ["HEARTBEAT_MESSAGE_PREFIX", "StreamStalledError", "read_stream_range"]
+__all__ = [
+    "HEARTBEAT_MESSAGE_PREFIX", "StreamStalledError", "first_stream_lsn", "last_commit_of", "process_items", "read_stream_range",
+    "replication_reader",
+    "stream_processor", "stream_reporter",
+]
 
 log = logging.getLogger(__name__)
 
@@ -69,34 +74,19 @@ def read_stream_range(
     stream: int = 0,
 ) -> Iterator[ChangeRecord]:
     """The records of the batch (start, end] of stream ``stream``, then a heartbeat record if the batch carries one."""
-    conninfo = conninfo_from_config(config)
-    admin = sql_connection(config, autocommit=True, application_name="sparkcdc-stream")
+    admin, factory, events, processor = stream_processor(config, run_id)
     try:
-        factory = TableSchemaFactory(config)
-        events = EventFactory(config, admin.info.dbname, factory.topics)
-        events.set_run_id(run_id)
-        processor = StreamingProcessor(config, TableResolver(Catalog(admin), factory, TableFilter(config, streaming=True)), events)
         state = state_store.read(start.lsn)
-        if state is None:
-            log.warning(
-                "no stream state for %s: source.sequence of the first transaction after it will start with null",
-                format_lsn(start.lsn),
-            )
-        else:
-            processor.last_commit_lsn, processor.last_commit_ts_us = state.last_commit_lsn, state.last_commit_ts_us
+        processor.last_commit_lsn, processor.last_commit_ts_us = last_commit_of(state, start.lsn)
         processor.signal_table = signal_table_of(config)
         chunk = end.incremental.chunk if end.incremental is not None else None
         watch = None
         if processor.signal_table is not None or chunk is not None:
             watch = StreamSignals(chunk, chunk_reader(config, events, factory), end_lsn=end.lsn)
-        # A snapshot taken again after the driver died sits at a later point than the checkpoint says:
-        # the changes up to it are in the snapshot, so the stream starts there (no overlap).
-        first_lsn = max(start.lsn, state.stream_from_lsn or 0) if state is not None else start.lsn
-        # The batch's counts for the metrics (sparkcdc.engine.metric_reports), next to the state.
-        report = StreamReporter(metrics_location(config, state_store.location), start.lsn, end.lsn, incremental_summary(end.incremental),
-                                stream)
+        first_lsn = first_stream_lsn(state, start.lsn)
+        report = stream_reporter(config, state_store, start, end, stream)
         if end.lsn > first_lsn:
-            records = _read(config, stream_slot(config, stream), conninfo, processor, first_lsn, end.lsn, stall_timeout)
+            records = _read(config, stream_slot(config, stream), conninfo_from_config(config), processor, first_lsn, end.lsn, stall_timeout)
             yield from report.count(records if watch is None else watch.filter(records))
         elif watch is not None:
             yield from report.count(watch.filter(()))  # a read-only chunk in a batch without WAL: emitted at once
@@ -111,25 +101,52 @@ def read_stream_range(
         admin.close()
 
 
+def stream_processor(config: ConnectorConfig, run_id: str) -> tuple[Any, TableSchemaFactory, EventFactory, StreamingProcessor]:
+    """What turns a stream's messages into records: its catalog connection (the caller closes it),
+    the table schemas' factory, the event factory and the processor. One place for every reader of
+    a stream range, sequential or parallel (:mod:`.parallel_stream`)."""
+    admin = sql_connection(config, autocommit=True, application_name="sparkcdc-stream")
+    try:
+        factory = TableSchemaFactory(config)
+        events = EventFactory(config, admin.info.dbname, factory.topics)
+        events.set_run_id(run_id)
+        processor = StreamingProcessor(config, TableResolver(Catalog(admin), factory, TableFilter(config, streaming=True)), events)
+    except BaseException:
+        admin.close()
+        raise
+    return admin, factory, events, processor
+
+
+def last_commit_of(state: StreamState | None, start_lsn: int) -> tuple[int | None, int | None]:
+    """``source.sequence``'s last commit at the batch's start, from the state the previous batch left."""
+    if state is None:
+        log.warning("no stream state for %s: source.sequence of the first transaction after it will start with null",
+                    format_lsn(start_lsn))
+        return None, None
+    return state.last_commit_lsn, state.last_commit_ts_us
+
+
+def first_stream_lsn(state: StreamState | None, start_lsn: int) -> int:
+    """Where the batch's reading starts. A snapshot taken again after the driver died sits at a
+    later point than the checkpoint says: the changes up to it are in the snapshot, so the stream
+    starts there (no overlap)."""
+    return max(start_lsn, state.stream_from_lsn or 0) if state is not None else start_lsn
+
+
+def stream_reporter(config: ConnectorConfig, state_store: StreamStateStore, start: SourceOffset, end: SourceOffset,
+                    stream: int) -> StreamReporter:
+    """The batch's counts for the metrics (sparkcdc.engine.metric_reports), next to the state."""
+    return StreamReporter(metrics_location(config, state_store.location), start.lsn, end.lsn, incremental_summary(end.incremental),
+                          stream)
+
+
 def _read(
     config: ConnectorConfig, source: StreamSlot, conninfo: str, processor: StreamingProcessor, start_lsn: int, end_lsn: int,
     stall_timeout: float,
 ) -> Iterator[ChangeRecord]:
-    options = ReplicationOptions(
-        source.slot,
-        (source.publication,),
-        proto_version=1,
-        messages=True,
-        status_interval=config.get_int("status.update.interval.ms") / 1000,
-    )
     failure_mode = config.get("event.processing.failure.handling.mode")
-    # Connecting to the slot (the server coming back, the slot still active for another process) is
-    # tried slot.max.retries more times, slot.retry.delay.ms apart, as Debezium does. A connection
-    # lost mid-batch fails the task all the same (see _cut): the batch is read again from its start
-    # when `sparkcdc run` restarts the query.
-    delay = config.get_int("slot.retry.delay.ms") / 1000
-    reconnect = ReconnectPolicy(attempts=config.get_int("slot.max.retries") + 1, initial_delay=delay, max_delay=delay)
-    reader = LogicalReplicationReader(conninfo, options, start_lsn=start_lsn, reconnect=reconnect)
+    reader = replication_reader(config, source, start_lsn, conninfo)
+    options = reader.options
     reader.start()
     try:
         progress_at, progress_lsn = time.monotonic(), reader.received_lsn
@@ -150,11 +167,30 @@ def _read(
             progress_at = time.monotonic()
             cut, done = _cut(items, end_lsn)
             if cut:
-                yield from _process(processor, cut, failure_mode, messages=source.index == 0)
+                yield from process_items(processor, cut, failure_mode, messages=source.index == 0)
             if done:
                 return
     finally:
         reader.close()  # nothing was confirmed, so the last status update confirms nothing
+
+
+def replication_reader(config: ConnectorConfig, source: StreamSlot, start_lsn: int, conninfo: str | None = None) -> LogicalReplicationReader:
+    """The (not yet started) reader of ``source``'s slot from ``start_lsn``, as every stream range reads it.
+
+    Connecting to the slot (the server coming back, the slot still active for another process) is
+    tried slot.max.retries more times, slot.retry.delay.ms apart, as Debezium does. A connection
+    lost mid-batch fails the task all the same (see _cut): the batch is read again from its start
+    when `sparkcdc run` restarts the query."""
+    options = ReplicationOptions(
+        source.slot,
+        (source.publication,),
+        proto_version=1,
+        messages=True,
+        status_interval=config.get_int("status.update.interval.ms") / 1000,
+    )
+    delay = config.get_int("slot.retry.delay.ms") / 1000
+    reconnect = ReconnectPolicy(attempts=config.get_int("slot.max.retries") + 1, initial_delay=delay, max_delay=delay)
+    return LogicalReplicationReader(conninfo or conninfo_from_config(config), options, start_lsn=start_lsn, reconnect=reconnect)
 
 
 def _cut(items: list, end_lsn: int) -> tuple[list[WalMessage], bool]:
@@ -174,7 +210,10 @@ def _cut(items: list, end_lsn: int) -> tuple[list[WalMessage], bool]:
     return items, False
 
 
-def _process(processor: StreamingProcessor, items: list[WalMessage], failure_mode: str | None, *, messages: bool = True) -> list[ChangeRecord]:
+def process_items(processor: StreamingProcessor, items: list[WalMessage], failure_mode: str | None, *,
+                  messages: bool = True) -> list[ChangeRecord]:
+    """The records of ``items``, the batch's own heartbeat messages dropped, failures handled per
+    event.processing.failure.handling.mode."""
     # sparkcdc's own heartbeat messages never become records (inline: this runs once per change), and
     # no logical decoding message does in the streams after the first (see the module docstring)
     if messages:

@@ -28,7 +28,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ..debezium.config import ConnectorConfig
 from .state_store import default_state_location
@@ -129,6 +129,17 @@ def counted_chunk(location: Path, chunk: Any, items: Iterable[T], size: Callable
     reporter.finish()
 
 
+class LastEvent(NamedTuple):
+    """The latest event a stream batch handed on, as its report names it."""
+
+    lsn: int | None
+    commit_lsn: int | None
+    tx_id: int | None
+    source_ts_us: int | None
+    topic: str
+    op: str
+
+
 class StreamReporter:
     """Counts a streaming micro-batch's records as they pass; writes its report at the end."""
 
@@ -143,12 +154,13 @@ class StreamReporter:
         self.last_ms = 0
         self.erroneous = 0
         self.filtered = 0
+        self._last_commit = -1  # a transaction counted across calls of count() is counted once
 
     def count(self, records: Iterable[T]) -> Iterator[T]:
         """``records``, counted as they pass (per record: keep this loop lean, it runs once per change)."""
         ops = self.ops
         last = None
-        last_commit = -1
+        last_commit = self._last_commit
         transactions = 0
         for record in records:
             op = record.op  # type: ignore[attr-defined]
@@ -165,9 +177,26 @@ class StreamReporter:
                         last_commit = commit
             yield record
         self.transactions += transactions
+        self._last_commit = last_commit
         if last is not None:
-            self.last = last
+            self.last = LastEvent(last.lsn, last.commit_lsn, last.tx_id, last.source_ts_us, last.topic, last.op)  # type: ignore[attr-defined]
             self.last_ms = _now_ms()  # when the batch's last event was handed on: "processed"
+
+    def counts(self) -> dict[str, Any]:
+        """What this reporter counted, to be added to another's (:meth:`add`): a parallel reader's
+        decoding processes count their share of the batch (engine/parallel_stream.py)."""
+        return {"ops": self.ops, "read_rows": self.read_rows, "transactions": self.transactions, "erroneous": self.erroneous,
+                "filtered": self.filtered}
+
+    def add(self, counts: dict[str, Any]) -> None:
+        """Add another reporter's :meth:`counts`."""
+        for name in ("ops", "read_rows"):
+            mine = getattr(self, name)
+            for key, value in counts[name].items():
+                mine[key] = mine.get(key, 0) + value
+        self.transactions += counts["transactions"]
+        self.erroneous += counts["erroneous"]
+        self.filtered += counts["filtered"]
 
     def finish(self) -> None:
         ops, last = self.ops, self.last

@@ -10,13 +10,15 @@ so every path produces the same bytes from the same plan.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any
 
 from ..debezium.config import ConnectorConfig
 from ..debezium.records import ChangeRecord
 from ..debezium.serialization import JsonSerializer
+from ..lsn import format_lsn
 from .encoded import Constant, EncodedBatch, encode_records
 from .lines import encode_lines
 from .metric_reports import counted_chunk, metrics_location
@@ -26,7 +28,9 @@ from .planner import StreamRange
 from .snapshot_plan import SnapshotChunk
 from .state_store import StreamStateStore
 
-__all__ = ["read_work", "read_work_records", "serializer_for"]
+__all__ = ["read_stream_encoded", "read_work", "read_work_records", "serializer_for"]
+
+log = logging.getLogger(__name__)
 
 
 def serializer_for(config: ConnectorConfig) -> JsonSerializer:
@@ -84,6 +88,25 @@ def _stream_records(config: ConnectorConfig, work: StreamRange, run_id: str) -> 
     return read_stream_range(
         config, SourceOffset.from_dict(work.start), SourceOffset.from_dict(work.end),
         run_id=run_id, state_store=StreamStateStore(work.state_location, work.stream), stream=work.stream,
+    )
+
+
+def read_stream_encoded(config: ConnectorConfig, work: StreamRange, *, run_id: str, processes: int,
+                        encode: Callable[[Iterable[ChangeRecord]], Any]) -> Iterator[Any] | None:
+    """A stream range's records as ``encode`` makes them in ``processes`` decoding processes
+    (``sparkcdc.stream.decode.processes``, :mod:`.parallel_stream`), in WAL order; ``None`` where
+    the range cannot be read so (a batch with an incremental snapshot's window: the caller reads it
+    in order, as :func:`read_work` does)."""
+    from .parallel_stream import DECODE_PROCESSES, read_stream_range_parallel
+
+    end = SourceOffset.from_dict(work.end)
+    if end.incremental is not None and end.incremental.chunk is not None:
+        log.warning("%s=%d: the batch ending at %s holds an incremental snapshot's chunk, which is read in one process",
+                    DECODE_PROCESSES, processes, format_lsn(end.lsn))
+        return None
+    return read_stream_range_parallel(
+        config, SourceOffset.from_dict(work.start), end, run_id=run_id, state_store=StreamStateStore(work.state_location, work.stream),
+        processes=processes, encode=encode, stream=work.stream,
     )
 
 

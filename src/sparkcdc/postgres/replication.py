@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 import psycopg
 from psycopg import pq
@@ -215,8 +216,9 @@ class LogicalReplicationReader:
                 except ReplicationConnectionLost as exc:
                     self._drop_connection(str(exc))
 
-    def read(self, timeout: float | None = None) -> WalMessage | StreamRestarted | None:
-        """The next message, a :class:`StreamRestarted` after a reconnect, or ``None`` on timeout."""
+    def read(self, timeout: float | None = None, *, raw: bool = False) -> Any:
+        """The next message, a :class:`StreamRestarted` after a reconnect, or ``None`` on timeout.
+        ``raw``: an XLogData frame is returned as the buffer it came in, not decoded."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
             if not self._started:
@@ -237,14 +239,16 @@ class LogicalReplicationReader:
                     continue
                 if frame is None:
                     return None
-                item = self._item(frame)
+                item = self._item(frame, raw)
                 if item is not None:
                     return item
 
-    def read_batch(self, max_items: int = 2048, timeout: float | None = None) -> list[WalMessage | StreamRestarted]:
+    def read_batch(self, max_items: int = 2048, timeout: float | None = None, *, raw: bool = False) -> list[Any]:
         """Up to ``max_items`` items: waits (up to ``timeout``) for the first, then takes only what has
-        already arrived. Per item this costs far less than :meth:`read`, which is what the hot path needs."""
-        first = self.read(timeout)
+        already arrived. Per item this costs far less than :meth:`read`, which is what the hot path needs.
+        ``raw``: XLogData frames come as the buffers they arrived in, for a decoder elsewhere
+        (:mod:`sparkcdc.engine.parallel_stream`); keepalives are handled all the same."""
+        first = self.read(timeout, raw=raw)
         if first is None:
             return []
         items: list[WalMessage | StreamRestarted] = [first]
@@ -254,7 +258,7 @@ class LogicalReplicationReader:
             pgconn = self._pgconn
             if pgconn is None:
                 return items
-            get, take = pgconn.get_copy_data, self._frames.take
+            get, take = pgconn.get_copy_data, self._frames.take_raw if raw else self._frames.take
             consumed = False
             while len(items) < max_items:
                 try:
@@ -263,7 +267,7 @@ class LogicalReplicationReader:
                     self._drop_connection(f"connection lost: {exc}")
                     break
                 if size > 0:
-                    item = self._item(data)  # another kind of frame: a keepalive
+                    item = self._item(data, raw)  # another kind of frame: a keepalive
                     if item is not None:
                         items.append(item)
                 elif len(items) >= max_items:
@@ -279,11 +283,11 @@ class LogicalReplicationReader:
                     break  # nothing more buffered (or COPY ended: the next read() reports it)
         return items
 
-    def _item(self, frame: memoryview | bytes) -> WalMessage | None:
-        """A data frame as a WalMessage; a keepalive is answered (if asked) and gives ``None``."""
+    def _item(self, frame: memoryview | bytes, raw: bool = False) -> Any:
+        """A data frame as a WalMessage (``raw``: as it came); a keepalive is answered (if asked) and gives ``None``."""
         kind = frame[0]
         if kind == 119:  # 'w' XLogData
-            return self._frames.decode(frame)
+            return self._frames.received(frame) if raw else self._frames.decode(frame)
         if kind == 107:  # 'k' keepalive
             keepalive = parse_keepalive(frame)
             self.keepalives_received += 1
@@ -479,3 +483,4 @@ class LogicalReplicationReader:
             self._send_status(reply_requested=False)
         except ReplicationConnectionLost as exc:
             self._drop_connection(str(exc))
+

@@ -34,6 +34,7 @@ __all__ = [
 XLOGDATA_HEADER_SIZE: Final = 25
 _XLOGDATA: Final = struct.Struct(">cQQq")
 XLOGDATA_STRUCT: Final = _XLOGDATA
+_WAL_END: Final = struct.Struct(">Q")
 _KEEPALIVE = struct.Struct(">cQqB")
 _STATUS = struct.Struct(">cQQQqB")
 
@@ -85,6 +86,26 @@ class XLogDataDecoder:
                 return size, data
             items.append(self.decode(data))
         return 0, None
+
+    def take_raw(self, get_copy_data: Callable[[int], tuple[int, Any]], frames: list[Any], max_items: int) -> tuple[int, Any]:
+        """:meth:`take` without decoding: each XLogData frame is appended as it came (a buffer that
+        stays valid), for a decoder elsewhere (engine/parallel_stream.py); only ``received_lsn``
+        moves. The same return values."""
+        while len(frames) < max_items:
+            size, data = get_copy_data(1)
+            if size <= 0 or data[0] != 0x77:  # not 'w' XLogData
+                return size, data
+            frames.append(self.received(data))
+        return 0, None
+
+    def received(self, frame: Any) -> Any:
+        """One ``w`` frame, undecoded: its header checked and ``received_lsn`` moved; returned as is."""
+        if len(frame) < XLOGDATA_HEADER_SIZE:
+            raise ReplicationProtocolError(f"XLogData frame of {len(frame)} bytes is shorter than its 25-byte header")
+        wal_end: int = _WAL_END.unpack_from(frame, 9)[0]
+        if wal_end > self.received_lsn:
+            self.received_lsn = wal_end
+        return frame
 
 
 def parse_xlogdata_header(frame: bytes | memoryview) -> XLogDataHeader:

@@ -93,6 +93,10 @@ def read_partition(partition: _Partition) -> Iterator[Any]:
     layout = config.get("sparkcdc.output.layout")
     if layout == "changes":
         return _change_blocks(config, partition)
+    if layout == "topic_files":
+        decoded = _decoded_elsewhere(config, partition)
+        if decoded is not None:
+            return decoded
     lines = layout in ("lines", "topic_files")
     # The topic files' lines end with their newline as the reader builds them: a run of them is then
     # written as the buffer it already is (spark/sinks/reader_files.py).
@@ -107,6 +111,24 @@ def read_partition(partition: _Partition) -> Iterator[Any]:
 
         return produce_partition(batches, kafka_link(config), partition.index, partition.run_id, partition.snapshot_batch)
     return (line_batch(batch) if lines else to_arrow(batch) for batch in batches)
+
+
+def _decoded_elsewhere(config: Any, partition: _Partition) -> Iterator[Any] | None:
+    """A stream range of the ``topic_files`` layout decoded by ``sparkcdc.stream.decode.processes``
+    processes (engine/parallel_stream.py) and written from their bytes; ``None`` where it is read here."""
+    from ..engine.parallel_stream import check_parallel_decoding
+    from ..engine.planner import StreamRange
+
+    processes = check_parallel_decoding(config)
+    if processes == 1 or not isinstance(partition.work, StreamRange):
+        return None
+    from ..engine.work import read_stream_encoded, serializer_for
+    from .sinks.reader_files import TopicRunEncoder, write_topic_runs
+
+    compression = config.get("sparkcdc.output.topic.files.compression") or "none"
+    runs = read_stream_encoded(config, partition.work, run_id=partition.run_id, processes=processes,
+                               encode=TopicRunEncoder(serializer_for(config), compression))
+    return None if runs is None else write_topic_runs(runs, _topic_files_output(config), partition.index, compression=compression)
 
 
 def _topic_files_output(config: Any) -> Any:
@@ -143,12 +165,14 @@ class PostgresCdcDataSource(DataSource):
         return "postgres-cdc"
 
     def schema(self) -> str:
+        from ..engine.parallel_stream import check_parallel_decoding
         from ..engine.stream_slots import check_parallel_streaming
 
         config = config_from_options(self.options)
         layout = config.get("sparkcdc.output.layout")
         _refuse_other_layouts_settings(config, layout)
         check_parallel_streaming(config)  # refused on the driver as the query is built, not in the planner's worker
+        check_parallel_decoding(config)
         if layout == "changes":
             from .changes_layout import CHANGES_DDL_SCHEMA
 

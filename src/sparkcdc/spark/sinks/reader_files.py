@@ -22,7 +22,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -32,7 +32,7 @@ from ...errors import ConfigurationError
 from ..lines import line_end
 from .staging import escape_partition_value, task_staging_root
 
-__all__ = ["STAGED_FILES_ARROW_SCHEMA", "STAGED_FILES_DDL_SCHEMA", "write_topic_files"]
+__all__ = ["STAGED_FILES_ARROW_SCHEMA", "STAGED_FILES_DDL_SCHEMA", "TopicRunEncoder", "write_topic_files", "write_topic_runs"]
 
 STAGED_FILES_DDL_SCHEMA = "topic string, file string, records long"
 STAGED_FILES_ARROW_SCHEMA = pa.schema([("topic", pa.string()), ("file", pa.string()), ("records", pa.int64())])
@@ -49,36 +49,114 @@ def write_topic_files(line_batches: Iterable[pa.RecordBatch], output: Path, inde
     so the next batch is decoded and encoded meanwhile, on another core. With ``compression="zstd"``
     that thread compresses them first (zstd level 1, which releases the GIL too): measured on these
     lines, 4 GB/s of one core's time for a 100x smaller file, so the kernel's copies all but go."""
-    if compression not in _OPENERS:
-        raise ConfigurationError(f"{compression!r} is not one of {', '.join(_OPENERS)}", prop="sparkcdc.output.topic.files.compression")
-    opener, suffix = _OPENERS[compression]
-    directory = task_staging_root(output) / uuid.uuid4().hex
-    files: dict[str | None, tuple[BinaryIO, Path]] = {}
-    counts: dict[str | None, int] = {}
-    writer = _Writer()
+    opener, suffix = _opener(compression)
+    files = _TopicFiles(output, index, opener, suffix)
     try:
         for batch in line_batches:
             ending = b"" if line_end(batch) == _NEWLINE else _NEWLINE
             for topic, first, end, text in _topic_runs(batch, joined=bool(ending)):
-                entry = files.get(topic)
-                if entry is None:
-                    partition = directory / f"topic={escape_partition_value(topic)}"
-                    partition.mkdir(parents=True, exist_ok=True)
-                    path = partition / f"part-{index:05d}{suffix}"
-                    entry = files[topic] = (opener(path), path)
-                writer.write(entry[0], text, ending)
-                counts[topic] = counts.get(topic, 0) + end - first
-        writer.finish()
+                files.write(topic, text, ending, end - first)
+        files.finish()
     finally:
-        writer.stop()
-        for handle, _ in files.values():
+        files.close()
+    yield from files.summary()
+
+
+def write_topic_runs(runs: Iterable[list[tuple[str | None, bytes, int]]], output: Path, index: int, *,
+                     compression: str = "none") -> Iterator[pa.RecordBatch]:
+    """:func:`write_topic_files` for runs a :class:`TopicRunEncoder` made elsewhere (the stream's
+    decoding processes, ``sparkcdc.stream.decode.processes``): each ``(topic, bytes, lines)`` is
+    appended as it is, a zstd frame of its own when compressed (a topic file is then a sequence of
+    frames, which every zstd reader reads as one stream)."""
+    _, suffix = _opener(compression)
+    files = _TopicFiles(output, index, _plain, suffix)
+    try:
+        for piece in runs:
+            for topic, data, lines in piece:
+                files.write(topic, data, b"", lines)
+        files.finish()
+    finally:
+        files.close()
+    yield from files.summary()
+
+
+class TopicRunEncoder:
+    """Records to ``[(topic, bytes, lines)]``: their topic files' lines, newline-ended, joined per
+    topic in order and compressed as one zstd frame with ``compression="zstd"``. Runs in a stream's
+    decoding process (engine/parallel_stream.py), so that only these bytes come back to the task."""
+
+    def __init__(self, serializer: Any, compression: str) -> None:
+        _opener(compression)
+        self.serializer = serializer
+        self.compression = compression
+
+    def __call__(self, records: Iterable[Any]) -> list[tuple[str | None, bytes, int]]:
+        from ...engine.lines import encode_lines
+        from ..lines import line_batch
+
+        texts: dict[str | None, list[pa.Buffer]] = {}
+        counts: dict[str | None, int] = {}
+        for encoded in encode_lines(records, self.serializer, line_end=_NEWLINE):
+            for topic, first, end, text in _topic_runs(line_batch(encoded), joined=False):
+                texts.setdefault(topic, []).append(text)
+                counts[topic] = counts.get(topic, 0) + end - first
+        compress = _zstd_frame if self.compression == "zstd" else None
+        runs = []
+        for topic, parts in texts.items():
+            data = b"".join(parts)
+            runs.append((topic, compress(data) if compress else data, counts[topic]))
+        return runs
+
+
+def _zstd_frame(data: bytes) -> bytes:
+    import zstandard
+
+    return zstandard.ZstdCompressor(level=1).compress(data)
+
+
+def _opener(compression: str) -> tuple[Callable[[Path], BinaryIO], str]:
+    if compression not in _OPENERS:
+        raise ConfigurationError(f"{compression!r} is not one of {', '.join(_OPENERS)}", prop="sparkcdc.output.topic.files.compression")
+    return _OPENERS[compression]
+
+
+class _TopicFiles:
+    """A task's topic files: one per topic under a new task directory of ``output``'s staging,
+    appended to by one writer thread; then one row per file."""
+
+    def __init__(self, output: Path, index: int, opener: Callable[[Path], BinaryIO], suffix: str) -> None:
+        self.directory = task_staging_root(output) / uuid.uuid4().hex
+        self.index, self.opener, self.suffix = index, opener, suffix
+        self.files: dict[str | None, tuple[BinaryIO, Path]] = {}
+        self.counts: dict[str | None, int] = {}
+        self.writer = _Writer()
+
+    def write(self, topic: str | None, text: Any, ending: bytes, lines: int) -> None:
+        entry = self.files.get(topic)
+        if entry is None:
+            partition = self.directory / f"topic={escape_partition_value(topic)}"
+            partition.mkdir(parents=True, exist_ok=True)
+            path = partition / f"part-{self.index:05d}{self.suffix}"
+            entry = self.files[topic] = (self.opener(path), path)
+        self.writer.write(entry[0], text, ending)
+        self.counts[topic] = self.counts.get(topic, 0) + lines
+
+    def finish(self) -> None:
+        self.writer.finish()
+
+    def close(self) -> None:
+        self.writer.stop()
+        for handle, _ in self.files.values():
             handle.close()
-    if files:
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(list(files), pa.string()), pa.array([str(path) for _, path in files.values()], pa.string()),
-             pa.array([counts[topic] for topic in files], pa.int64())],
-            schema=STAGED_FILES_ARROW_SCHEMA,
-        )
+
+    def summary(self) -> Iterator[pa.RecordBatch]:
+        files = self.files
+        if files:
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(list(files), pa.string()), pa.array([str(path) for _, path in files.values()], pa.string()),
+                 pa.array([self.counts[topic] for topic in files], pa.int64())],
+                schema=STAGED_FILES_ARROW_SCHEMA,
+            )
 
 
 def _plain(path: Path) -> BinaryIO:
@@ -107,7 +185,7 @@ class _Writer:
         self._thread = threading.Thread(target=self._run, name="sparkcdc-topic-files-writer", daemon=True)
         self._thread.start()
 
-    def write(self, handle: BinaryIO, text: pa.Buffer, ending: bytes) -> None:
+    def write(self, handle: BinaryIO, text: Any, ending: bytes) -> None:
         self._raise_failure()
         self._queue.put((handle, text, ending))
 

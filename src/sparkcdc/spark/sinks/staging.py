@@ -99,7 +99,8 @@ def open_topic_file(path: Path) -> BinaryIO:
     if topic_file_suffix(path) == ".jsonl.zst":
         import zstandard  # only for compressed files: an executor's environment may lack it
 
-        return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)  # type: ignore[return-value]
+        # a file the stream's decoding processes wrote is a sequence of frames: read across them
+        return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True, read_across_frames=True)  # type: ignore[return-value]
     return raw
 
 

@@ -1,0 +1,146 @@
+"""A stream range decoded by several processes (``sparkcdc.stream.decode.processes``) gives the
+records one process gives, in the same order: chunks and pieces made tiny here so that transactions
+cross processes, a large transaction goes in pieces, a table first seen (and a column added) in one
+process's chunk is known to the other's, and ``source.sequence`` follows commits and
+non-transactional messages decoded elsewhere. Refusals name the property; a process's failure fails
+the read with what it raised. The Spark path is in tests/spark/test_parallel_streaming.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from sparkcdc.debezium.config import ConfigError, ConnectorConfig
+from sparkcdc.engine import parallel_stream
+from sparkcdc.engine.metric_reports import metrics_location
+from sparkcdc.engine.planner import ConnectorPlanner
+from sparkcdc.engine.work import read_stream_encoded, read_work, serializer_for
+from sparkcdc.spark.sinks.reader_files import TopicRunEncoder
+
+
+def _config(pg_cluster: Any, name: str, tables: list[str], **extra: str) -> ConnectorConfig:
+    return ConnectorConfig({
+        "database.hostname": pg_cluster.host, "database.port": str(pg_cluster.port), "database.user": pg_cluster.user,
+        "database.dbname": "postgres", "topic.prefix": "pd", "slot.name": name, "publication.name": name,
+        "publication.autocreate.mode": "filtered", "table.include.list": ",".join(f"public.{t}" for t in tables),
+        "snapshot.mode": "no_data", "slot.drop.on.stop": "true", "sparkcdc.output.layout": "topic_files",
+        "sparkcdc.output.topic.files": "/unused", **extra,
+    })
+
+
+def _stable(line: bytes) -> dict[str, Any]:
+    """A topic-file line without the envelope's own clock readings (the only fields that differ between reads)."""
+    record = json.loads(line)
+    for part in ("key", "value"):
+        if isinstance(record.get(part), str):  # a line holds key and value as their JSON texts
+            record[part] = json.loads(record[part])
+    payload = (record.get("value") or {}).get("payload")
+    if isinstance(payload, dict):
+        for name in ("ts_ms", "ts_us", "ts_ns"):
+            payload.pop(name, None)
+    return record
+
+
+def _sequential(config: ConnectorConfig, work: Any) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for batch in read_work(config, work, run_id="r", lines=True, line_end=b"\n"):
+        data, offsets = batch.line.data, batch.line.offsets
+        for i, topic in enumerate(batch.topic):
+            out.setdefault(topic, []).append(_stable(data[offsets[i]:offsets[i + 1]]))
+    return out
+
+
+def _parallel(config: ConnectorConfig, work: Any, processes: int = 2) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    runs = read_stream_encoded(config, work, run_id="r", processes=processes, encode=TopicRunEncoder(serializer_for(config), "none"))
+    assert runs is not None
+    for piece in runs:
+        for topic, data, lines in piece:
+            parsed = [_stable(line) for line in data.splitlines()]
+            assert len(parsed) == lines
+            out.setdefault(topic, []).extend(parsed)
+    return out
+
+
+def test_several_processes_make_the_records_one_makes(
+    db: psycopg.Connection, pg_cluster: Any, unique_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parallel_stream, "PIECE_MESSAGES", 7)
+    a, b = f"{unique_name}_a", f"{unique_name}_b"
+    db.execute(f"CREATE TABLE {a} (id int PRIMARY KEY, v text)")
+    db.execute(f"CREATE TABLE {b} (id int PRIMARY KEY, n numeric)")
+    config = _config(pg_cluster, unique_name, [a, b], **{"provide.transaction.metadata": "true", "heartbeat.interval.ms": "1",
+                                                          "sparkcdc.stream.decode.chunk.messages": "40"})
+    planner = ConnectorPlanner(config, state_location=str(tmp_path / "state"))
+    try:
+        start = planner.initial_offset()
+        for t in range(30):  # small transactions: chunks end at commits, processes alternate
+            db.execute(f"INSERT INTO {a} SELECT g, 'v' || g FROM generate_series({t * 10}, {t * 10 + 9}) g")
+        db.execute(f"INSERT INTO {a} SELECT g, 'big' FROM generate_series(1000, 1400) g")  # one transaction in many pieces
+        db.execute("SELECT pg_logical_emit_message(false, 'pd', 'between')")  # moves source.sequence
+        db.execute(f"INSERT INTO {b} VALUES (1, 1.5)")  # a table first seen now: its Relation reaches both processes
+        db.execute(f"ALTER TABLE {a} ADD COLUMN extra int")
+        for t in range(10):
+            with db.transaction():
+                db.execute(f"UPDATE {a} SET v = 'u{t}', extra = {t} WHERE id BETWEEN {t * 10} AND {t * 10 + 4}")
+                db.execute(f"DELETE FROM {a} WHERE id = {t * 10 + 9}")
+                db.execute(f"UPDATE {b} SET n = n + 1 WHERE id = 1")
+        db.execute(f"TRUNCATE {b}")
+        end = planner.latest_offset(start)
+        [work] = planner.partitions(start, end)
+        one = _sequential(config, work)
+        report_path = metrics_location(config, work.state_location) / "stream" / f"batch-{end['lsn']:020d}.json"
+        report_one = json.loads(report_path.read_text())
+        report_path.unlink()
+        two = _parallel(config, work)
+        report_two = json.loads(report_path.read_text())
+        planner.commit(end)
+    finally:
+        planner.stop()
+    assert set(two) == set(one) and {f"pd.public.{a}", f"pd.public.{b}", "pd.transaction", "pd.message"} <= set(one)
+    for topic in one:
+        assert two[topic] == one[topic], topic
+    assert len(one[f"pd.public.{a}"]) == 300 + 401 + 10 * (5 + 2)  # inserts, the big one, updates, deletes + tombstones
+    assert any(r["value"]["payload"]["after"] and "extra" in r["value"]["payload"]["after"] for r in one[f"pd.public.{a}"])
+    for name in ("events", "created", "updated", "deleted", "truncated", "messages", "transactions", "last_lsn", "last_commit_lsn",
+                 "last_tx_id", "last_event"):
+        assert report_two[name] == report_one[name], name
+
+
+def test_refused_where_the_processes_cannot_work(pg_cluster: Any) -> None:
+    lines = _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "2", "sparkcdc.output.layout": "lines"})
+    with pytest.raises(ConfigError, match="sparkcdc.stream.decode.processes"):
+        parallel_stream.check_parallel_decoding(lines)
+    signals = _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "2", "signal.data.collection": "public.sig"})
+    with pytest.raises(ConfigError, match="signal.data.collection"):
+        parallel_stream.check_parallel_decoding(signals)
+    assert parallel_stream.check_parallel_decoding(_config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "3"})) == 3
+
+
+class _EncodingFails:
+    def __call__(self, records: Any) -> Any:
+        raise ValueError(f"cannot encode {len(list(records))} records")
+
+
+def test_a_process_failure_fails_the_read_with_what_it_raised(
+    db: psycopg.Connection, pg_cluster: Any, unique_name: str, tmp_path: Path
+) -> None:
+    db.execute(f"CREATE TABLE {unique_name} (id int PRIMARY KEY)")
+    config = _config(pg_cluster, unique_name, [unique_name])
+    planner = ConnectorPlanner(config, state_location=str(tmp_path / "state"))
+    try:
+        start = planner.initial_offset()
+        db.execute(f"INSERT INTO {unique_name} SELECT generate_series(1, 50)")
+        end = planner.latest_offset(start)
+        [work] = planner.partitions(start, end)
+        runs = read_stream_encoded(config, work, run_id="r", processes=2, encode=_EncodingFails())
+        assert runs is not None
+        with pytest.raises(ValueError, match="cannot encode 50 records"):
+            list(runs)
+        assert not (Path(work.state_location) / f"state-{end['lsn']:020d}.json").exists(), "a failed read leaves no state"
+    finally:
+        planner.stop()
