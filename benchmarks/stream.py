@@ -90,6 +90,7 @@ class SparkcdcPipeline:
     def __init__(self, cluster: ThrowawayCluster, work: Path, run: int, tables: list[str], kafka: str | None = None,
                  slots: int = 1, *, zstd: bool = False, decode_processes: int = 1) -> None:
         kind = "kafka" if kafka else "zstd" if zstd else "stream" if slots == 1 else f"slots{slots}"
+        kind += f"_decode{decode_processes}" if decode_processes > 1 else ""
         self.name = f"sparkcdc_{kind}_{run}"
         props = sparkcdc_properties(cluster, self.name, "no_data")
         props["table.include.list"] = ",".join(f"public.{table}" for table in tables)
@@ -182,7 +183,7 @@ def main() -> None:
     parser.add_argument("--slots", type=int, default=1,
                         help="also drain with sparkcdc.stream.slots=N (N > 1; needs --tables >= N) and compare with one slot")
     parser.add_argument("--decode-processes", type=int, default=1,
-                        help="the topic-files drains (plain and zstd) with sparkcdc.stream.decode.processes=N")
+                        help="also drain into zstd topic files with sparkcdc.stream.decode.processes=N (N > 1)")
     parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
     args = parser.parse_args()
     changes = args.changes
@@ -199,6 +200,7 @@ def main() -> None:
     our_runs: list[SparkcdcRun] = []
     kafka_runs: list[SparkcdcRun] = []
     zstd_runs: list[SparkcdcRun] = []
+    decode_runs: list[SparkcdcRun] = []
     slot_runs: list[SparkcdcRun] = []
     with (ThrowawayCluster() as cluster, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
           tempfile.TemporaryDirectory(prefix="sparkcdc-bench-stream-") as tmp, contextlib.ExitStack() as stack,
@@ -214,22 +216,27 @@ def main() -> None:
         pipelines = []
         kafka_pipelines = []
         zstd_pipelines = []
+        decode_pipelines: list[SparkcdcPipeline] = []
         slot_pipelines = []
         began = time.perf_counter()
         for run in range(args.repeat):
             create_logical_slot(conn, f"debezium_stream_{run}")
-            pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, decode_processes=args.decode_processes))
+            pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables))
             pipelines[-1].prepare(conn)
             if kafka is not None:
                 kafka_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, kafka))
                 kafka_pipelines[-1].prepare(conn)
             if args.zstd:
-                zstd_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, zstd=True, decode_processes=args.decode_processes))
+                zstd_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, zstd=True))
                 zstd_pipelines[-1].prepare(conn)
+            if args.decode_processes > 1:
+                decode_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, zstd=True, decode_processes=args.decode_processes))
+                decode_pipelines[-1].prepare(conn)
             if args.slots > 1:
                 slot_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, slots=args.slots))
                 slot_pipelines[-1].prepare(conn)
-        slot_count = args.repeat * (2 + (kafka is not None) + args.zstd + (args.slots if args.slots > 1 else 0))
+        slot_count = args.repeat * (2 + (kafka is not None) + args.zstd + (args.decode_processes > 1)
+                                    + (args.slots if args.slots > 1 else 0))
         print(f"slots: {slot_count} created in {time.perf_counter() - began:.1f} s")
         began = time.perf_counter()
         load(conn, changes, args.rows_per_transaction, tables)
@@ -261,6 +268,13 @@ def main() -> None:
                       f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); "
                       f"{changes / ours.wall_seconds:,.0f} events/s on wall time ({ours.wall_seconds:.1f} s, "
                       f"{ours.startup_seconds:.1f} s to the query's start)")
+            if decode_pipelines:
+                ours = decode_pipelines[run].drain(conn, changes)
+                decode_runs.append(ours)
+                print(f"  run {run}: sparkcdc zstd, {args.decode_processes} decoding processes {changes / ours.processing_seconds:,.0f} "
+                      f"events/s processing ({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); "
+                      f"{changes / ours.wall_seconds:,.0f} events/s on wall time ({ours.wall_seconds:.1f} s, "
+                      f"{ours.startup_seconds:.1f} s to the query's start)")
             if kafka_pipelines:
                 ours = kafka_pipelines[run].drain(conn, changes)
                 kafka_runs.append(ours)
@@ -275,13 +289,11 @@ def main() -> None:
                       f"{changes / ours.wall_seconds:,.0f} events/s on wall time ({ours.wall_seconds:.1f} s)")
     load_after = load_average()
     print(f"load average after: {load_after}")
-    decoding = (f"; sparkcdc with sparkcdc.stream.decode.processes={args.decode_processes} (the stream task decodes in "
-                f"{args.decode_processes} processes of its own)" if args.decode_processes > 1 else "")
     report_comparison(
         "stream", changes, debezium_runs, our_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record, cpu=cpu,
         workload=(f"{changes:,} changes (5/6 inserts, 1/6 updates, {args.rows_per_transaction:,} rows per transaction) to "
                   f"{'a 6-column table' if len(tables) == 1 else f'{len(tables)} 6-column tables in turn'}, written after every slot existed; pgoutput to Debezium JSON with schemas (key, value, "
-                  f"headers), {args.repeat} drains each{decoding}; load average {load_before} before, {load_after} after"),
+                  f"headers), {args.repeat} drains each; load average {load_before} before, {load_after} after"),
         note=NOTE,
     )
     if zstd_runs:
@@ -289,8 +301,18 @@ def main() -> None:
             "stream-zstd", changes, debezium_runs, zstd_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record, cpu=cpu,
             workload=(f"the same {changes:,} changes and Debezium runs as the `stream` entry recorded with it; sparkcdc "
                       "`run --once --output` with sparkcdc.output.topic.files.compression=zstd (the reader tasks write each "
-                      f"topic file as one zstd frame, level 1){decoding}; output decompressed and checked like the plain files"),
+                      "topic file as one zstd frame, level 1); output decompressed and checked like the plain files"),
             note="zstd: compare with the plain topic files (`stream`) of the same run.",
+        )
+    if decode_runs:
+        report_comparison(
+            "stream-zstd-decode", changes, debezium_runs, decode_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record,
+            cpu=cpu,
+            workload=(f"the same {changes:,} changes and Debezium runs as the `stream` entry recorded with it; sparkcdc "
+                      "`run --once --output` with zstd topic files and sparkcdc.stream.decode.processes="
+                      f"{args.decode_processes} (the stream task reads the WAL, {args.decode_processes} processes of its own "
+                      "decode, encode, compress and write); output decompressed and checked like the plain files"),
+            note="Decoding processes: compare with `stream-zstd` (one process) of the same run.",
         )
     if kafka_runs:
         report_comparison(

@@ -19,7 +19,7 @@ from sparkcdc.engine import parallel_stream
 from sparkcdc.engine.metric_reports import metrics_location
 from sparkcdc.engine.planner import ConnectorPlanner
 from sparkcdc.engine.work import read_stream_encoded, read_work, serializer_for
-from sparkcdc.spark.sinks.reader_files import TopicRunEncoder
+from sparkcdc.spark.sinks.reader_files import TopicRunEncoder, write_topic_runs
 
 
 def _config(pg_cluster: Any, name: str, tables: list[str], **extra: str) -> ConnectorConfig:
@@ -54,15 +54,16 @@ def _sequential(config: ConnectorConfig, work: Any) -> dict[str, list[dict[str, 
     return out
 
 
-def _parallel(config: ConnectorConfig, work: Any, processes: int = 2) -> dict[str, list[dict[str, Any]]]:
+def _parallel(config: ConnectorConfig, work: Any, output: Path, processes: int = 2) -> dict[str, list[dict[str, Any]]]:
+    """The range read by ``processes`` processes, written as the topic_files layout's tasks write it."""
+    placed = read_stream_encoded(config, work, run_id="r", processes=processes, encoder=TopicRunEncoder(serializer_for(config), "none"))
+    assert placed is not None
     out: dict[str, list[dict[str, Any]]] = {}
-    runs = read_stream_encoded(config, work, run_id="r", processes=processes, encode=TopicRunEncoder(serializer_for(config), "none"))
-    assert runs is not None
-    for piece in runs:
-        for topic, data, lines in piece:
-            parsed = [_stable(line) for line in data.splitlines()]
+    for summary in write_topic_runs(placed, output, 0):
+        for topic, file, lines in zip(*(summary.column(i).to_pylist() for i in range(3)), strict=True):
+            parsed = [_stable(line) for line in Path(file).read_bytes().splitlines()]
             assert len(parsed) == lines
-            out.setdefault(topic, []).extend(parsed)
+            out[topic] = parsed
     return out
 
 
@@ -96,7 +97,7 @@ def test_several_processes_make_the_records_one_makes(
         report_path = metrics_location(config, work.state_location) / "stream" / f"batch-{end['lsn']:020d}.json"
         report_one = json.loads(report_path.read_text())
         report_path.unlink()
-        two = _parallel(config, work)
+        two = _parallel(config, work, tmp_path / "out")
         report_two = json.loads(report_path.read_text())
         planner.commit(end)
     finally:
@@ -121,8 +122,8 @@ def test_refused_where_the_processes_cannot_work(pg_cluster: Any) -> None:
     assert parallel_stream.check_parallel_decoding(_config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "3"})) == 3
 
 
-class _EncodingFails:
-    def __call__(self, records: Any) -> Any:
+class _EncodingFails(TopicRunEncoder):
+    def encode(self, records: Any) -> Any:
         raise ValueError(f"cannot encode {len(list(records))} records")
 
 
@@ -137,10 +138,10 @@ def test_a_process_failure_fails_the_read_with_what_it_raised(
         db.execute(f"INSERT INTO {unique_name} SELECT generate_series(1, 50)")
         end = planner.latest_offset(start)
         [work] = planner.partitions(start, end)
-        runs = read_stream_encoded(config, work, run_id="r", processes=2, encode=_EncodingFails())
-        assert runs is not None
+        placed = read_stream_encoded(config, work, run_id="r", processes=2, encoder=_EncodingFails(serializer_for(config), "none"))
+        assert placed is not None
         with pytest.raises(ValueError, match="cannot encode 50 records"):
-            list(runs)
+            list(placed)
         assert not (Path(work.state_location) / f"state-{end['lsn']:020d}.json").exists(), "a failed read leaves no state"
     finally:
         planner.stop()

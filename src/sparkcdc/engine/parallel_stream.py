@@ -35,10 +35,12 @@ import queue
 import struct
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from ..debezium.config import ConfigError, ConnectorConfig
 from ..debezium.records import ChangeRecord
@@ -63,7 +65,9 @@ from .signals import signal_table_of
 from .state_store import StreamState, StreamStateStore
 from .stream_slots import stream_slot
 
-__all__ = ["DECODE_PROCESSES", "DecodingProcessFailed", "check_parallel_decoding", "read_stream_range_parallel"]
+__all__ = [
+    "DECODE_PROCESSES", "DecodingProcessFailed", "PieceEncoder", "check_parallel_decoding", "read_stream_range_parallel",
+]
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +89,7 @@ _MESSAGE_TYPE_AT: Final = 25
 _U64: Final = struct.Struct(">Q")
 _COMMIT_END_AND_TS: Final = struct.Struct(">Qq")  # COMMIT: flags(1) commit LSN(8), then these
 _DONE: Final = "done"
+_CLOSE: Final = "close"
 
 
 class _Stopped(Exception):
@@ -110,6 +115,20 @@ def check_parallel_decoding(config: ConnectorConfig) -> int:
     return count
 
 
+class PieceEncoder(Protocol):
+    """What the decoding processes make of their records, and how it reaches the output.
+
+    ``encode`` runs in a process: records to ``(header, retained)``; the header (small: it is sent
+    to the task) says what was made, ``retained`` stays in the process. The task answers each header
+    in WAL order (``reply(answer)`` on what :func:`read_stream_range_parallel` yields), and the
+    process then calls ``deliver(retained, answer)``: the topic files' processes write their bytes
+    at the places the task gives, so no byte of output passes through the task."""
+
+    def encode(self, records: Iterable[ChangeRecord]) -> tuple[Any, Any]: ...
+
+    def deliver(self, retained: Any, answer: Any) -> None: ...
+
+
 def read_stream_range_parallel(
     config: ConnectorConfig,
     start: SourceOffset,
@@ -118,16 +137,17 @@ def read_stream_range_parallel(
     run_id: str,
     state_store: StreamStateStore,
     processes: int,
-    encode: Callable[[Iterable[ChangeRecord]], Any],
+    encoder: PieceEncoder,
     stall_timeout: float = 300.0,
     stream: int = 0,
-) -> Iterator[Any]:
-    """``encode(records)`` of the batch (start, end] of stream ``stream``, in WAL order, the records
-    made and encoded by ``processes`` processes (``encode`` runs there; what it returns is pickled
-    back); then ``encode([heartbeat])`` if the batch carries one. The batch's state and metric report
-    are written as :func:`~.batch_reader.read_stream_range` writes them."""
+) -> Iterator[tuple[Any, Callable[[Any], None]]]:
+    """``(header, reply)`` for each piece of the batch (start, end] of stream ``stream``, in WAL
+    order, the records made and encoded by ``processes`` processes (:class:`PieceEncoder`); the
+    caller answers each with ``reply(answer)`` before taking the next. Then the batch's heartbeat,
+    encoded here, if it carries one. The batch's state and metric report are written as
+    :func:`~.batch_reader.read_stream_range` writes them."""
     # Forked before this task opens a connection: a process inherits no connection it could close.
-    pool = _DecodingPool(config, run_id, stream, processes, encode)
+    pool = _DecodingPool(config, run_id, stream, processes, encoder)
     try:
         admin, _, events, _ = stream_processor(config, run_id)
         try:
@@ -139,11 +159,11 @@ def read_stream_range_parallel(
                 reader = replication_reader(config, stream_slot(config, stream), first_lsn)
                 dispatcher = _Dispatcher(reader, pool, first_lsn, end.lsn, last_commit, stall_timeout, messages=stream == 0,
                                          chunk_messages=config.get_int(CHUNK_MESSAGES))
-                for output, last in pool.outputs(dispatcher):
+                for header, reply, last in pool.outputs(dispatcher):
                     if last is not None:
                         report.last, report.last_ms = last, int(time.time() * 1000)
-                    if output is not None:
-                        yield output
+                    if header:
+                        yield header, reply
                 last_commit = dispatcher.last_commit
                 for counts in pool.counts:
                     report.add(counts)
@@ -151,7 +171,8 @@ def read_stream_range_parallel(
             if end.lsn > start.lsn or state is None:
                 state_store.write(end.lsn, StreamState(*last_commit))
             if end.heartbeat != start.heartbeat and stream == 0:
-                yield encode([events.heartbeat()])
+                header, retained = encoder.encode([events.heartbeat()])
+                yield header, partial(encoder.deliver, retained)
         finally:
             admin.close()
     finally:
@@ -164,7 +185,7 @@ class _DecodingPool:
     wait for one process while the other has nothing to do), one taking its results."""
 
     def __init__(self, config: ConnectorConfig, run_id: str, stream: int, processes: int,
-                 encode: Callable[[Iterable[ChangeRecord]], Any]) -> None:
+                 encoder: PieceEncoder) -> None:
         context = multiprocessing.get_context("fork")
         self.size = processes
         self.inputs: list[queue.Queue[Any]] = []
@@ -178,7 +199,7 @@ class _DecodingPool:
         for index in range(processes):
             piece_out, piece_in = context.Pipe(duplex=False)
             result_out, result_in = context.Pipe(duplex=False)
-            process = context.Process(target=_decode_loop, args=(piece_out, result_in, config, run_id, stream, encode),
+            process = context.Process(target=_decode_loop, args=(piece_out, result_in, config, run_id, stream, encoder),
                                       name=f"sparkcdc-decode-{index}", daemon=True)
             process.start()
             piece_out.close()
@@ -199,26 +220,29 @@ class _DecodingPool:
         self.order.put(index)
 
     def finish(self) -> None:
-        """No more pieces: each process sends its counts and ends."""
+        """No more pieces: each process sends its counts once its outputs are delivered, and ends."""
         for pieces in self.inputs:
             pieces.put(None)
         self.order.put(_DONE)
+
+    def _answer(self, index: int, answer: Any) -> None:
+        self.inputs[index].put(("answer", answer))
 
     def _send_pieces(self, index: int, pipe: Any) -> None:
         pieces = self.inputs[index]
         try:
             while True:
                 piece = pieces.get()
-                pipe.send(piece)
-                if piece is None:
+                if piece is _CLOSE:
                     return
+                pipe.send(piece)
         except OSError:
             return  # the process is gone: its results' thread reports it
         finally:
             pipe.close()
 
-    def outputs(self, dispatcher: _Dispatcher) -> Iterator[tuple[Any, Any]]:
-        """Each piece's ``(output, last event)``, in the order the pieces were sent; then the
+    def outputs(self, dispatcher: _Dispatcher) -> Iterator[tuple[Any, Callable[[Any], None], Any]]:
+        """Each piece's ``(header, reply, last event)``, in the order the pieces were sent; then the
         processes' counts are in :attr:`counts`. The dispatcher runs in a thread meanwhile."""
         thread = threading.Thread(target=dispatcher.run, name="sparkcdc-wal-reader", daemon=True)
         thread.start()
@@ -229,9 +253,9 @@ class _DecodingPool:
                     break
                 if isinstance(index, BaseException):
                     raise index
-                result = self._result(index)
+                header, last = self._result(index)
                 self.room.release()
-                yield result
+                yield header, partial(self._answer, index), last
             self.counts = [self._result(index) for index in range(self.size)]
         finally:
             self.stopped.set()
@@ -266,7 +290,7 @@ class _DecodingPool:
 
     def close(self) -> None:
         for pieces in self.inputs:
-            pieces.put(None)  # a sending thread still waiting for a piece ends
+            pieces.put(_CLOSE)  # its sending thread ends
         for process in self._processes:
             process.join(timeout=10)
             if process.is_alive():
@@ -397,9 +421,9 @@ def _heartbeat(frame: Any) -> bool:
 _HEARTBEAT_PREFIX: Final = HEARTBEAT_MESSAGE_PREFIX.encode() + b"\0"
 
 
-def _decode_loop(pieces: Any, results: Any, config: ConnectorConfig, run_id: str, stream: int,
-                 encode: Callable[[Iterable[ChangeRecord]], Any]) -> None:
-    """A decoding process: pieces in, ``("piece", (encode(records), last event))`` out, then its counts."""
+def _decode_loop(pieces: Any, results: Any, config: ConnectorConfig, run_id: str, stream: int, encoder: PieceEncoder) -> None:
+    """A decoding process: pieces in, ``("piece", (header, last event))`` out; each answer to a
+    header delivers what it retained; at the end, once every output is delivered, its counts."""
     try:
         _keep_freed_memory()
         admin, _, _, processor = stream_processor(config, run_id)
@@ -409,10 +433,16 @@ def _decode_loop(pieces: Any, results: Any, config: ConnectorConfig, run_id: str
         decode = XLogDataDecoder(1).decode
         failure_mode = config.get("event.processing.failure.handling.mode")
         messages = stream == 0
-        while True:
+        waiting: deque[Any] = deque()  # what each header not yet answered retained, in order
+        ended = False
+        while not ended or waiting:
             piece = pieces.recv()
             if piece is None:
-                break
+                ended = True
+                continue
+            if piece[0] == "answer":
+                encoder.deliver(waiting.popleft(), piece[1])
+                continue
             first, chunk_commit, control, blob, bounds = piece
             if first:
                 processor.last_commit_lsn, processor.last_commit_ts_us = chunk_commit
@@ -420,9 +450,11 @@ def _decode_loop(pieces: Any, results: Any, config: ConnectorConfig, run_id: str
             if control:
                 process_items(processor, frames.take(control), failure_mode, messages=messages)  # state only: no records
             last_before = counter.last
-            output = encode(counter.count(_records(processor, frames, failure_mode, messages)))
+            header, retained = encoder.encode(counter.count(_records(processor, frames, failure_mode, messages)))
+            if header:
+                waiting.append(retained)
             last = counter.last if counter.last is not last_before else None
-            results.send(("piece", (output or None, last)))
+            results.send(("piece", (header, last)))
         counter.erroneous, counter.filtered = processor.erroneous_events, processor.filtered_events
         admin.close()
         results.send(("counts", counter.counts()))

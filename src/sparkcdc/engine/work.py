@@ -11,7 +11,7 @@ so every path produces the same bytes from the same plan.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
@@ -92,9 +92,10 @@ def _stream_records(config: ConnectorConfig, work: StreamRange, run_id: str) -> 
 
 
 def read_stream_encoded(config: ConnectorConfig, work: StreamRange, *, run_id: str, processes: int,
-                        encode: Callable[[Iterable[ChangeRecord]], Any]) -> Iterator[Any] | None:
-    """A stream range's records as ``encode`` makes them in ``processes`` decoding processes
-    (``sparkcdc.stream.decode.processes``, :mod:`.parallel_stream`), in WAL order; ``None`` where
+                        encoder: Any) -> Iterator[tuple[Any, Callable[[Any], None]]] | None:
+    """A stream range's records as ``encoder`` (a :class:`~.parallel_stream.PieceEncoder`) makes
+    them in ``processes`` decoding processes (``sparkcdc.stream.decode.processes``,
+    :mod:`.parallel_stream`): ``(header, reply)`` in WAL order; ``None`` where
     the range cannot be read so (a batch with an incremental snapshot's window: the caller reads it
     in order, as :func:`read_work` does)."""
     from .parallel_stream import DECODE_PROCESSES, read_stream_range_parallel
@@ -106,7 +107,7 @@ def read_stream_encoded(config: ConnectorConfig, work: StreamRange, *, run_id: s
         return None
     return read_stream_range_parallel(
         config, SourceOffset.from_dict(work.start), end, run_id=run_id, state_store=StreamStateStore(work.state_location, work.stream),
-        processes=processes, encode=encode, stream=work.stream,
+        processes=processes, encoder=encoder, stream=work.stream,
     )
 
 

@@ -126,9 +126,9 @@ def _decoded_elsewhere(config: Any, partition: _Partition) -> Iterator[Any] | No
     from .sinks.reader_files import TopicRunEncoder, write_topic_runs
 
     compression = config.get("sparkcdc.output.topic.files.compression") or "none"
-    runs = read_stream_encoded(config, partition.work, run_id=partition.run_id, processes=processes,
-                               encode=TopicRunEncoder(serializer_for(config), compression))
-    return None if runs is None else write_topic_runs(runs, _topic_files_output(config), partition.index, compression=compression)
+    placed = read_stream_encoded(config, partition.work, run_id=partition.run_id, processes=processes,
+                                 encoder=TopicRunEncoder(serializer_for(config), compression))
+    return None if placed is None else write_topic_runs(placed, _topic_files_output(config), partition.index, compression=compression)
 
 
 def _topic_files_output(config: Any) -> Any:

@@ -17,10 +17,13 @@ a local file system or one mounted at the same path on every node (the readers w
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import uuid
+from array import array
 from collections.abc import Callable, Iterable, Iterator
+from itertools import accumulate, groupby
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -62,56 +65,102 @@ def write_topic_files(line_batches: Iterable[pa.RecordBatch], output: Path, inde
     yield from files.summary()
 
 
-def write_topic_runs(runs: Iterable[list[tuple[str | None, bytes, int]]], output: Path, index: int, *,
-                     compression: str = "none") -> Iterator[pa.RecordBatch]:
-    """:func:`write_topic_files` for runs a :class:`TopicRunEncoder` made elsewhere (the stream's
-    decoding processes, ``sparkcdc.stream.decode.processes``): each ``(topic, bytes, lines)`` is
-    appended as it is, a zstd frame of its own when compressed (a topic file is then a sequence of
-    frames, which every zstd reader reads as one stream)."""
+def write_topic_runs(placed: Iterable[tuple[list[tuple[str | None, int, int]], Callable[[Any], None]]], output: Path, index: int,
+                     *, compression: str = "none") -> Iterator[pa.RecordBatch]:
+    """:func:`write_topic_files` for pieces a :class:`TopicRunEncoder` made in the stream's decoding
+    processes (``sparkcdc.stream.decode.processes``): each header ``[(topic, bytes, lines)]`` is
+    answered, in WAL order, with where in its topic's file each run goes, and the process writes it
+    there (when compressed, a zstd frame of its own: a topic file is then a sequence of frames, which
+    every zstd reader reads as one stream). No byte of output passes through this task."""
     _, suffix = _opener(compression)
-    files = _TopicFiles(output, index, _plain, suffix)
-    try:
-        for piece in runs:
-            for topic, data, lines in piece:
-                files.write(topic, data, b"", lines)
-        files.finish()
-    finally:
-        files.close()
-    yield from files.summary()
+    directory = task_staging_root(output) / uuid.uuid4().hex
+    files: dict[str | None, list[Any]] = {}  # topic -> [path, size so far, lines]
+    for header, reply in placed:
+        answer = []
+        for topic, size, lines in header:
+            entry = files.get(topic)
+            if entry is None:
+                partition = directory / f"topic={escape_partition_value(topic)}"
+                partition.mkdir(parents=True, exist_ok=True)
+                path = partition / f"part-{index:05d}{suffix}"
+                path.touch()
+                entry = files[topic] = [path, 0, 0]
+            answer.append((str(entry[0]), entry[1]))
+            entry[1] += size
+            entry[2] += lines
+        reply(answer)
+    if files:
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(list(files), pa.string()), pa.array([str(entry[0]) for entry in files.values()], pa.string()),
+             pa.array([entry[2] for entry in files.values()], pa.int64())],
+            schema=STAGED_FILES_ARROW_SCHEMA,
+        )
 
 
 class TopicRunEncoder:
-    """Records to ``[(topic, bytes, lines)]``: their topic files' lines, newline-ended, joined per
-    topic in order and compressed as one zstd frame with ``compression="zstd"``. Runs in a stream's
-    decoding process (engine/parallel_stream.py), so that only these bytes come back to the task."""
+    """Records to their topic files' lines, newline-ended, per topic in order (compressed as one zstd
+    frame with ``compression="zstd"``), and written where the task says: the
+    :class:`~sparkcdc.engine.parallel_stream.PieceEncoder` of the ``topic_files`` layout, run in a
+    stream's decoding processes so that only a header per piece reaches the task."""
 
     def __init__(self, serializer: Any, compression: str) -> None:
         _opener(compression)
         self.serializer = serializer
         self.compression = compression
 
-    def __call__(self, records: Iterable[Any]) -> list[tuple[str | None, bytes, int]]:
+    def encode(self, records: Iterable[Any]) -> tuple[list[tuple[str | None, int, int]], list[bytes]]:
+        from ...engine.encoded import Constant, Joined
         from ...engine.lines import encode_lines
-        from ..lines import line_batch
 
-        texts: dict[str | None, list[pa.Buffer]] = {}
+        texts: dict[str | None, list[Any]] = {}
         counts: dict[str | None, int] = {}
         for encoded in encode_lines(records, self.serializer, line_end=_NEWLINE):
-            for topic, first, end, text in _topic_runs(line_batch(encoded), joined=False):
-                texts.setdefault(topic, []).append(text)
+            lines = encoded.line
+            if isinstance(lines, Joined):
+                data, offsets = memoryview(lines.data), lines.offsets
+            else:  # too long for 32-bit offsets: a list of lines
+                data, offsets = memoryview(b"".join(lines)), array("q", accumulate(map(len, lines), initial=0))  # type: ignore[arg-type]
+            topics = encoded.topic
+            runs = ([(topics.value, 0, encoded.size)] if isinstance(topics, Constant)
+                    else _runs(topics))  # type: ignore[arg-type]
+            for topic, first, end in runs:
+                texts.setdefault(topic, []).append(data[offsets[first]:offsets[end]])  # a view: no copy
                 counts[topic] = counts.get(topic, 0) + end - first
-        compress = _zstd_frame if self.compression == "zstd" else None
-        runs = []
-        for topic, parts in texts.items():
-            data = b"".join(parts)
-            runs.append((topic, compress(data) if compress else data, counts[topic]))
-        return runs
+        retained = [self._bytes(parts) for parts in texts.values()]
+        return [(topic, len(data), counts[topic]) for topic, data in zip(texts, retained, strict=True)], retained
+
+    def deliver(self, retained: list[bytes], answer: list[tuple[str, int]]) -> None:
+        """Each run at its place (``(path, offset)``, one per run): the task placed it after every
+        earlier run of its topic, so the file's bytes end up in WAL order whichever process writes first."""
+        for data, (path, offset) in zip(retained, answer, strict=True):
+            handle = os.open(path, os.O_WRONLY)
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.pwrite(handle, view, offset)
+                    view, offset = view[written:], offset + written
+            finally:
+                os.close(handle)
+
+    def _bytes(self, parts: list[Any]) -> bytes:
+        """The parts as one buffer, or one zstd frame compressed from them as they are (no join first)."""
+        if self.compression != "zstd":
+            return b"".join(parts)
+        import zstandard
+
+        compressor = zstandard.ZstdCompressor(level=1).compressobj()
+        return b"".join([*map(compressor.compress, parts), compressor.flush()])
 
 
-def _zstd_frame(data: bytes) -> bytes:
-    import zstandard
-
-    return zstandard.ZstdCompressor(level=1).compress(data)
+def _runs(topics: list[str | None]) -> list[tuple[str | None, int, int]]:
+    """``(topic, first, end)`` of each run of one topic in ``topics``."""
+    runs = []
+    first = 0
+    for topic, group in groupby(topics):
+        end = first + sum(1 for _ in group)
+        runs.append((topic, first, end))
+        first = end
+    return runs
 
 
 def _opener(compression: str) -> tuple[Callable[[Path], BinaryIO], str]:
