@@ -447,7 +447,7 @@ _ALL = [
        doc="with sparkcdc.output.layout=topic_files: the stream task decodes and encodes its slot's changes in this "
            "many processes of its own (whole transactions each, written in commit order), while it reads the WAL; "
            "give the task as many cores (spark.task.cpus) on a cluster; not with signals (signal.data.collection) "
-           "(see docs/performance.md)"),
+           "(see docs/spark-source.md, \"Decoding one slot in several processes\")"),
     _P("sparkcdc.stream.decode.chunk.messages", "16384", "int", check=_positive,
        doc="with sparkcdc.stream.decode.processes > 1: WAL messages a decoding process is given at least before the next "
            "one takes over, at the next commit (a transaction is never split between processes)"),

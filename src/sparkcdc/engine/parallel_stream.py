@@ -289,6 +289,9 @@ class _DecodingPool:
                 process.kill()
 
     def close(self) -> None:
+        if not self.counts:  # the read failed or was abandoned, maybe before its outputs were taken
+            self.stopped.set()
+            self.kill()
         for pieces in self.inputs:
             pieces.put(_CLOSE)  # its sending thread ends
         for process in self._processes:
