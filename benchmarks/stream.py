@@ -171,6 +171,13 @@ def load(conn: psycopg.Connection, changes: int, per_tx: int, tables: list[str])
                      (start, end))
 
 
+def _progress(run: int, label: str, changes: int, ours: SparkcdcRun) -> str:
+    """One drain's line of progress."""
+    return (f"  run {run}: {label} {changes / ours.processing_seconds:,.0f} events/s processing "
+            f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); {changes / ours.wall_seconds:,.0f} events/s "
+            f"on wall time ({ours.wall_seconds:.1f} s, {ours.startup_seconds:.1f} s to the query's start)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--changes", type=int, default=1_000_000)
@@ -257,24 +264,15 @@ def main() -> None:
                 else:
                     ours = pipelines[run].drain(conn, changes)
                     our_runs.append(ours)
-                    print(f"  run {run}: sparkcdc {changes / ours.processing_seconds:,.0f} events/s processing "
-                          f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); "
-                          f"{changes / ours.wall_seconds:,.0f} events/s on wall time ({ours.wall_seconds:.1f} s, "
-                          f"{ours.startup_seconds:.1f} s to the query's start)")
+                    print(_progress(run, "sparkcdc", changes, ours))
             if zstd_pipelines:
                 ours = zstd_pipelines[run].drain(conn, changes)
                 zstd_runs.append(ours)
-                print(f"  run {run}: sparkcdc zstd topic files {changes / ours.processing_seconds:,.0f} events/s processing "
-                      f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); "
-                      f"{changes / ours.wall_seconds:,.0f} events/s on wall time ({ours.wall_seconds:.1f} s, "
-                      f"{ours.startup_seconds:.1f} s to the query's start)")
+                print(_progress(run, "sparkcdc zstd topic files", changes, ours))
             if decode_pipelines:
                 ours = decode_pipelines[run].drain(conn, changes)
                 decode_runs.append(ours)
-                print(f"  run {run}: sparkcdc zstd, {args.decode_processes} decoding processes {changes / ours.processing_seconds:,.0f} "
-                      f"events/s processing ({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); "
-                      f"{changes / ours.wall_seconds:,.0f} events/s on wall time ({ours.wall_seconds:.1f} s, "
-                      f"{ours.startup_seconds:.1f} s to the query's start)")
+                print(_progress(run, f"sparkcdc zstd, {args.decode_processes} decoding processes", changes, ours))
             if kafka_pipelines:
                 ours = kafka_pipelines[run].drain(conn, changes)
                 kafka_runs.append(ours)
