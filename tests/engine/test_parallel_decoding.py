@@ -131,13 +131,16 @@ def test_a_process_failure_fails_the_read_with_what_it_raised(
     db: psycopg.Connection, pg_cluster: Any, unique_name: str, tmp_path: Path
 ) -> None:
     db.execute(f"CREATE TABLE {unique_name} (id int PRIMARY KEY)")
-    config = _config(pg_cluster, unique_name, [unique_name])
+    config = _config(pg_cluster, unique_name, [unique_name], **{"sparkcdc.stream.decode.chunk.messages": "10"})
     planner = ConnectorPlanner(config, state_location=str(tmp_path / "state"))
     try:
         start = planner.initial_offset()
         db.execute(f"INSERT INTO {unique_name} SELECT generate_series(1, 50)")
         end = planner.latest_offset(start)
         [work] = planner.partitions(start, end)
+        # Under a chunk's worth of WAL with the default chunk, the task reads the range itself.
+        assert read_stream_encoded(_config(pg_cluster, unique_name, [unique_name]), work, run_id="r", processes=2,
+                                   encoder=TopicRunEncoder(serializer_for(config), "none")) is None
         placed = read_stream_encoded(config, work, run_id="r", processes=2, encoder=_EncodingFails(serializer_for(config), "none"))
         assert placed is not None
         with pytest.raises(ValueError, match="cannot encode 50 records"):

@@ -67,6 +67,7 @@ from .stream_slots import stream_slot
 
 __all__ = [
     "DECODE_PROCESSES", "DecodingProcessFailed", "PieceEncoder", "check_parallel_decoding", "read_stream_range_parallel",
+    "worth_parallel_decoding",
 ]
 
 log = logging.getLogger(__name__)
@@ -127,6 +128,17 @@ class PieceEncoder(Protocol):
     def encode(self, records: Iterable[ChangeRecord]) -> tuple[Any, Any]: ...
 
     def deliver(self, retained: Any, answer: Any) -> None: ...
+
+
+def worth_parallel_decoding(config: ConnectorConfig, start_lsn: int, end_lsn: int) -> bool:
+    """Whether the WAL range holds more than one chunk, about: at least
+    ``sparkcdc.stream.decode.chunk.messages`` times :data:`WAL_BYTES_PER_MESSAGE`. A shorter range
+    (an idle stream's batches, a heartbeat) is read by the task itself."""
+    return end_lsn - start_lsn >= config.get_int(CHUNK_MESSAGES) * WAL_BYTES_PER_MESSAGE
+
+
+#: The fewest WAL bytes a decoded message takes, about (a one-column row's INSERT record is ~70).
+WAL_BYTES_PER_MESSAGE: Final = 64
 
 
 def read_stream_range_parallel(

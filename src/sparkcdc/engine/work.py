@@ -96,17 +96,21 @@ def read_stream_encoded(config: ConnectorConfig, work: StreamRange, *, run_id: s
     """A stream range's records as ``encoder`` (a :class:`~.parallel_stream.PieceEncoder`) makes
     them in ``processes`` decoding processes (``sparkcdc.stream.decode.processes``,
     :mod:`.parallel_stream`): ``(header, reply)`` in WAL order; ``None`` where
-    the range cannot be read so (a batch with an incremental snapshot's window: the caller reads it
-    in order, as :func:`read_work` does)."""
-    from .parallel_stream import DECODE_PROCESSES, read_stream_range_parallel
+    the range is better read by the task itself, as :func:`read_work` does: a batch with an
+    incremental snapshot's window (read in order), or one shorter than a chunk's worth of WAL
+    (:func:`~.parallel_stream.worth_parallel_decoding`: a second process would get nothing, and the
+    processes and their connections would cost more than the batch)."""
+    from .parallel_stream import DECODE_PROCESSES, read_stream_range_parallel, worth_parallel_decoding
 
-    end = SourceOffset.from_dict(work.end)
+    start, end = SourceOffset.from_dict(work.start), SourceOffset.from_dict(work.end)
     if end.incremental is not None and end.incremental.chunk is not None:
         log.warning("%s=%d: the batch ending at %s holds an incremental snapshot's chunk, which is read in one process",
                     DECODE_PROCESSES, processes, format_lsn(end.lsn))
         return None
+    if not worth_parallel_decoding(config, start.lsn, end.lsn):
+        return None
     return read_stream_range_parallel(
-        config, SourceOffset.from_dict(work.start), end, run_id=run_id, state_store=StreamStateStore(work.state_location, work.stream),
+        config, start, end, run_id=run_id, state_store=StreamStateStore(work.state_location, work.stream),
         processes=processes, encoder=encoder, stream=work.stream,
     )
 
