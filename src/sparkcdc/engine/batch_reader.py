@@ -86,7 +86,7 @@ def read_stream_range(
         first_lsn = first_stream_lsn(state, start.lsn)
         report = stream_reporter(config, state_store, start, end, stream)
         if end.lsn > first_lsn:
-            records = _read(config, stream_slot(config, stream), conninfo_from_config(config), processor, first_lsn, end.lsn, stall_timeout)
+            records = _read(config, stream_slot(config, stream), processor, first_lsn, end.lsn, stall_timeout)
             yield from report.count(records if watch is None else watch.filter(records))
         elif watch is not None:
             yield from report.count(watch.filter(()))  # a read-only chunk in a batch without WAL: emitted at once
@@ -141,11 +141,11 @@ def stream_reporter(config: ConnectorConfig, state_store: StreamStateStore, star
 
 
 def _read(
-    config: ConnectorConfig, source: StreamSlot, conninfo: str, processor: StreamingProcessor, start_lsn: int, end_lsn: int,
+    config: ConnectorConfig, source: StreamSlot, processor: StreamingProcessor, start_lsn: int, end_lsn: int,
     stall_timeout: float,
 ) -> Iterator[ChangeRecord]:
     failure_mode = config.get("event.processing.failure.handling.mode")
-    reader = replication_reader(config, source, start_lsn, conninfo)
+    reader = replication_reader(config, source, start_lsn)
     options = reader.options
     reader.start()
     try:
@@ -174,7 +174,7 @@ def _read(
         reader.close()  # nothing was confirmed, so the last status update confirms nothing
 
 
-def replication_reader(config: ConnectorConfig, source: StreamSlot, start_lsn: int, conninfo: str | None = None) -> LogicalReplicationReader:
+def replication_reader(config: ConnectorConfig, source: StreamSlot, start_lsn: int) -> LogicalReplicationReader:
     """The (not yet started) reader of ``source``'s slot from ``start_lsn``, as every stream range reads it.
 
     Connecting to the slot (the server coming back, the slot still active for another process) is
@@ -190,7 +190,7 @@ def replication_reader(config: ConnectorConfig, source: StreamSlot, start_lsn: i
     )
     delay = config.get_int("slot.retry.delay.ms") / 1000
     reconnect = ReconnectPolicy(attempts=config.get_int("slot.max.retries") + 1, initial_delay=delay, max_delay=delay)
-    return LogicalReplicationReader(conninfo or conninfo_from_config(config), options, start_lsn=start_lsn, reconnect=reconnect)
+    return LogicalReplicationReader(conninfo_from_config(config), options, start_lsn=start_lsn, reconnect=reconnect)
 
 
 def _cut(items: list, end_lsn: int) -> tuple[list[WalMessage], bool]:

@@ -161,34 +161,40 @@ def read_stream_range_parallel(
     # Forked before this task opens a connection: a process inherits no connection it could close.
     pool = _DecodingPool(config, run_id, stream, processes, encoder)
     try:
-        admin, _, events, _ = stream_processor(config, run_id)
-        try:
-            state = state_store.read(start.lsn)
-            last_commit = last_commit_of(state, start.lsn)
-            first_lsn = first_stream_lsn(state, start.lsn)
-            report = stream_reporter(config, state_store, start, end, stream)
-            if end.lsn > first_lsn:
-                reader = replication_reader(config, stream_slot(config, stream), first_lsn)
-                dispatcher = _Dispatcher(reader, pool, first_lsn, end.lsn, last_commit, stall_timeout, messages=stream == 0,
-                                         chunk_messages=config.get_int(CHUNK_MESSAGES))
-                for header, reply, last in pool.outputs(dispatcher):
-                    if last is not None:
-                        report.last, report.last_ms = last, int(time.time() * 1000)
-                    if header:
-                        yield header, reply
-                last_commit = dispatcher.last_commit
-                for counts in pool.counts:
-                    report.add(counts)
-            report.finish()
-            if end.lsn > start.lsn or state is None:
-                state_store.write(end.lsn, StreamState(*last_commit))
-            if end.heartbeat != start.heartbeat and stream == 0:
-                header, retained = encoder.encode([events.heartbeat()])
-                yield header, partial(encoder.deliver, retained)
-        finally:
-            admin.close()
+        state = state_store.read(start.lsn)
+        last_commit = last_commit_of(state, start.lsn)
+        first_lsn = first_stream_lsn(state, start.lsn)
+        report = stream_reporter(config, state_store, start, end, stream)
+        if end.lsn > first_lsn:
+            reader = replication_reader(config, stream_slot(config, stream), first_lsn)
+            dispatcher = _Dispatcher(reader, pool, end.lsn, last_commit, stall_timeout, messages=stream == 0,
+                                     chunk_messages=config.get_int(CHUNK_MESSAGES))
+            for header, reply, last in pool.outputs(dispatcher):
+                if last is not None:
+                    report.last, report.last_ms = last, int(time.time() * 1000)
+                if header:
+                    yield header, reply
+            last_commit = dispatcher.last_commit
+            for counts in pool.counts:
+                report.add(counts)
+        report.finish()
+        if end.lsn > start.lsn or state is None:
+            state_store.write(end.lsn, StreamState(*last_commit))
+        if end.heartbeat != start.heartbeat and stream == 0:
+            yield _heartbeat_piece(config, run_id, encoder)
     finally:
         pool.close()
+
+
+def _heartbeat_piece(config: ConnectorConfig, run_id: str, encoder: PieceEncoder) -> tuple[Any, Callable[[Any], None]]:
+    """The batch's heartbeat record, encoded in the task (its event factory needs the database's
+    name: a connection, opened only for a batch that carries a heartbeat)."""
+    admin, _, events, _ = stream_processor(config, run_id)
+    try:
+        header, retained = encoder.encode([events.heartbeat()])
+    finally:
+        admin.close()
+    return header, partial(encoder.deliver, retained)
 
 
 class _DecodingPool:
@@ -318,19 +324,20 @@ class _DecodingPool:
 class _Dispatcher:
     """Reads the batch's WAL frames and sends them, whole transactions per chunk, to the processes."""
 
-    def __init__(self, reader: LogicalReplicationReader, pool: _DecodingPool, start_lsn: int, end_lsn: int,
+    def __init__(self, reader: LogicalReplicationReader, pool: _DecodingPool, end_lsn: int,
                  last_commit: tuple[int | None, int | None], stall_timeout: float, *, messages: bool, chunk_messages: int) -> None:
         self.reader, self.pool = reader, pool
         #: Whether this stream makes records of logical decoding messages (the first stream only):
         #: a message made no record of moves no position (:func:`~.batch_reader.process_items`).
         self.messages = messages
         self.chunk_messages = chunk_messages
-        self.start_lsn, self.end_lsn = start_lsn, end_lsn
+        self.end_lsn = end_lsn
         #: (end LSN, commit time) of the last COMMIT read: source.sequence's first half at each chunk's start.
         self.last_commit = last_commit
         self.stall_timeout = stall_timeout
         self._control: list[bytes] = []  # every Relation and Type message read, in order
         self._control_sent = [0] * pool.size  # how many of them each process has
+        self._chunk_control = 0  # how many of them were read before the current chunk began
         self._process = 0
         self._chunk_frames = 0
         self._chunk_commit = last_commit  # last_commit where the current chunk started
@@ -414,9 +421,8 @@ class _Dispatcher:
             control = 0
             if first:
                 # the messages of earlier chunks it has not had (this chunk's own are in its frames)
-                upto = len(self._control) - sum(1 for f in pending if f[_MESSAGE_TYPE_AT] in (_RELATION, _TYPE))
-                control = upto - self._control_sent[index]
-                frames = [*self._control[self._control_sent[index]:upto], *pending]
+                control = self._chunk_control - self._control_sent[index]
+                frames = [*self._control[self._control_sent[index]:self._chunk_control], *pending]
             bounds = list(accumulate(len(f) for f in frames))
             self.pool.send(index, (first, self._chunk_commit, control, b"".join(frames), bounds))
             self._chunk_frames += len(pending)
@@ -426,6 +432,7 @@ class _Dispatcher:
             self._process = (index + 1) % self.pool.size
             self._chunk_frames = 0
             self._chunk_commit = self.last_commit
+            self._chunk_control = len(self._control)
 
 
 def _heartbeat(frame: Any) -> bool:

@@ -80,9 +80,7 @@ def write_topic_runs(placed: Iterable[tuple[list[tuple[str | None, int, int]], C
         for topic, size, lines in header:
             entry = files.get(topic)
             if entry is None:
-                partition = directory / f"topic={escape_partition_value(topic)}"
-                partition.mkdir(parents=True, exist_ok=True)
-                path = partition / f"part-{index:05d}{suffix}"
+                path = _topic_file_path(directory, topic, index, suffix)
                 path.touch()
                 entry = files[topic] = [path, 0, 0]
             answer.append((str(entry[0]), entry[1]))
@@ -163,6 +161,13 @@ def _runs(topics: list[str | None]) -> list[tuple[str | None, int, int]]:
     return runs
 
 
+def _topic_file_path(directory: Path, topic: str | None, index: int, suffix: str) -> Path:
+    """Where a task's file of ``topic`` goes under its staging ``directory`` (its folder made)."""
+    partition = directory / f"topic={escape_partition_value(topic)}"
+    partition.mkdir(parents=True, exist_ok=True)
+    return partition / f"part-{index:05d}{suffix}"
+
+
 def _opener(compression: str) -> tuple[Callable[[Path], BinaryIO], str]:
     if compression not in _OPENERS:
         raise ConfigurationError(f"{compression!r} is not one of {', '.join(_OPENERS)}", prop="sparkcdc.output.topic.files.compression")
@@ -183,9 +188,7 @@ class _TopicFiles:
     def write(self, topic: str | None, text: Any, ending: bytes, lines: int) -> None:
         entry = self.files.get(topic)
         if entry is None:
-            partition = self.directory / f"topic={escape_partition_value(topic)}"
-            partition.mkdir(parents=True, exist_ok=True)
-            path = partition / f"part-{self.index:05d}{self.suffix}"
+            path = _topic_file_path(self.directory, topic, self.index, self.suffix)
             entry = self.files[topic] = (self.opener(path), path)
         self.writer.write(entry[0], text, ending)
         self.counts[topic] = self.counts.get(topic, 0) + lines
