@@ -120,6 +120,9 @@ def test_refused_where_the_processes_cannot_work(pg_cluster: Any) -> None:
     with pytest.raises(ConfigError, match="signal.data.collection"):
         parallel_stream.check_parallel_decoding(signals)
     assert parallel_stream.check_parallel_decoding(_config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "3"})) == 3
+    alone = _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.chunk.messages": "100"})
+    with pytest.raises(ConfigError, match="sparkcdc.stream.decode.chunk.messages"):
+        parallel_stream.check_parallel_decoding(alone)
 
 
 class _EncodingFails(TopicRunEncoder):

@@ -105,6 +105,9 @@ def check_parallel_decoding(config: ConnectorConfig) -> int:
     """The number of decoding processes, refused (naming the property) where they cannot work."""
     count = config.get_int(DECODE_PROCESSES)
     if count == 1:
+        if config.raw.get(CHUNK_MESSAGES):
+            raise ConfigError(CHUNK_MESSAGES, f"sizes what each decoding process is given, but {DECODE_PROCESSES}=1: there are "
+                                              f"none; set {DECODE_PROCESSES} or drop it")
         return count
     layout = config.get("sparkcdc.output.layout")
     if layout != "topic_files":
