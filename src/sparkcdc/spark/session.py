@@ -25,7 +25,7 @@ from pyspark.core.context import SparkContext
 from pyspark.sql import SparkSession
 
 from ..errors import ConfigurationError
-from .driver_jvm import launch_settings
+from .driver_jvm import launch_driver_jvm
 
 __all__ = ["DEFAULTS", "default_parallelism", "is_connect", "job_description", "make_active", "spark_session", "submitted"]
 
@@ -90,8 +90,10 @@ def _new_session(master: str | None, app_name: str, extra: dict[str, str]) -> Sp
     # The JVM starts with ``extra`` (settings such as spark.driver.memory only count at its start)
     # and sparkcdc's driver flags (driver_jvm.py); under spark-submit it is already running with
     # spark-submit's settings.
-    launch = extra if was_submitted or SparkContext._gateway is not None else launch_settings(extra)
-    SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(launch.items())))
+    if was_submitted or SparkContext._gateway is not None:
+        SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(extra.items())))
+    else:
+        launch_driver_jvm(extra)
     configured = dict(SparkConf().getAll())  # the JVM's: spark-submit's, spark-defaults.conf's, extra
     configured.update(extra)
     if was_submitted and master and master != configured.get("spark.master"):
