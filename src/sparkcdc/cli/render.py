@@ -8,15 +8,17 @@ passwords whose brackets Rich would otherwise interpret.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from .config_files import LoadedConfig
-from .readiness import Readiness
 from .rules import differences_from_debezium
+
+if TYPE_CHECKING:  # a rendering needs no database driver: `sparkcdc run` imports this module before Spark starts
+    from .readiness import Readiness
 
 __all__ = ["config_summary", "print_problems", "readiness_view", "status_view"]
 
