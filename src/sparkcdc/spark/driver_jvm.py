@@ -105,7 +105,8 @@ def _skip_static_data_sources(jvm: Any) -> None:
 
     Spark keeps them in ``DataSourceManager.dataSourceBuilders`` (an ``Option``, empty until the
     first lookup fills it): set to an empty map, Spark takes the lookup as done. This is Spark's
-    internal state (Spark 4.0 to 4.3 keep it so): where it is not there, the lookup simply happens.
+    internal state (as Spark 4.3, the version sparkcdc pins, keeps it): where it is not there, the lookup
+    simply happens.
     """
     try:
         manager = _data_source_manager(jvm)
