@@ -37,6 +37,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 FENCE_TOPIC_PREFIX = "_sparkcdc.fence."
+#: How long one poll of the fence waits before the read looks at where the partition ends.
+_FENCE_POLL_SECONDS = 0.5
 #: ``transaction.timeout.ms`` unless configured: a whole micro-batch (an initial snapshot too) is one
 #: transaction, and the broker aborts one that runs longer. 15 minutes is the brokers' default maximum.
 DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
@@ -241,35 +243,62 @@ class KafkaLink:
 
     # -- the fence -----------------------------------------------------------------------------------
     def read_fence(self, batch_id: int | None) -> dict[bytes, bytes | None]:
-        """The fence's last value per key: read from the beginning to partition EOF with ``read_committed``."""
-        consumer = Consumer(self.client(**{
-            "group.id": f"sparkcdc-fence-{self.pipeline_id}",  # required by the client; no group is joined (assign)
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-            "fetch.wait.max.ms": 50,
-        }))
+        """The fence's last value per key: read from the beginning to the partition's end with ``read_committed``.
+
+        The end is the high watermark, which a ``read_committed`` consumer cannot pass while a
+        transaction that wrote to the fence is open: its partition EOF then comes early (at the last
+        stable offset; before every record, on the broker the tests run) and a fence already
+        committed would be missed, its task's records produced again. So the read goes on until it
+        has passed the high watermark taken when it reached an EOF: the transactions before it are
+        then settled, committed or aborted. Bounded by the timeout."""
+        consumer = Consumer(self.client(**self._fence_reading))
+        partition = TopicPartition(self.fence_topic, 0, -2)  # -2: OFFSET_BEGINNING
         last: dict[bytes, bytes | None] = {}
+        end: int | None = None  # the high watermark, once an EOF came
         try:
-            consumer.assign([TopicPartition(self.fence_topic, 0, -2)])  # -2: OFFSET_BEGINNING
+            consumer.assign([partition])
             deadline = time.monotonic() + self.timeout
             while True:
-                msg = consumer.poll(max(0.0, deadline - time.monotonic()))
-                if msg is None:
+                msg = consumer.poll(min(_FENCE_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+                at_eof = msg is not None and msg.error() is not None and msg.error().code() == KafkaError._PARTITION_EOF
+                if msg is None or at_eof:
+                    if at_eof and end is None:
+                        end = self._high_watermark(partition, batch_id)
+                    # where the read is: the EOF's offset, or the consumer's position (none before a first record)
+                    reached = msg.offset() if at_eof else consumer.position([partition])[0].offset
+                    if end is not None and reached >= end:
+                        return last
                     if time.monotonic() >= deadline:
                         raise self.error(f"reading the fence topic {self.fence_topic!r} did not reach its end within "
-                                         f"{self.timeout}s", batch_id, self.fence_topic)
+                                         f"{self.timeout}s (a transaction on it stayed open)", batch_id, self.fence_topic)
                     continue
                 err = msg.error()
                 if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        return last
                     raise self.error(f"reading the fence topic {self.fence_topic!r}: {err.str()}", batch_id, self.fence_topic)
                 key = msg.key()
                 if key is not None:
                     last[key] = msg.value()
         finally:
             consumer.close()
+
+    #: The fence consumer's settings (``read_committed``: an aborted task's fence does not count).
+    _fence_reading = {
+        "group.id": "sparkcdc-fence",  # required by the client; no group is joined (assign)
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "isolation.level": "read_committed",
+        "fetch.wait.max.ms": 50,
+    }
+
+    def _high_watermark(self, partition: TopicPartition, batch_id: int | None) -> int:
+        """The fence partition's high watermark, open transactions' records included (``read_uncommitted``)."""
+        watcher = Consumer(self.client(**{**self._fence_reading, "isolation.level": "read_uncommitted"}))
+        try:
+            _, high = self.call(lambda: watcher.get_watermark_offsets(partition, timeout=self.timeout, cached=False),
+                                f"ask for the end of the fence topic {self.fence_topic!r}", batch_id)
+            return int(high)
+        finally:
+            watcher.close()
 
     # -- errors --------------------------------------------------------------------------------------
     def call(self, action: Callable[[], Any], what: str, batch_id: int | None) -> Any:
