@@ -17,15 +17,17 @@ pipeline (``sparkcdc-<pipeline_id>``), which gives two more guarantees: starting
 whatever transaction an earlier one (a dead driver) left open, and a zombie that still runs is
 fenced out by the broker instead of interleaving its writes with ours.
 
-Why the fence is read once per producer session, and with ``read_committed`` to partition EOF.
+Why the fence is read once per producer session, and with ``read_committed`` to the high watermark.
 After ``init_transactions`` no other producer can commit for this pipeline, so what this one
 commits afterwards is known without asking; reading the fence at every batch would read a topic
 that compaction keeps short only eventually. EOF under ``read_committed`` is the last stable
-offset, which ``init_transactions`` has moved past our own earlier transactions. Watermark and
-ListOffsets answers are not used: some Kafka-protocol brokers (Tansu) answer them wrongly. A fence
-topic belongs to one pipeline (``_sparkcdc.fence.<pipeline_id>``): a transaction of another
-pipeline left open on a shared partition would hold that offset back, and the fence read would
-then miss our newest commit and replay it.
+offset, which a transaction still open on the fence holds back (the reader tasks' transactions
+write their fence records concurrently, and a broker writes a commit's markers after the commit
+returns): the read goes on to the high watermark a ``read_uncommitted`` client reports when it first
+reaches an EOF, so every transaction before it is settled (:meth:`.kafka_link.KafkaLink.read_fence`).
+ListOffsets by time or the last stable offset are not used: some Kafka-protocol brokers (Tansu)
+answer them wrongly. A fence topic belongs to one pipeline (``_sparkcdc.fence.<pipeline_id>``): a
+transaction of another pipeline left open on a shared partition would hold the read back.
 
 Why the fence also holds the streaming query's id. A new checkpoint restarts batch ids at 0; batch
 ids alone would skip its first batches as "already written". A fence record of another query (the

@@ -5,8 +5,9 @@ Two writers produce to Kafka exactly once: :mod:`.kafka` (a ``foreachBatch`` fun
 whole micro-batch from the driver in one transaction, for any frame) and :mod:`.reader_kafka` (the
 source's ``kafka`` layout: each reader task produces its own records in a transaction of its own).
 Both write their fence records to the pipeline's fence topic ``_sparkcdc.fence.<pipeline_id>``
-(one partition, compacted) in the transaction they commit, and read it back to partition EOF with
-``read_committed``; the reasons are in :mod:`.kafka`'s docstring and docs/spark-source.md.
+(one partition, compacted) in the transaction they commit, and read it back with ``read_committed``
+to its high watermark (:meth:`KafkaLink.read_fence`); the reasons are in :mod:`.kafka`'s docstring
+and docs/spark-source.md.
 """
 
 from __future__ import annotations
