@@ -252,7 +252,7 @@ class KafkaLink:
         committed would be missed, its task's records produced again. So the read goes on until it
         has passed the high watermark taken when it reached an EOF: the transactions before it are
         then settled, committed or aborted. Bounded by the timeout."""
-        consumer = Consumer(self.client(**self._fence_reading))
+        consumer = self._fence_consumer("read_committed")  # an aborted task's fence does not count
         partition = TopicPartition(self.fence_topic, 0, -2)  # -2: OFFSET_BEGINNING
         last: dict[bytes, bytes | None] = {}
         end: int | None = None  # the high watermark, once an EOF came
@@ -282,18 +282,18 @@ class KafkaLink:
         finally:
             consumer.close()
 
-    #: The fence consumer's settings (``read_committed``: an aborted task's fence does not count).
-    _fence_reading = {
-        "group.id": "sparkcdc-fence",  # required by the client; no group is joined (assign)
-        "enable.auto.commit": False,
-        "enable.partition.eof": True,
-        "isolation.level": "read_committed",
-        "fetch.wait.max.ms": 50,
-    }
+    def _fence_consumer(self, isolation: str) -> Consumer:
+        return Consumer(self.client(**{
+            "group.id": f"sparkcdc-fence-{self.pipeline_id}",  # required by the client; no group is joined (assign)
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": isolation,
+            "fetch.wait.max.ms": 50,
+        }))
 
     def _high_watermark(self, partition: TopicPartition, batch_id: int | None) -> int:
         """The fence partition's high watermark, open transactions' records included (``read_uncommitted``)."""
-        watcher = Consumer(self.client(**{**self._fence_reading, "isolation.level": "read_uncommitted"}))
+        watcher = self._fence_consumer("read_uncommitted")
         try:
             _, high = self.call(lambda: watcher.get_watermark_offsets(partition, timeout=self.timeout, cached=False),
                                 f"ask for the end of the fence topic {self.fence_topic!r}", batch_id)
