@@ -25,7 +25,9 @@ from pyspark.core.context import SparkContext
 from pyspark.sql import SparkSession
 
 from ..errors import ConfigurationError
+from .class_archive import spark_defaults
 from .driver_jvm import launch_driver_jvm
+from .python_forks import predicted_master, start_fork_server, use_fork_server
 
 __all__ = ["DEFAULTS", "default_parallelism", "is_connect", "job_description", "make_active", "spark_session", "submitted"]
 
@@ -90,9 +92,13 @@ def _new_session(master: str | None, app_name: str, extra: dict[str, str]) -> Sp
     # The JVM starts with ``extra`` (settings such as spark.driver.memory only count at its start)
     # and sparkcdc's driver flags (driver_jvm.py); under spark-submit it is already running with
     # spark-submit's settings.
+    forks = None
     if was_submitted or SparkContext._gateway is not None:
         SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(extra.items())))
     else:
+        # Spark's Python processes forked ready-made, in a local session (python_forks.py): the
+        # server imports beside the JVM's launch.
+        forks = start_fork_server(predicted_master(master, extra, spark_defaults()))
         launch_driver_jvm(extra)
     configured = dict(SparkConf().getAll())  # the JVM's: spark-submit's, spark-defaults.conf's, extra
     configured.update(extra)
@@ -110,7 +116,9 @@ def _new_session(master: str | None, app_name: str, extra: dict[str, str]) -> Sp
     for key, value in extra.items():
         builder = builder.config(key, value)
     _python_for_workers(configured)
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    use_fork_server(spark.sparkContext, forks)
+    return spark
 
 
 def _connect_session(remote: str, extra: Mapping[str, str]) -> SparkSession:

@@ -1,0 +1,125 @@
+"""Spark's Python processes forked from a pre-imported server, in a local-mode session sparkcdc launches.
+
+Why: in local mode Spark starts its Python processes (a data source's planners, the streaming
+source runner, the task workers' daemon) one at a time under one lock, and each imports pyspark
+and sparkcdc before it answers; before a snapshot's first task, that was 2.5-3 s of one core's
+imports in a row while the other core idled (docs/performance.md, "The fork server"). The fork
+server (:mod:`sparkcdc.spark.fork_server`) imports them once, beside the driver JVM's launch, and
+forks each of those processes ready-made; Spark is given a launcher
+(:mod:`sparkcdc.spark.fork_launcher`) as the Python workers' interpreter, which stands for the
+forked process as Spark's own child.
+
+Only where it cannot change what runs: a driver JVM sparkcdc launches (not spark-submit's, not a
+session the caller started), a local master (``local``, ``local[N]``, ``local[*]``: the executor is
+this machine's driver JVM; never ``local-cluster`` or a cluster), and the workers' interpreter being
+this one (neither ``PYSPARK_PYTHON`` nor ``spark.pyspark.python`` naming another). A request the
+server cannot serve exactly (an interpreter setting that differs, the server gone) runs the real
+interpreter. ``SPARKCDC_PYTHON_FORKS=off`` turns it off.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SWITCH", "ForkServer", "is_local_master", "launcher_source", "start_fork_server", "use_fork_server"]
+
+log = logging.getLogger(__name__)
+
+#: Set to ``off`` (or ``0``, ``false``, ``no``) to start Spark's Python processes the usual way.
+SWITCH = "SPARKCDC_PYTHON_FORKS"
+#: A socket path longer than this does not fit ``sockaddr_un``.
+_SOCKET_PATH_LIMIT = 100
+#: The kernel reads this much of a ``#!`` line.
+_SHEBANG_LIMIT = 250
+
+
+@dataclass
+class ForkServer:
+    """A running fork server and the launcher that Spark is to run as its Python."""
+
+    directory: Path
+    launcher: str
+    process: subprocess.Popen[bytes]
+
+    @property
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+
+_server: ForkServer | None = None
+
+
+def is_local_master(master: str | None) -> bool:
+    """``local``, ``local[N]``, ``local[*]`` or ``local[N,F]``: the executor is the driver's JVM."""
+    return master is not None and (master == "local" or master.startswith("local["))
+
+
+def switched_off() -> bool:
+    return os.environ.get(SWITCH, "").strip().lower() in ("off", "0", "false", "no")
+
+
+def launcher_source(socket_path: str, python: str) -> str:
+    """The launcher script: :mod:`sparkcdc.spark.fork_launcher` behind its ``#!`` line, then its call."""
+    source = Path(__file__).with_name("fork_launcher.py").read_text(encoding="utf-8")
+    return f"#!{python} -IS\n{source}\nmain({socket_path!r}, {python!r})\n"
+
+
+def start_fork_server(master: str | None, python: str = sys.executable) -> ForkServer | None:
+    """The fork server for a session whose master is ``master`` (as far as known before the JVM's
+    launch), started if it is not running yet: None when it does not apply (see the module's
+    docstring) or cannot start here."""
+    global _server
+    if switched_off() or not is_local_master(master) or not os.path.isabs(python):
+        return None
+    if _server is not None and _server.running:
+        return _server
+    directory = Path(tempfile.mkdtemp(prefix="sparkcdc-python-"))
+    socket_path, launcher = str(directory / "server"), str(directory / "python")
+    source = launcher_source(socket_path, python)
+    if len(socket_path) > _SOCKET_PATH_LIMIT or len(source.partition("\n")[0]) > _SHEBANG_LIMIT or " " in python:
+        log.info("Spark's Python processes start the usual way: the paths %s and %s are too long or have spaces",
+                 socket_path, python)
+        shutil.rmtree(directory, ignore_errors=True)
+        return None
+    Path(launcher).write_text(source, encoding="utf-8")
+    os.chmod(launcher, 0o700)
+    env = {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}  # PySpark's for its workers
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(socket_path)
+        listener.listen(128)
+        try:
+            process = subprocess.Popen(  # noqa: S603 - this interpreter, this package's module
+                [python, "-m", "sparkcdc.spark.fork_server", str(listener.fileno())],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, pass_fds=(listener.fileno(),), env=env,
+                process_group=0)
+        except OSError as exc:
+            log.info("Spark's Python processes start the usual way: the fork server did not start (%s)", exc)
+            shutil.rmtree(directory, ignore_errors=True)
+            return None
+    _server = ForkServer(directory, launcher, process)
+    return _server
+
+
+def use_fork_server(sc: Any, server: ForkServer | None, python: str = sys.executable) -> bool:
+    """Have the SparkContext ``sc`` start its Python processes through ``server``, if it applies to
+    the context as it came up (a local master, this interpreter as the workers'); whether it does."""
+    if server is None or not server.running or not is_local_master(sc.master) or sc.pythonExec != python:
+        return False
+    sc.pythonExec = server.launcher
+    return True
+
+
+def predicted_master(master: str | None, settings: Mapping[str, str], defaults: Mapping[str, str]) -> str:
+    """The master a session launched with ``--master`` ``master``, ``--conf`` ``settings`` and
+    ``spark-defaults.conf`` ``defaults`` gets (Spark's default: ``local[*]``)."""
+    return master or settings.get("spark.master") or defaults.get("spark.master") or "local[*]"
