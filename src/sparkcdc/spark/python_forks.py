@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SWITCH", "ForkServer", "is_local_master", "launcher_source", "start_fork_server", "use_fork_server"]
+__all__ = ["SWITCH", "ForkServer", "is_local_master", "launcher_source", "start_for_launch", "start_fork_server",
+           "use_fork_server"]
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +120,12 @@ def use_fork_server(sc: Any, server: ForkServer | None, python: str = sys.execut
     return True
 
 
-def predicted_master(master: str | None, settings: Mapping[str, str], defaults: Mapping[str, str]) -> str:
-    """The master a session launched with ``--master`` ``master``, ``--conf`` ``settings`` and
-    ``spark-defaults.conf`` ``defaults`` gets (Spark's default: ``local[*]``)."""
-    return master or settings.get("spark.master") or defaults.get("spark.master") or "local[*]"
+def start_for_launch(master: str | None, settings: Mapping[str, str], defaults: Mapping[str, str]) -> ForkServer | None:
+    """:func:`start_fork_server` for a driver JVM about to be launched with ``--master`` ``master``,
+    ``--conf`` ``settings`` and ``spark-defaults.conf`` ``defaults``: only if the session it makes is
+    to be local (Spark's default master: ``local[*]``) with this interpreter as the workers'."""
+    configured = {**defaults, **settings}
+    workers_python = configured.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON") or sys.executable
+    if workers_python != sys.executable:
+        return None
+    return start_fork_server(master or configured.get("spark.master") or "local[*]")

@@ -27,7 +27,7 @@ from pyspark.sql import SparkSession
 from ..errors import ConfigurationError
 from .class_archive import spark_defaults
 from .driver_jvm import launch_driver_jvm
-from .python_forks import predicted_master, start_fork_server, use_fork_server
+from .python_forks import start_for_launch, use_fork_server
 
 __all__ = ["DEFAULTS", "default_parallelism", "is_connect", "job_description", "make_active", "spark_session", "submitted"]
 
@@ -98,7 +98,7 @@ def _new_session(master: str | None, app_name: str, extra: dict[str, str]) -> Sp
     else:
         # Spark's Python processes forked ready-made, in a local session (python_forks.py): the
         # server imports beside the JVM's launch.
-        forks = start_fork_server(predicted_master(master, extra, spark_defaults()))
+        forks = start_for_launch(master, extra, spark_defaults())
         launch_driver_jvm(extra)
     configured = dict(SparkConf().getAll())  # the JVM's: spark-submit's, spark-defaults.conf's, extra
     configured.update(extra)
