@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import importlib
 import io
 import marshal
 import os
@@ -40,6 +39,7 @@ from dataclasses import dataclass, field
 
 from .fork_launcher import HEADER, REPLY
 from .worker_daemon import PRELOADED as TASK_MODULES
+from .worker_daemon import preload as preload_modules
 
 try:
     from setproctitle import setproctitle
@@ -97,9 +97,9 @@ def refusal(request: Request, own: dict[str, str]) -> str | None:
 
 
 def preload(modules: tuple[str, ...] = PRELOADED, *, niceness: int = 0) -> list[str]:
-    """Import ``modules``, skipping those that cannot be imported (the child then fails, or not, as
-    a fresh interpreter would); then move them out of the cyclic collector's sight, so the children
-    do not copy their pages by collecting them.
+    """Import ``modules`` (as :func:`sparkcdc.spark.worker_daemon.preload`: one that cannot be
+    imported is skipped, and the child fails, or not, as a fresh interpreter would); then move them
+    out of the cyclic collector's sight, so the children do not copy their pages by collecting them.
 
     ``niceness``: the imports run in a thread of that niceness, so that they take only the CPU the
     driver JVM's launch, beside them, leaves (Linux sets a thread's niceness, not the process's; the
@@ -110,12 +110,7 @@ def preload(modules: tuple[str, ...] = PRELOADED, *, niceness: int = 0) -> list[
         if niceness:
             with contextlib.suppress(OSError):
                 os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
-        for name in modules:
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - any import failure is the child's to meet again
-                continue
-            loaded.append(name)
+        loaded.extend(preload_modules(modules, freeze=False))
 
     loader = threading.Thread(target=load, name="sparkcdc-fork-server-preload")
     loader.start()
