@@ -108,6 +108,7 @@ def test_a_signal_to_the_launcher_reaches_its_process(server: ForkServer, probe_
     launcher, child = _sleeping(server, probe_env, tmp_path)
     launcher.send_signal(signal.SIGTERM)  # what Spark's Process.destroy() sends
     assert launcher.wait(timeout=30) == -signal.SIGTERM
+    launcher.stdout.close()  # type: ignore[union-attr]
     _wait_for(lambda: _gone(child))
 
 
@@ -116,6 +117,7 @@ def test_a_killed_launcher_takes_its_process_with_it(server: ForkServer, probe_e
     launcher, child = _sleeping(server, probe_env, tmp_path)
     launcher.kill()
     launcher.wait(timeout=30)
+    launcher.stdout.close()  # type: ignore[union-attr]
     _wait_for(lambda: _gone(child))
 
 
@@ -124,7 +126,7 @@ def test_the_server_ends_with_its_driver(tmp_path: Path) -> None:
         import sys, time
         from sparkcdc.spark.python_forks import start_fork_server
         server = start_fork_server("local[1]")
-        print(server.process.pid, server.directory, flush=True)
+        print(server.pid, server.directory, flush=True)
         time.sleep(60)
     """)], stdout=subprocess.PIPE, text=True)
     assert driver.stdout is not None
@@ -132,6 +134,7 @@ def test_the_server_ends_with_its_driver(tmp_path: Path) -> None:
     assert Path(directory, "python").exists()
     driver.kill()
     driver.wait(timeout=30)
+    driver.stdout.close()
     _wait_for(lambda: not Path(f"/proc/{pid}").exists())
     assert not Path(directory).exists()
 

@@ -329,6 +329,9 @@ def main(argv: list[str]) -> int:
     become(request, base_path, server_pythonpath)
     import runpy
 
+    # As in a fresh `python -m`: the module runs as __main__ only (preloaded, it is also in
+    # sys.modules; runpy would warn of that, and an `import` of it then gets its own copy, as it would).
+    sys.modules.pop(request.module, None)
     runpy.run_module(request.module, run_name="__main__", alter_sys=True)
     return 0
 

@@ -23,7 +23,6 @@ import logging
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -42,19 +41,29 @@ SWITCH = "SPARKCDC_PYTHON_FORKS"
 _SOCKET_PATH_LIMIT = 100
 #: The kernel reads this much of a ``#!`` line.
 _SHEBANG_LIMIT = 250
+#: The file descriptor the server finds its listening socket at (its own standard streams are 0-2).
+_LISTENER_FD = 3
 
 
 @dataclass
 class ForkServer:
-    """A running fork server and the launcher that Spark is to run as its Python."""
+    """A fork server (its process id, and the write end of its lifeline: the server ends once this
+    process has closed it, at its exit) and the launcher that Spark is to run as its Python."""
 
     directory: Path
     launcher: str
-    process: subprocess.Popen[bytes]
+    pid: int
+    lifeline: int
+    ended: bool = False
 
     @property
     def running(self) -> bool:
-        return self.process.poll() is None
+        if not self.ended:
+            try:
+                self.ended = os.waitpid(self.pid, os.WNOHANG)[0] != 0
+            except ChildProcessError:
+                self.ended = True
+        return not self.ended
 
 
 _server: ForkServer | None = None
@@ -95,19 +104,26 @@ def start_fork_server(master: str | None, python: str = sys.executable) -> ForkS
     Path(launcher).write_text(source, encoding="utf-8")
     os.chmod(launcher, 0o700)
     env = {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}  # PySpark's for its workers
+    # Spawned rather than a subprocess.Popen: the server outlives this process's interpreter by
+    # design (until its last child ends), which a Popen would report as a leak at exit.
+    lifeline_in, lifeline = os.pipe()
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
         listener.bind(socket_path)
         listener.listen(128)
         try:
-            process = subprocess.Popen(  # noqa: S603 - this interpreter, this package's module
-                [python, "-m", "sparkcdc.spark.fork_server", str(listener.fileno())],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, pass_fds=(listener.fileno(),), env=env,
-                process_group=0)
+            pid = os.posix_spawn(python, [python, "-m", "sparkcdc.spark.fork_server", str(_LISTENER_FD)], env,
+                                 file_actions=[(os.POSIX_SPAWN_DUP2, lifeline_in, 0),
+                                               (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                                               (os.POSIX_SPAWN_DUP2, listener.fileno(), _LISTENER_FD)],
+                                 setpgroup=0)
         except OSError as exc:
             log.info("Spark's Python processes start the usual way: the fork server did not start (%s)", exc)
+            os.close(lifeline)
             shutil.rmtree(directory, ignore_errors=True)
             return None
-    _server = ForkServer(directory, launcher, process)
+        finally:
+            os.close(lifeline_in)
+    _server = ForkServer(directory, launcher, pid, lifeline)
     return _server
 
 
