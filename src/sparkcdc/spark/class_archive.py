@@ -34,7 +34,8 @@ from pathlib import Path
 
 from ..errors import PipelineError
 
-__all__ = ["ClassArchiveError", "archive_directory", "archive_path", "archive_option", "build", "spark_defaults"]
+__all__ = ["ClassArchiveError", "archive_directory", "archive_path", "archive_option", "build", "spark_defaults",
+           "turned_off"]
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,12 @@ class ClassArchiveError(PipelineError):
     """The class archive could not be made."""
 
 
+def turned_off(variable: str) -> bool:
+    """An environment switch of the driver's start-up (``SPARKCDC_CLASS_ARCHIVE``,
+    ``SPARKCDC_PYTHON_FORKS``) set to ``off``, ``0``, ``false`` or ``no``."""
+    return os.environ.get(variable, "").strip().lower() in ("off", "0", "false", "no")
+
+
 def archive_directory() -> Path:
     explicit = os.environ.get(DIRECTORY)
     if explicit:
@@ -74,7 +81,7 @@ def archive_option(settings: Mapping[str, str], own: str) -> str | None:
     """The JVM flag that maps the archive into a new driver JVM launched with ``settings`` (``--conf``)
     whose own ``spark.driver.extraJavaOptions`` are ``own``: None when there is no archive for it,
     when it is turned off, or when ``own`` decides class sharing itself."""
-    if os.environ.get(SWITCH, "").strip().lower() in ("off", "0", "false", "no"):
+    if turned_off(SWITCH):
         return None
     if any(flag in own for flag in _OWN_SHARING_FLAGS):
         return None

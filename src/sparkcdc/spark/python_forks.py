@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .class_archive import turned_off
+
 __all__ = ["SWITCH", "ForkServer", "is_local_master", "launcher_source", "start_for_launch", "start_fork_server",
            "use_fork_server"]
 
@@ -74,10 +76,6 @@ def is_local_master(master: str | None) -> bool:
     return master is not None and (master == "local" or master.startswith("local["))
 
 
-def switched_off() -> bool:
-    return os.environ.get(SWITCH, "").strip().lower() in ("off", "0", "false", "no")
-
-
 def launcher_source(socket_path: str, python: str) -> str:
     """The launcher script: :mod:`sparkcdc.spark.fork_launcher` behind its ``#!`` line, then its call."""
     source = Path(__file__).with_name("fork_launcher.py").read_text(encoding="utf-8")
@@ -89,7 +87,7 @@ def start_fork_server(master: str | None, python: str = sys.executable) -> ForkS
     launch), started if it is not running yet: None when it does not apply (see the module's
     docstring) or cannot start here."""
     global _server
-    if switched_off() or not is_local_master(master) or not os.path.isabs(python):
+    if turned_off(SWITCH) or not is_local_master(master) or not os.path.isabs(python):
         return None
     if _server is not None and _server.running:
         return _server
