@@ -168,3 +168,10 @@ def test_a_local_session_sparkcdc_starts_forks_its_python_processes(spark) -> No
     daemon, above = spark.sparkContext.parallelize(range(1), 1).map(_python_lineage).collect()[0]
     assert daemon.startswith(f"{sys.executable} -m sparkcdc.spark.worker_daemon"), daemon
     assert "sparkcdc.spark.fork_server" in above, above
+
+
+def test_the_switch_turns_the_fork_server_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sparkcdc.spark.python_forks import SWITCH
+
+    monkeypatch.setenv(SWITCH, "off")
+    assert start_fork_server("local[2]") is None
