@@ -56,6 +56,11 @@ class ColumnInfo:
     default_expression: str | None
     generated: bool
     identity: str  # '' | 'a' (ALWAYS) | 'd' (BY DEFAULT)
+    declared_type: str = ""  # format_type(atttypid, atttypmod): ``numeric(10,2)``, ``character varying(20)``
+    #: ``atthasmissing``: the column was added with a non-volatile default, which rows older than the
+    #: ADD COLUMN take without having been written (PostgreSQL's "fast default"); no WAL carries it.
+    has_missing: bool = False
+    missing_array: str | None = None  # ``attmissingval`` as text: a one-element array literal of that value
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +109,10 @@ class CatalogLookup(Protocol):
         """Forget what is cached about the table: a Relation message says it changed."""
         ...
 
+    def format_type(self, oid: int, modifier: int) -> str:
+        """A type with a modifier as PostgreSQL writes it (``format_type``: ``character varying(20)``)."""
+        ...
+
 
 def root_type(catalog: CatalogLookup, oid: int) -> tuple[TypeInfo, int]:
     """Follow domains down to the base type; returns it and the innermost domain's modifier (-1 if none)."""
@@ -149,3 +158,7 @@ class StaticCatalog:
 
     def invalidate_table(self, oid: int) -> None:
         """Nothing is cached: the given tables are the truth."""
+
+    def format_type(self, oid: int, modifier: int) -> str:
+        """The type's name (the modifier left out: a static catalog has no ``format_type``)."""
+        return self.type_info(oid).name

@@ -460,6 +460,14 @@ _ALL = [
     _P("sparkcdc.apply.changes.per.task", "200000", "int", check=_positive,
        doc="apply: a table's micro-batch beyond this many changes is split by key over several fold tasks "
            "(at least the cluster's default parallelism)"),
+    _P("sparkcdc.apply.schema.evolution", "evolve", "enum", ("evolve", "strict", "ignore-new-columns"),
+       doc="apply: how a mirror follows its source table's shape (docs/schema-evolution.md): evolve adds, renames and "
+           "widens columns and keeps dropped ones; strict stops at any change, naming it; ignore-new-columns does what "
+           "evolve does but leaves new columns out of the mirror. A change no mirror can follow safely (a narrower or "
+           "incompatible type, a key change) stops under every policy"),
+    _P("sparkcdc.apply.schema.dropped.columns", "keep", "enum", ("keep", "drop"),
+       doc="apply: a column dropped from the source table stays in the mirror, nullable, with the values it had (keep), "
+           "or is dropped from it (drop)"),
     _P("sparkcdc.output.layout", "columns", "enum", ("columns", "lines", "changes", "topic_files", "kafka"),
        doc="the source's rows: the record's columns; (lines) topic, its topic-files JSON line, lsn, commit_lsn, ordinal; "
            "(topic_files) the reader tasks write the topic files under sparkcdc.output.topic.files themselves and the rows "

@@ -41,6 +41,14 @@ class ColumnDescription:
     not_null: bool
     default_expression: str | None
     position: int  # index of the column's value in the tuples of this table
+    #: The column's identity in its table (``pg_attribute.attnum``; 0 when it could not be told): a
+    #: rename keeps it, a column dropped and added again under the same name gets a new one.
+    attnum: int = 0
+    declared_type: str = ""  # the type as declared (``format_type``), "" when not known
+    #: What rows older than the column hold, when it was added with a non-volatile default (see
+    #: :attr:`sparkcdc.catalog.ColumnInfo.has_missing`): the value's text (None: NULL).
+    has_missing: bool = False
+    missing_value: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +57,10 @@ class TableDescription:
     name: str
     columns: tuple[ColumnDescription, ...]
     primary_key: tuple[str, ...]  # Debezium's key columns unless message.key.columns says otherwise
+    relation_id: int = 0  # pg_class.oid (0: not known): a table dropped and created again gets a new one
+    replica_identity: str = ""  # pg_class.relreplident: d, n, f or i ("" when not known)
+    #: The columns a delete's old tuple carries (the replica identity's; None: every column, FULL).
+    identity_columns: tuple[str, ...] | None = None
 
     @property
     def qualified_name(self) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from ..catalog import CatalogLookup, ColumnInfo, TableInfo, root_type
 from ..debezium.table import ColumnDescription, TableDescription, TableSchema, TableSchemaFactory
 from ..debezium.types import ColumnType
+from ..debezium.types.arrays import parse_array
 from ..pgoutput.messages import Relation
 from .errors import UnknownRelationError
 from .filters import TableFilter
@@ -81,14 +82,61 @@ class TableResolver:
 
     def _describe(self, schema: str, table: str, columns: Sequence[tuple[str, int, int]], info: TableInfo) -> TableDescription:
         described = []
-        for position, (name, type_oid, modifier) in enumerate(columns):
-            catalog_column: ColumnInfo | None = info.column(name)
+        for position, ((name, type_oid, modifier), catalog_column) in enumerate(zip(columns, catalog_columns(columns, info), strict=True)):
             declared = self.catalog.type_info(type_oid)
             not_null = bool(catalog_column and catalog_column.not_null) or (declared.is_domain and declared.not_null)
             default = catalog_column.default_expression if catalog_column else None
             if default is None and declared.is_domain:
                 default = declared.default_expression
-            described.append(
-                ColumnDescription(name, column_type(self.catalog, type_oid, modifier), not_null, default, position)
-            )
-        return TableDescription(schema, table, tuple(described), info.key_columns)
+            attnum, declared_type, has_missing, missing = _identity_facts(catalog_column, type_oid, modifier)
+            described.append(ColumnDescription(
+                name, column_type(self.catalog, type_oid, modifier), not_null, default, position, attnum,
+                declared_type or self.catalog.format_type(type_oid, modifier), has_missing, missing,
+            ))
+        identity = {"d": info.primary_key, "i": info.replica_identity_index, "n": ()}.get(info.replica_identity)
+        return TableDescription(schema, table, tuple(described), info.key_columns, info.oid, info.replica_identity, identity)
+
+
+def catalog_columns(columns: Sequence[tuple[str, int, int]], info: TableInfo) -> list[ColumnInfo | None]:
+    """The catalog's column for each of ``columns`` (a Relation message's, in attribute order), or
+    None where it cannot be told which column it is.
+
+    A Relation message names columns but not their ``attnum``, and the catalog read now may already
+    reflect DDL that came after the message (the stream runs behind the server). A column is matched
+    by name only where the matched columns' ``attnum`` increase in the message's order (a Relation
+    lists live columns in attribute order) and its type is the message's: a name that is gone (renamed
+    or dropped since), out of place (dropped and added again since, so now at the end) or of another
+    type is not matched, and the column counts as one whose identity is unknown rather than be taken
+    for another (its fill for older rows is then unknown too: see ``view_of``)."""
+    # A column of the same name but another type may be the same column altered since, or another
+    # one added since under a dropped column's name: not told apart, so not matched.
+    found = [column if column is not None and column.type_oid == type_oid else None
+             for column, (_, type_oid, _) in zip((info.column(name) for name, _, _ in columns), columns, strict=True)]
+    matched: list[ColumnInfo | None] = []
+    last = 0
+    for index, column in enumerate(found):
+        following = next((c.attnum for c in found[index + 1:] if c is not None), None)
+        if column is None or column.attnum <= last or (following is not None and column.attnum >= following):
+            matched.append(None)
+            continue
+        matched.append(column)
+        last = column.attnum
+    return matched
+
+
+def _identity_facts(column: ColumnInfo | None, type_oid: int, modifier: int) -> tuple[int, str, bool, str | None]:
+    """A described column's ``attnum``, declared type and fast-default value (ColumnDescription's
+    fields after ``position``), from its catalog column when that is the same column of the same
+    type (else unknown: a type changed since means the table was rewritten, and the fast default
+    may have been written into the rows)."""
+    if column is None:
+        return 0, "", False, None
+    if column.type_oid != type_oid or column.type_modifier != modifier:
+        return column.attnum, "", False, None
+    if not column.has_missing or column.missing_array is None:
+        return column.attnum, column.declared_type, False, None
+    elements = parse_array(column.missing_array)
+    if len(elements) != 1 or not (elements[0] is None or isinstance(elements[0], str)):
+        return column.attnum, column.declared_type, False, None  # not a value this reader understands: unknown
+    value = elements[0]
+    return column.attnum, column.declared_type, True, value if isinstance(value, str) else None

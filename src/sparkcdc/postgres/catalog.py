@@ -34,7 +34,8 @@ SELECT c.oid, n.nspname::text, c.relname::text, c.relkind::text, c.relreplident:
 
 _COLUMNS_QUERY = """
 SELECT a.attname::text, a.attnum, a.atttypid, a.atttypmod, a.attnotnull, pg_get_expr(d.adbin, d.adrelid),
-       a.attgenerated <> '', a.attidentity::text
+       a.attgenerated <> '', a.attidentity::text, format_type(a.atttypid, a.atttypmod), a.atthasmissing,
+       CASE WHEN a.atthasmissing THEN a.attmissingval::text END
   FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
  WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped
  ORDER BY a.attnum
@@ -62,6 +63,7 @@ class Catalog:
         self.conn = conn
         self._types: dict[int, TypeInfo] = {}
         self._tables: dict[int, TableInfo] = {}
+        self._formatted: dict[tuple[int, int], str] = {}
 
     # -- types -----------------------------------------------------------------------------------
     def type_info(self, oid: int) -> TypeInfo:
@@ -89,6 +91,15 @@ class Catalog:
                 for related in (info.element_oid, info.base_oid):
                     if related and related not in self._types:
                         pending.add(related)
+
+    def format_type(self, oid: int, modifier: int) -> str:
+        """``format_type(oid, modifier)``, asked once per pair."""
+        key = (oid, modifier)
+        text = self._formatted.get(key)
+        if text is None:
+            row = self.conn.execute("SELECT format_type(%s, %s)", (oid, modifier)).fetchone()
+            text = self._formatted[key] = str(row[0]) if row else ""
+        return text
 
     def root_type(self, oid: int) -> tuple[TypeInfo, int]:
         """Follow domains down to the base type; returns it and the innermost domain's modifier (-1 if none)."""
@@ -138,7 +149,7 @@ class Catalog:
         oid, schema, name, kind, replica_identity = row
         columns = tuple(
             ColumnInfo(name=r[0], attnum=r[1], type_oid=r[2], type_modifier=r[3], not_null=r[4], default_expression=r[5],
-                       generated=r[6], identity=r[7])
+                       generated=r[6], identity=r[7], declared_type=r[8], has_missing=r[9], missing_array=r[10])
             for r in self.conn.execute(_COLUMNS_QUERY, (oid,)).fetchall()
         )
         primary_key: tuple[str, ...] = ()

@@ -34,6 +34,7 @@ partitions that read it, without the shuffle by key (``docs/apply-path.md``).
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import pickle
 import time
@@ -55,15 +56,18 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming import DataStreamWriter
 
 from ..apply.errors import ApplyError, ApplySpecError
+from ..apply.evolution import Evolution, EvolutionPolicy
 from ..apply.fold import DELETE_FLAG, OLD_KEY, TRUNCATE_FLAG, UNCHANGED, fold_arrow
 from ..apply.partition import stage_partition, with_target
 from ..apply.spec import DEFAULT_DELETES, DEFAULT_SEQUENCE, DEFAULT_TRUNCATES, ApplySpec, ResolvedSpec
 from ..apply.staged import StagedBatch, StagedPart
 from ..apply.targets import ApplyTarget, TargetColumn, already_applied, target_for
-from .changes_layout import BlockTyper, arrow_typable, table_blocks
+from .changes_layout import BlockTyper, arrow_typable, table_blocks, versioned_changes
+from .options import config_from_options
 from .session import default_parallelism, job_description
-from .views import CHANGE_OPS, DescribedViews, table_changes
+from .views import CHANGE_OPS, TableView, describe_table, table_changes
 from .views.kernels import KernelRefused
+from .views.versions import fill_expression, merged_view, view_of_description
 
 __all__ = ["ApplyStats", "ChangeApplier", "StageTask", "apply_changes"]
 
@@ -117,9 +121,9 @@ class _Census:
     #: Per table, its changes as the source counts them (at least as many as its typed changes:
     #: the source's rows may include some the typed view leaves out).
     changes: Mapping[str, int] = field(default_factory=dict)
-    #: Per table, the shapes of its changes (the changes layout's blocks carry theirs; empty otherwise):
-    #: a table's described view is reused until one of them differs.
-    shapes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Per table, the versions its changes were written for (the changes layout's blocks carry
+    #: theirs; absent otherwise): (shape, description), oldest first (see :func:`_ordered_versions`).
+    versions: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     #: Per table, whether its changes are snapshot reads only (op ``r``; a block whose first change is
     #: a read holds only reads: blocks do not mix snapshot rows with streamed changes).
     reads_only: Mapping[str, bool] = field(default_factory=dict)
@@ -255,15 +259,15 @@ class ChangeApplier:
         if all_tables:
             ApplySpec(table="defaults.check", **self.defaults)  # parameters fail here, before any batch runs
         if events_per_partition is None:
-            from .options import config_from_options
-
             events_per_partition = config_from_options(properties).get_int("sparkcdc.apply.changes.per.task")
         if events_per_partition < 1:
             raise ApplySpecError("events_per_partition", f"must be at least 1, not {events_per_partition}")
         self.events_per_partition = events_per_partition
         self.stats = ApplyStats()
-        self._views = DescribedViews(self.properties)  # reused until a Relation message changes a table
-        self._prepared: dict[str, tuple[tuple[str, ...], tuple[pa.DataType, ...]]] = {}
+        self._versions: dict[str, TableView] = {}  # a table version's view, by the digest of its description
+        #: Per target table, the columns it was last prepared with and the evolution that prepared it.
+        self._prepared: dict[str, tuple[tuple[TargetColumn, ...], Evolution]] = {}
+        self.policy = evolution_policy(config_from_options(properties))
         self._parallelism: int | None = None  # the scheduler's default parallelism, once a split table asks
 
     @property
@@ -322,7 +326,6 @@ class ChangeApplier:
         them) but they are the connector's own bookkeeping, not data to mirror."""
         from ..engine.filters import TableFilter
         from ..engine.signals import signal_table_of
-        from .options import config_from_options
 
         config = config_from_options(self.properties)
         signal = signal_table_of(config)
@@ -333,7 +336,6 @@ class ChangeApplier:
     def _captured_tables(self) -> list[str]:
         from ..engine.connection import sql_connection
         from ..engine.setup import captured_tables
-        from .options import config_from_options
 
         config = config_from_options(self.properties)
         with sql_connection(config, application_name="sparkcdc-apply") as conn:
@@ -348,27 +350,40 @@ class ChangeApplier:
         if not image and not present:
             return None
         with self.stats.timed("describe"):
-            view = self._views.get(spec.qualified_table, census.shapes.get(spec.qualified_table, ()))
+            versions = [(shape, self._version_view(shape, text)) for shape, text in census.versions.get(spec.qualified_table, ())]
+            # A table the batch has no block of (an image empties it), or the columns layout: as the catalog has it now.
+            view = merged_view([v for _, v in versions]) if versions else describe_table(self.properties, spec.qualified_table)
             resolved = spec.resolve([c.name for c in view.columns], view.keys)
             applied = self.target.applied_batch(resolved, self.pipeline_id)
         if already_applied(applied, batch_id, image=image):
             self.stats.applied_batches_skipped += 1
             return None
-        changes = table_changes(batch, view, layout="changes" if census.blocks else None)
-        changes = changes.withColumn(DELETE_FLAG, _condition(spec.apply_as_deletes)).withColumn(
+        if versions:
+            typed = versioned_changes(batch, versions, view)
+        else:
+            typed = table_changes(batch, view, layout="changes" if census.blocks else None)
+        typed = typed.withColumn(DELETE_FLAG, _condition(spec.apply_as_deletes)).withColumn(
             TRUNCATE_FLAG, _condition(spec.apply_as_truncates)
         )
-        wanted = list(dict.fromkeys([*resolved.columns, *resolved.sequence, DELETE_FLAG, TRUNCATE_FLAG, UNCHANGED, OLD_KEY]))
-        changes = changes.select(*[_column(name) for name in wanted])
+
+        def selected(resolved: ResolvedSpec) -> DataFrame:
+            wanted = list(dict.fromkeys([*resolved.columns, *resolved.sequence, DELETE_FLAG, TRUNCATE_FLAG, UNCHANGED, OLD_KEY]))
+            return typed.select(*[_column(name) for name in wanted])
+
+        changes = selected(resolved)
         schema = _arrow_schema(changes)
         with self.stats.timed("describe"):
-            columns, sequence = self._prepare(resolved, view, schema)
+            columns, sequence = self._prepare(resolved, view, schema, batch, image=image)
+        if [c.name for c in columns] != list(resolved.columns):  # the policy leaves columns out (ignore-new-columns, drop)
+            resolved = spec.resolve([c.name for c in columns], view.keys)
+            changes = selected(resolved)
+            schema = _arrow_schema(changes)
         if not present:
             return _Plan(resolved, columns, sequence, schema, None, events=0)
         if census.changes.get(spec.qualified_table, 0) <= self.events_per_partition:
             return _Plan(resolved, columns, sequence, schema, changes)
         if image and census.reads_only.get(spec.qualified_table, False) and self._keys_unique(spec):
-            typer = BlockTyper(view) if census.blocks and _typed_in_python(spec, view) else None
+            typer = BlockTyper(view) if census.blocks and len(versions) == 1 and _typed_in_python(spec, view) else None
             return _Plan(resolved, columns, sequence, schema, changes, events=census.changes[spec.qualified_table], chunked=True,
                          typer=typer)
         whole = _whole_from_census(spec, census)
@@ -385,13 +400,55 @@ class ChangeApplier:
 
         return spec.keys is None and not config_from_options(self.properties).settings.message_key_columns
 
-    def _prepare(self, resolved: ResolvedSpec, view: Any, schema: pa.Schema) -> tuple[list[TargetColumn], list[TargetColumn]]:
+    def _version_view(self, shape: str, description: str) -> TableView:
+        view = self._versions.get(shape)
+        if view is None:
+            view = self._versions[shape] = view_of_description(description, self.properties)
+        return view
+
+    def _prepare(self, resolved: ResolvedSpec, view: TableView, schema: pa.Schema, batch: DataFrame, *,
+                 image: bool) -> tuple[list[TargetColumn], list[TargetColumn]]:
+        """The target table made ready for the batch: created, or brought to the source's shape under
+        the policy (:mod:`sparkcdc.apply.evolution`), once per shape; the columns the batch stages.
+        Added columns whose older rows' values no WAL carries are read again: an incremental
+        snapshot of the table is signalled (not for an image, which holds every row)."""
         columns, sequence = target_columns(resolved, view, schema)
-        shape = (resolved.columns, tuple(schema.field(c).type for c in resolved.columns))
-        if self._prepared.get(resolved.target) != shape:
-            self.target.prepare(resolved, columns, sequence)
-            self._prepared[resolved.target] = shape
-        return columns, sequence
+        known = self._prepared.get(resolved.target)
+        if known is not None and known[0] == tuple(columns):
+            return list(known[1].columns), sequence
+        columns = typed_fills(batch.sparkSession, view, columns)
+        evolution = self.target.prepare(resolved, columns, sequence, self.policy, relation_id=view.relation_id)
+        if evolution.reread and not image:
+            self._read_again(resolved, evolution.reread)
+        self._prepared[resolved.target] = (tuple(target_columns(resolved, view, schema)[0]), evolution)
+        return list(evolution.columns), sequence
+
+    def _read_again(self, resolved: ResolvedSpec, columns: Sequence[str]) -> None:
+        """Signal an incremental snapshot of the source table, whose rows' values of ``columns``
+        PostgreSQL computed without writing them to the WAL (a volatile default)."""
+        from ..engine.signal_channels import enabled_channels, open_channel
+        from ..engine.signals import Signal
+
+        table = resolved.spec.qualified_table
+        config = config_from_options(self.properties)
+        usable = [name for name in enabled_channels(config)
+                  if name != "source" or config.get("signal.data.collection")]
+        if not usable:
+            raise ApplyError(
+                f"column(s) {', '.join(columns)} of {table} were added with a default whose values PostgreSQL wrote into the "
+                f"table's rows without a WAL record (a volatile default, or the table was rewritten since): the mirror "
+                f"{resolved.target} must read the table again, and sparkcdc asks for that with an incremental snapshot signal, "
+                f"but no signal channel is set up: set signal.data.collection (the source channel), or enable the file or kafka "
+                f"channel (signal.enabled.channels), and restart the run", table=table)
+        data = {"data-collections": [table], "type": "incremental"}
+        signal = Signal(f"sparkcdc-reread-{uuid.uuid4().hex[:12]}", "execute-snapshot", json.dumps(data), usable[0])
+        channel = open_channel(config, usable[0])
+        try:
+            where = channel.send(signal)
+        finally:
+            channel.close()
+        log.warning("%s: column(s) %s added with values no WAL record carries; an incremental snapshot of the table reads them "
+                    "again (signal %s through %s)", table, ", ".join(columns), signal.id, where)
 
     def _count(self, plans: list[_Plan]) -> None:
         """One job: each table's events, and whether its fold needs the batch whole."""
@@ -512,14 +569,33 @@ STAGE_JOB_TAG = "sparkcdc-apply-fold-and-stage"
 
 def target_columns(resolved: ResolvedSpec, view: Any, schema: pa.Schema) -> tuple[list[TargetColumn], list[TargetColumn]]:
     """The target's columns and sequence columns of a table: their Arrow types as the typed changes
-    (``schema``) have them, PostgreSQL types and nullability as its view (``describe_table``) says."""
+    (``schema``) have them, PostgreSQL types, nullability and source identity as its view says."""
     by_name = {c.name: c for c in view.columns}
     columns = [
-        TargetColumn(name, schema.field(name).type, by_name[name].pg_type, by_name[name].nullable)
+        TargetColumn(name, schema.field(name).type, by_name[name].pg_type, by_name[name].nullable, attnum=by_name[name].attnum,
+                     fill_known=by_name[name].fill_known or by_name[name].dropped, dropped=by_name[name].dropped)
         for name in resolved.columns
     ]
     sequence = [TargetColumn(name, schema.field(name).type, None, False) for name in resolved.sequence]
     return columns, sequence
+
+
+def typed_fills(spark: Any, view: TableView, columns: Sequence[TargetColumn]) -> list[TargetColumn]:
+    """``columns`` with the value (as the target stores it) that rows older than each take, where
+    PostgreSQL gave them one (:attr:`ViewColumn.fill`): one small Spark job types them all with
+    their codecs, as the changes are typed."""
+    by_name = {c.name: c for c in view.columns}
+    expressions = {c.name: fill_expression(by_name[c.name]) for c in columns}
+    wanted = {name: text for name, text in expressions.items() if text is not None}
+    if not wanted:
+        return list(columns)
+    row = spark.range(1).selectExpr(*[f"{text} AS {_quoted(name)}" for name, text in wanted.items()]).toArrow()
+    return [dataclasses.replace(c, fill=row.column(c.name)[0].cast(c.arrow_type).as_py()) if c.name in wanted else c
+            for c in columns]
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _census(batch: DataFrame) -> _Census:
@@ -531,18 +607,25 @@ def _census(batch: DataFrame) -> _Census:
     and persists the batch, about 1 to 1.4 s; here the summaries come from the reading job itself."""
     columns = set(batch.columns)
     blocks = "rows" in columns and "block" in columns  # a row is a change; in the changes layout a block of ``rows``
-    summarise = _PartialCensus(blocks=blocks, snapshots="snapshot" in columns, shapes=blocks and "shape" in columns,
+    summarise = _PartialCensus(blocks=blocks, snapshots="snapshot" in columns, shapes=blocks and "description" in columns,
                                hinted=blocks and set(HINT_COLUMNS) <= columns)
     rows = batch.select(*summarise.columns).mapInArrow(summarise, _CENSUS_SCHEMA).collect()
     image_at: dict[str, tuple[int, int, int]] = {}
     counts: dict[str, int] = {}
-    shaped: dict[str, set[str]] = {}
+    versions: dict[str, dict[str, tuple[str, bool, tuple[int, int, int]]]] = {}
     reads: dict[str, bool] = {}
     hints: dict[str, list[int]] = {}
     for row in rows:
         table = f"{row['schema']}.{row['table']}"
         counts[table] = counts.get(table, 0) + int(row["changes"])
-        shaped.setdefault(table, set()).update(row["shapes"] or ())
+        found_versions = versions.setdefault(table, {})
+        for version in row["versions"] or ():
+            at = (int(version["commit_lsn"]), int(version["lsn"]), int(version["ordinal"]))
+            known = found_versions.get(version["shape"])
+            if known is not None:
+                at = max(at, known[2])
+            only_reads = bool(version["reads_only"]) and (known is None or known[1])
+            found_versions[version["shape"]] = (version["description"], only_reads, at)
         reads[table] = reads.get(table, True) and bool(row["reads_only"])
         if row["image_commit_lsn"] is not None:
             at = (int(row["image_commit_lsn"]), int(row["image_lsn"]), int(row["image_ordinal"]))
@@ -553,14 +636,19 @@ def _census(batch: DataFrame) -> _Census:
                 found[index] += int(row[name])
     starts = list(image_at.values())
     return _Census(tuple(sorted(counts)), min(starts) if starts else None, counts,
-                   {table: tuple(sorted(found)) for table, found in shaped.items()}, reads,
+                   {table: _ordered_versions(found) for table, found in versions.items() if found}, reads,
                    {table: (found[0], found[1], found[2]) for table, found in hints.items()}, blocks)
 
 
 #: What :class:`_PartialCensus` answers: per partition and table.
 _CENSUS_SCHEMA = T.StructType([
     T.StructField("schema", T.StringType()), T.StructField("table", T.StringType()),
-    T.StructField("changes", T.LongType(), False), T.StructField("shapes", T.ArrayType(T.StringType())),
+    T.StructField("changes", T.LongType(), False),
+    T.StructField("versions", T.ArrayType(T.StructType([
+        T.StructField("shape", T.StringType()), T.StructField("description", T.StringType()),
+        T.StructField("reads_only", T.BooleanType()), T.StructField("commit_lsn", T.LongType()),
+        T.StructField("lsn", T.LongType()), T.StructField("ordinal", T.LongType()),
+    ]))),
     T.StructField("reads_only", T.BooleanType(), False),
     T.StructField("image_commit_lsn", T.LongType()), T.StructField("image_lsn", T.LongType()), T.StructField("image_ordinal", T.LongType()),
     T.StructField("truncates", T.LongType(), False), T.StructField("key_changes", T.LongType(), False),
@@ -589,7 +677,9 @@ class _PartialCensus:
         if self.blocks:
             names.append("rows")
         if self.shapes:
-            names.append("shape")
+            names += ["shape", "description"]
+            if not self.snapshots:
+                names += ["commit_lsn", "lsn", "ordinal"]
         if self.hinted:
             names += list(HINT_COLUMNS)
         return names
@@ -606,9 +696,19 @@ class _PartialCensus:
         rows = rows.append_column("__changes", rows.column("rows").cast(pa.int64()) if self.blocks else pa.repeat(pa.scalar(1, pa.int64()), size))
         rows = rows.append_column("__read", pc.equal(rows.column("op"), "r"))
         aggregates: list[tuple[str, str]] = [("__changes", "sum"), ("__read", "all")]
-        aggregates += [("shape", "distinct")] if self.shapes else []
         aggregates += [(name, "sum") for name in HINT_COLUMNS] if self.hinted else []
         grouped = rows.group_by(["schema", "table"]).aggregate(aggregates).to_pylist()
+        versions: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        if self.shapes:
+            # Per version of a table: its description, whether its blocks are all snapshot reads, and
+            # its newest block's position (the last of each group once sorted by position).
+            ordered = rows.sort_by([("commit_lsn", "ascending"), ("lsn", "ascending"), ("ordinal", "ascending")])
+            last = ordered.group_by(["schema", "table", "shape"], use_threads=False).aggregate(
+                [("description", "last"), ("__read", "all"), ("commit_lsn", "last"), ("lsn", "last"), ("ordinal", "last")])
+            for version in last.to_pylist():
+                versions.setdefault((version["schema"], version["table"]), []).append({
+                    "shape": version["shape"], "description": version["description_last"], "reads_only": version["__read_all"],
+                    "commit_lsn": version["commit_lsn_last"], "lsn": version["lsn_last"], "ordinal": version["ordinal_last"]})
         starts: dict[tuple[str, str], dict[str, Any]] = {}
         if self.snapshots:
             marker = rows.column("snapshot")
@@ -622,7 +722,7 @@ class _PartialCensus:
             start = starts.get((group["schema"], group["table"]), {})
             out.append({
                 "schema": group["schema"], "table": group["table"], "changes": group["__changes_sum"] or 0,
-                "shapes": [shape for shape in group.get("shape_distinct") or () if shape is not None], "reads_only": bool(group["__read_all"]),
+                "versions": versions.get((group["schema"], group["table"]), []), "reads_only": bool(group["__read_all"]),
                 "image_commit_lsn": start.get("commit_lsn_first"), "image_lsn": start.get("lsn_first"),
                 "image_ordinal": start.get("ordinal_first"),
                 **{name: group.get(f"{name}_sum") or 0 for name in HINT_COLUMNS},
@@ -630,8 +730,23 @@ class _PartialCensus:
         yield pa.RecordBatch.from_pylist(out, schema=_CENSUS_ARROW)
 
 
+def _ordered_versions(found: Mapping[str, tuple[str, bool, tuple[int, int, int]]]) -> tuple[tuple[str, str], ...]:
+    """A table's versions in a batch, oldest first: those seen in streamed changes by their newest
+    change's position; those seen only in snapshot reads before them (a snapshot chunk's rows are
+    placed where its window closes, after streamed changes that may already show a newer version;
+    its own version is never newer than the stream's), by position too."""
+    order = sorted(found.items(), key=lambda item: (not item[1][1], item[1][2]))
+    return tuple((shape, description) for shape, (description, _, _) in order)
+
+
 #: The changes layout's block-header counts that tell whether a table's batch must be folded whole.
 HINT_COLUMNS = ("truncates", "key_changes", "partial_key_changes")
+
+
+def evolution_policy(config: Any) -> EvolutionPolicy:
+    """The schema evolution policy the properties set (``sparkcdc.apply.schema.*``)."""
+    return EvolutionPolicy(config.get("sparkcdc.apply.schema.evolution") or "evolve",
+                           config.get("sparkcdc.apply.schema.dropped.columns") or "keep")
 
 
 def _whole_from_census(spec: ApplySpec, census: _Census) -> bool | None:

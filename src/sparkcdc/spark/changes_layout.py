@@ -16,13 +16,17 @@ the event key. Then the metadata columns of the view (``__op``, the sequence, ``
 the codecs: the result has exactly the columns of ``table_changes`` on the ``columns`` layout.
 
 The source's rows in this layout: ``topic, schema, table, op, commit_lsn, lsn, ordinal, snapshot,
-rows, truncates, key_changes, partial_key_changes, shape, block``; the positions and ``op``/``snapshot`` are those of the
+rows, truncates, key_changes, partial_key_changes, shape, description, block``; the positions and ``op``/``snapshot`` are those of the
 block's first change (what ``apply_changes``' census needs), ``rows`` its number of changes, ``truncates`` how many of
 them are truncates, ``key_changes`` how many carry an old key (the create that ends a primary-key change) and
 ``partial_key_changes`` how many of those lack an unchanged TOASTed value: from these three the census knows,
-without decoding a block, whether a table's batch must be folded whole. ``shape`` is the version of the table's
-view the block was written for (:func:`view_shape`: a described view can be reused until a block of another shape
-arrives). Only row changes (c, u, d, r, t)
+without decoding a block, whether a table's batch must be folded whole. ``description`` is the version of the
+table the block was written for (:mod:`sparkcdc.debezium.descriptions`: its Relation message completed from the
+catalog, or the catalog's description for a snapshot chunk), and ``shape`` its digest: the driver builds each
+version's view from it, as the reader did, never from the catalog of a later moment. A block's raw columns carry
+their column's identity (``attnum``) and name as field metadata, so that blocks of an older version are read into
+a newer view by identity: a renamed column keeps its values, a column dropped and added again does not.
+Only row changes (c, u, d, r, t)
 are carried: heartbeats, transaction records, logical messages and notifications are not.
 """
 
@@ -40,10 +44,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..debezium.config import ConnectorConfig
+from ..debezium.descriptions import description_digest, description_json
 from ..debezium.records import ChangeRecord
 from .text_columns import typed_columns
 from .views.expressions import quote_name, sql_literal
-from .views.model import CHANGE_OPS, METADATA_COLUMNS, OLD_KEY, TableView, view_of, view_shape
+from .views.model import CHANGE_OPS, METADATA_COLUMNS, OLD_KEY, TableView, ViewColumn, view_of
 from .views.reader import ColumnReader
 
 __all__ = [
@@ -57,6 +62,7 @@ __all__ = [
     "is_changes_layout",
     "table_blocks",
     "typed_changes",
+    "versioned_changes",
 ]
 
 #: Changes per block: big enough that a block's fixed costs (an IPC stream, a Spark row) vanish,
@@ -65,13 +71,13 @@ BLOCK_ROWS = 4096
 
 CHANGES_DDL_SCHEMA = (
     "topic string, schema string, table string, op string, commit_lsn long, lsn long, ordinal long, snapshot string, "
-    "rows int, truncates int, key_changes int, partial_key_changes int, shape string, block binary"
+    "rows int, truncates int, key_changes int, partial_key_changes int, shape string, description string, block binary"
 )
 CHANGES_ARROW_SCHEMA = pa.schema([
     ("topic", pa.string()), ("schema", pa.string()), ("table", pa.string()), ("op", pa.string()),
     ("commit_lsn", pa.int64()), ("lsn", pa.int64()), ("ordinal", pa.int64()), ("snapshot", pa.string()),
     ("rows", pa.int32()), ("truncates", pa.int32()), ("key_changes", pa.int32()), ("partial_key_changes", pa.int32()),
-    ("shape", pa.string()), ("block", pa.binary()),
+    ("shape", pa.string()), ("description", pa.string()), ("block", pa.binary()),
 ])
 _OLD_KEY_HEADER = "__debezium.oldkey"
 _SOURCE_TS = pa.timestamp("us", tz="UTC")
@@ -104,20 +110,23 @@ class _Plan:
     schema: pa.Schema  # the block's columns
     key_names: tuple[str, ...]
     value_names: tuple[str, ...]  # the columns a change's image carries
-    shape: str  # a digest of the view's columns: changes when a Relation message changes the table's shape
+    shape: str  # the description's digest: changes when a Relation message changes the table's shape
+    description: str  # the table version's description (JSON), which the driver builds its view from
 
     @classmethod
     def of(cls, table_schema: Any, config: ConnectorConfig) -> _Plan:
         view = view_of(table_schema, config)
         readers = tuple(ColumnReader.of(column) for column in view.columns)
         schema = block_schema(readers)
+        description = description_json(table_schema.description)
         return cls(view, readers, schema, tuple(r.column.name for r in readers if r.key_codec is not None),
-                   tuple(r.column.name for r in readers if r.column.in_value), view_shape(view))
+                   tuple(r.column.name for r in readers if r.column.in_value), description_digest(description), description)
 
 
 def block_schema(readers: Sequence[ColumnReader]) -> pa.Schema:
-    """The Arrow schema of a table's blocks: raw data columns, then the metadata columns."""
-    fields = [pa.field(f"__r{i}", _arrow_type(_raw_type(r))) for i, r in enumerate(readers)]
+    """The Arrow schema of a table's blocks: raw data columns (each with its column's identity as
+    field metadata: :func:`_identity`), then the metadata columns."""
+    fields = [pa.field(f"__r{i}", _arrow_type(_raw_type(r)), metadata=_identity(r.column)) for i, r in enumerate(readers)]
     fields += [
         pa.field("__op", pa.string()), pa.field("__commit_lsn", pa.int64()), pa.field("__lsn", pa.int64()),
         pa.field("__ordinal", pa.int64()), pa.field("__tx_id", pa.int64()), pa.field("__source_ts", _SOURCE_TS),
@@ -127,6 +136,11 @@ def block_schema(readers: Sequence[ColumnReader]) -> pa.Schema:
     if key_fields:  # a table without a key has no old key (and Spark takes no empty struct from Arrow)
         fields.append(pa.field(OLD_KEY, pa.struct(key_fields)))
     return pa.schema(fields)
+
+
+def _identity(column: ViewColumn) -> dict[bytes, bytes]:
+    """A raw column's field metadata: the source column's ``attnum`` (0: not known) and name."""
+    return {b"attnum": str(column.attnum).encode(), b"name": column.name.encode()}
 
 
 def _raw_type(reader: ColumnReader) -> T.DataType:
@@ -153,14 +167,14 @@ def change_blocks(records: Iterable[ChangeRecord], config: ConnectorConfig, bloc
     pending: list[ChangeRecord] = []
     pending_schema: Any = None
     pending_class = ""
-    out: list[tuple[Any, str, _Block]] = []
+    out: list[tuple[Any, _Plan, _Block]] = []
 
     def flush() -> None:
         if pending:
             entry = plans.get(id(pending_schema))
             if entry is None:
                 entry = plans[id(pending_schema)] = (pending_schema, _Plan.of(pending_schema, config))
-            out.append((pending[0], entry[1].shape, _encode_block(entry[1], pending)))
+            out.append((pending[0], entry[1], _encode_block(entry[1], pending)))
             pending.clear()
 
     for record in records:
@@ -192,7 +206,7 @@ class _Block:
     partial_key_changes: int
 
 
-def _blocks_batch(blocks: list[tuple[Any, str, _Block]]) -> pa.RecordBatch:
+def _blocks_batch(blocks: list[tuple[Any, _Plan, _Block]]) -> pa.RecordBatch:
     firsts = [first for first, _, _ in blocks]
     encoded = [block for _, _, block in blocks]
     return pa.RecordBatch.from_arrays(
@@ -209,7 +223,8 @@ def _blocks_batch(blocks: list[tuple[Any, str, _Block]]) -> pa.RecordBatch:
             pa.array([b.truncates for b in encoded], pa.int32()),
             pa.array([b.key_changes for b in encoded], pa.int32()),
             pa.array([b.partial_key_changes for b in encoded], pa.int32()),
-            pa.array([shape for _, shape, _ in blocks], pa.string()),
+            pa.array([plan.shape for _, plan, _ in blocks], pa.string()),
+            pa.array([plan.description for _, plan, _ in blocks], pa.string()),
             pa.array([b.data for b in encoded], pa.binary()),
         ],
         schema=CHANGES_ARROW_SCHEMA,
@@ -335,7 +350,7 @@ def chunk_blocks(runs: Iterable[Any], config: ConnectorConfig, *, kind: str = "i
     typed a column at a time (:func:`.text_columns.typed_columns`). ``kind``: a blocking or
     incremental chunk's rows are marked with it instead of their markers."""
     plans: dict[int, tuple[Any, _Plan]] = {}
-    out: list[tuple[Any, str, _Block]] = []
+    out: list[tuple[Any, _Plan, _Block]] = []
     for run in runs:
         table = run.table
         entry = plans.get(id(table))
@@ -357,7 +372,7 @@ def chunk_blocks(runs: Iterable[Any], config: ConnectorConfig, *, kind: str = "i
         ]
         block = _block_of_columns(plan, None, _key_columns(keys, size), columns, size, metadata, None)
         first = _FirstRow(table.topic, table.schema_name, table.table_name, "r", context.lsn, context.lsn, run.first_ordinal, markers[0])
-        out.append((first, plan.shape, block))
+        out.append((first, plan, block))
         if len(out) >= 4:
             yield _blocks_batch(out)
             out = []
@@ -420,38 +435,74 @@ def _conformed(value: Any, arrow_type: pa.DataType) -> Any:
 # -- the query's side: blocks -> typed rows -----------------------------------------------------------
 
 
-def _decoder(schema: pa.Schema) -> Any:
-    """The ``mapInArrow`` function: each block's IPC stream, conformed by name to ``schema`` (a
-    block written for an older or newer version of the table lacks or has columns: missing ones are
-    null, extra ones dropped, as ``from_json`` reads JSON)."""
+def _decoder(schema: pa.Schema, fills: Mapping[int, Any] | None = None) -> Any:
+    """The ``mapInArrow`` function: each block's IPC stream, conformed to ``schema`` (see :func:`_conform`)."""
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for block in batch.column(0):
                 with pa.ipc.open_stream(block.as_buffer()) as reader:
                     for written in reader:
-                        yield _conform(written, schema)
+                        yield _conform(written, schema, fills or {})
 
     return decode
 
 
-def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    if batch.schema.equals(schema):
+def _conform(batch: pa.RecordBatch, schema: pa.Schema, fills: Mapping[int, Any]) -> pa.RecordBatch:
+    """A block written for one version of its table as ``schema``, the raw columns of another (or
+    the same) version: each raw column taken from the block's column of the same identity (the same
+    ``attnum``; the same name where either does not know its ``attnum``), cast to the newer type
+    (a widened column); a column the block lacks is added after the block was written, and takes
+    the value ``fills`` gives for its index (what PostgreSQL gave older rows: :attr:`ViewColumn.fill`),
+    or null (a column dropped since, or one whose older rows' value is not known). Metadata columns
+    are matched by name."""
+    if batch.schema.equals(schema, check_metadata=True):
         return batch
+    by_attnum: dict[bytes, int] = {}
+    by_name: dict[bytes, int] = {}
+    for index, field in enumerate(batch.schema):
+        if field.metadata and b"attnum" in field.metadata:
+            if field.metadata[b"attnum"] != b"0":
+                by_attnum[field.metadata[b"attnum"]] = index
+            by_name[field.metadata[b"name"]] = index
     names = batch.schema.names
     columns = []
-    for field in schema:
-        if field.name in names:
-            column = batch.column(field.name)
+    for position, field in enumerate(schema):
+        metadata = field.metadata or {}
+        found: int | None = None
+        if b"attnum" in metadata:
+            attnum = metadata[b"attnum"]
+            found = by_attnum.get(attnum) if attnum != b"0" else None
+            if found is None:
+                candidate = by_name.get(metadata[b"name"])
+                if candidate is not None and (attnum == b"0" or batch.schema.field(candidate).metadata[b"attnum"] == b"0"):
+                    found = candidate
+        elif field.name in names:
+            found = names.index(field.name)
+        if found is not None:
+            column = batch.column(found)
             columns.append(column if column.type == field.type else column.cast(field.type))
+        elif position in fills:
+            columns.append(_array([fills[position]] * batch.num_rows, field.type, field.name))
         else:
             columns.append(pa.nulls(batch.num_rows, field.type))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def table_blocks(frame: DataFrame, view: TableView) -> DataFrame:
-    """The ``block`` column of one table's rows in a ``changes``-layout frame."""
-    return frame.where((F.col("schema") == view.schema_name) & (F.col("table") == view.table_name)).select("block")
+def view_fills(view: TableView) -> dict[int, Any]:
+    """The raw-column index -> value that blocks lacking that column take (see :func:`_conform`):
+    the known, non-null fills of the view's live columns."""
+    return {index: column.fill for index, column in enumerate(view.columns)
+            if column.in_value and column.fill_known and column.fill is not None and not column.dropped}
+
+
+def table_blocks(frame: DataFrame, view: TableView, shape: str | None = None) -> DataFrame:
+    """The ``block`` column of one table's rows in a ``changes``-layout frame (of one version of it:
+    ``shape``, a block's description digest)."""
+    condition = (F.col("schema") == view.schema_name) & (F.col("table") == view.table_name)
+    if shape is not None:
+        condition = condition & (F.col("shape") == shape)
+    return frame.where(condition).select("block")
 
 
 class BlockTyper:
@@ -470,7 +521,7 @@ class BlockTyper:
         kernels = _kernels(readers)
         assert kernels is not None, f"{self.view.table}: a column has no Arrow kernel"
         column_kernels, key_kernels = kernels
-        decode = _decoder(block_schema(readers))
+        decode = _decoder(block_schema(readers), view_fills(self.view))
         names = [*(r.column.name for r in readers), *(name for name, _ in METADATA_COLUMNS)]
         for block in decode(batches):
             op = block.column("__op")
@@ -520,13 +571,53 @@ def _typed_old_key(old_keys: pa.Array, key_kernels: list[tuple[str, Any]]) -> pa
     return pa.StructArray.from_arrays(fields, fields=list(struct_type), mask=old_keys.is_null())
 
 
-def typed_changes(frame: DataFrame, view: TableView) -> DataFrame:
-    """One table's changes from a ``changes``-layout frame: the columns of ``table_changes``."""
+def versioned_changes(frame: DataFrame, versions: Sequence[tuple[str, TableView]], merged: TableView) -> DataFrame:
+    """One table's changes from a ``changes``-layout frame whose blocks were written for several
+    versions of it (``versions``: each one's shape and view, oldest first), as the columns of the
+    ``merged`` view (:func:`.views.versions.merged_view`): each version's blocks are typed by its
+    own codecs, then its columns are taken by identity into the merged ones (renamed, cast to a
+    widened type), a column it lacks holds what PostgreSQL gave older rows (:attr:`ViewColumn.fill`)
+    or null, and the names ``__unchanged`` lists are the merged ones."""
+    from functools import reduce
+
+    from .views.versions import fill_expression, matching_column, renamed_names
+
+    if len(versions) == 1:
+        return typed_changes(frame, merged)
+    merged_keys = [c for c in merged.columns if c.is_key]
+    old_key_type = (T.StructType([T.StructField(c.name, c.spark_type, True) for c in merged_keys]).simpleString()
+                    if merged_keys else "STRUCT<>")
+    frames = []
+    for shape, view in versions:
+        typed = typed_changes(frame, view, shape=shape)
+        data = []
+        for column in merged.columns:
+            own = matching_column(column, view)
+            wanted = column.spark_type.simpleString()
+            if own is not None:
+                data.append(f"CAST({quote_name(own.name)} AS {wanted}) AS {quote_name(column.name)}")
+            else:
+                data.append(f"{fill_expression(column) or f'CAST(NULL AS {wanted})'} AS {quote_name(column.name)}")
+        renamed = renamed_names(view, merged)
+        unchanged = "__unchanged"
+        if renamed:
+            cases = " ".join(f"WHEN {sql_literal(old)} THEN {sql_literal(new)}" for old, new in renamed.items())
+            unchanged = f"transform(__unchanged, __n -> CASE __n {cases} ELSE __n END) AS __unchanged"
+        same_keys = [c.name for c in view.columns if c.is_key] == [c.name for c in merged_keys]
+        old_key = f"CAST({OLD_KEY} AS {old_key_type}) AS {OLD_KEY}" if same_keys and merged_keys else f"CAST(NULL AS {old_key_type}) AS {OLD_KEY}"
+        meta = [name for name, _ in METADATA_COLUMNS if name != "__unchanged"]
+        frames.append(typed.selectExpr(*data, *meta, unchanged, old_key))
+    return reduce(DataFrame.unionByName, frames)
+
+
+def typed_changes(frame: DataFrame, view: TableView, *, shape: str | None = None) -> DataFrame:
+    """One table's changes from a ``changes``-layout frame: the columns of ``table_changes``
+    (of the blocks of one version of it: ``shape``)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     readers = [ColumnReader.of(column) for column in view.columns]
     schema = block_schema(readers)
-    decoded = table_blocks(frame, view).mapInArrow(_decoder(schema), from_arrow_schema(schema))
+    decoded = table_blocks(frame, view, shape).mapInArrow(_decoder(schema, view_fills(view)), from_arrow_schema(schema))
     data = []
     for index, reader in enumerate(readers):
         column = reader.column

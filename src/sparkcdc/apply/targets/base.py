@@ -25,13 +25,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
 from ..fold import Key, TableChanges
 from ..spec import ResolvedSpec
 from ..staged import Folded, StagedBatch, StagedPart
+
+if TYPE_CHECKING:
+    from ..evolution import Evolution, EvolutionPolicy
 
 __all__ = ["ApplyTarget", "Keys", "TargetColumn", "already_applied", "key_tuples"]
 
@@ -42,12 +45,21 @@ Keys = Iterable[Key] | pa.Table
 
 @dataclass(frozen=True)
 class TargetColumn:
-    """A column of the target table: its Arrow type, and its PostgreSQL type when the source knows it."""
+    """A column of the target table: its Arrow type, and its PostgreSQL type when the source knows it.
+
+    ``attnum`` is the source column's identity (0: not known; see :mod:`sparkcdc.apply.evolution`);
+    ``fill`` the value rows older than the column take when it is added to an existing target (as
+    the target stores it; ``fill_known`` False: not known, the rows are read again); ``dropped``:
+    the source dropped it in the batch being applied (the target keeps its values up to there)."""
 
     name: str
     arrow_type: pa.DataType
     pg_type: str | None = None
     nullable: bool = True
+    attnum: int = 0
+    fill: Any = None
+    fill_known: bool = True
+    dropped: bool = False
 
 
 class ApplyTarget(Protocol):
@@ -60,8 +72,12 @@ class ApplyTarget(Protocol):
     def open_options(self) -> dict[str, Any]:
         """The keyword options :func:`~sparkcdc.apply.targets.target_for` needs besides the location."""
 
-    def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
-        """Create the target table (and its staging) when missing; refuse one whose columns do not fit."""
+    def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn],
+                policy: EvolutionPolicy | None = None, *, relation_id: int = 0) -> Evolution:
+        """Create the target table (and its staging) when missing, or bring it to the source's shape
+        under ``policy`` (:mod:`sparkcdc.apply.evolution`; ``relation_id``: the source table's
+        ``pg_class.oid``, 0 when not known); the evolution carried out, whose ``columns`` are those
+        the batch stages."""
 
     def attach(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
         """Know a table the driver prepared, without touching the store: an executor's copy of the target."""

@@ -63,6 +63,7 @@ import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction
 
 from ..errors import TargetError
+from ..evolution import Evolution, EvolutionPolicy
 from ..fold import END_AT, START_AT, Key
 from ..spec import ResolvedSpec
 from ..staged import DELETE, SEGMENT, UNCHANGED, Folded, StagedBatch, StagedPart
@@ -154,13 +155,15 @@ class DeltaTarget(LakeTarget[_Table]):
         return _Table.planned(spec, columns, sequence, DELTA_TYPES, required_sequence=False, path=path,
                               tombstone_path=tombstone_path)
 
-    def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
+    def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn],
+                policy: EvolutionPolicy | None = None, *, relation_id: int = 0) -> Evolution:
         table = self._layout(spec, columns, sequence)
         with shared.failing_as(f"preparing target table {spec.target} at {table.path}"):
             self._ensure(spec.target, table.path, table.schema, f" (stored_as_scd_type={spec.scd_type})")
             if self._exists(table.tombstone_path):
                 self._ensure(f"{spec.target} tombstones", table.tombstone_path, table.tombstone_schema(), "")
         self._register(spec, table, columns, sequence)
+        return Evolution((), tuple(columns), {c.name: c.attnum for c in columns})
 
     def _ensure(self, what: str, path: str, schema: pa.Schema, hint: str) -> None:
         """Create the table when missing; refuse an existing one without the expected columns."""

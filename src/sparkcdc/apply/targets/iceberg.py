@@ -74,6 +74,7 @@ import pyarrow.compute as pc
 
 from .. import vector
 from ..errors import TargetError
+from ..evolution import Evolution, EvolutionPolicy
 from ..fold import END_AT, START_AT, Key
 from ..spec import ResolvedSpec
 from ..staged import DELETE, SEGMENT, UNCHANGED, StagedBatch
@@ -213,7 +214,8 @@ class IcebergTarget(LakeTarget[_Table]):
                               "set one, apply_changes stages a batch's rows under it")
         return str(warehouse)
 
-    def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
+    def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn],
+                policy: EvolutionPolicy | None = None, *, relation_id: int = 0) -> Evolution:
         table = self._layout(spec, columns, sequence)
         identifier, tombstone_identifier = table.identifier, table.tombstone_identifier
         identifier_fields = list(spec.keys)
@@ -226,6 +228,7 @@ class IcebergTarget(LakeTarget[_Table]):
             if catalog.table_exists(tombstone_identifier):
                 self._ensure(f"{table.name} tombstones", tombstone_identifier, table.tombstone_schema(), table.keys, "")
         self._register(spec, table, columns, sequence)
+        return Evolution((), tuple(columns), {c.name: c.attnum for c in columns})
 
     def _ensure(self, what: str, identifier: tuple[str, str], schema: pa.Schema, identifier_fields: list[str], hint: str) -> Any:
         """Create the table when missing; refuse an existing one without the expected columns."""

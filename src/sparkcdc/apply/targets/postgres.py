@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -35,8 +37,24 @@ import psycopg
 import pyarrow as pa
 import pyarrow.compute as pc
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 from ..errors import TargetError
+from ..evolution import (
+    SAME,
+    UNSAFE,
+    WIDER,
+    AddColumn,
+    DropNotNull,
+    Evolution,
+    EvolutionPolicy,
+    Operation,
+    RenameColumn,
+    SetNotNull,
+    StoredColumn,
+    WidenColumn,
+    plan_evolution,
+)
 from ..fold import END_AT, START_AT, Key
 from ..spec import ResolvedSpec
 from ..staged import DELETE, SEGMENT, UNCHANGED, Folded, StagedBatch, StagedPart, pipeline_hash
@@ -44,9 +62,14 @@ from .base import Keys, TargetColumn, already_applied
 from .pg_copy import copy_table, int_list_column
 from .shared import DELETED_AT, SEQUENCE, TOMBSTONE_SUFFIX, PreparedTables, split_target
 
-__all__ = ["PostgresTarget"]
+__all__ = ["PostgresTarget", "pg_type_verdict"]
+
+log = logging.getLogger(__name__)
 
 POSITIONS = sql.SQL("sparkcdc.apply_positions")
+#: Per target table: the source table it mirrors, its relation id and key, and each column's source
+#: identity (``attnum``), which tells a renamed source column from a new one (see ..evolution).
+IDENTITIES = sql.SQL("sparkcdc.apply_identities")
 #: A batch that staged at least this many rows empties the staging with TRUNCATE (when nothing else
 #: is staged there) instead of deleting its rows: see ``PostgresTarget._truncate_stage``. Below it a
 #: DELETE is cheap and needs no exclusive lock on the staging table.
@@ -77,6 +100,8 @@ class _Table:
         self.keys = [c for c in columns if c.name in spec.keys]
         self.sequence_type = _sequence_type(spec, sequence)
         self.stage = sql.Identifier("sparkcdc", _stage_name(self))
+        #: NOT NULL the source set since: set by the next commit, after its rows are in (see ..evolution).
+        self.tighten: tuple[SetNotNull, ...] = ()
 
 
 class PostgresTarget(PreparedTables[_Table]):
@@ -104,26 +129,40 @@ class PostgresTarget(PreparedTables[_Table]):
     def attach(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
         self._register(spec, _Table(spec, columns, sequence), columns, sequence)
 
-    def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn]) -> None:
-        table = _Table(spec, columns, sequence)
+    def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn],
+                policy: EvolutionPolicy | None = None, *, relation_id: int = 0) -> Evolution:
+        """Create the target table, or bring it to the source's shape (:mod:`..evolution`: added,
+        renamed, widened columns, NOT NULL relaxed, dropped ones kept or dropped), with its
+        tombstone and staging tables and the identity it records, in one transaction."""
+        policy = policy or EvolutionPolicy()
         with self.conn.transaction(), self.conn.cursor() as cur:
             cur.execute("CREATE SCHEMA IF NOT EXISTS sparkcdc")
             cur.execute(sql.SQL(
                 "CREATE TABLE IF NOT EXISTS {} (pipeline_id text NOT NULL, target text NOT NULL, batch_id bigint NOT NULL, "
                 "applied_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (pipeline_id, target))"
             ).format(POSITIONS))
-            cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(table.schema)))
-            existing = self._existing_columns(cur, table.schema, table.name)
-            wanted = [c.name for c in columns] + ([START_AT, END_AT] if spec.scd_type == 2 else [])
+            cur.execute(sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} (target text PRIMARY KEY, source text NOT NULL, relation bigint NOT NULL, "
+                "keys text[] NOT NULL, columns jsonb NOT NULL, evolved_at timestamptz NOT NULL DEFAULT now())"
+            ).format(IDENTITIES))
+            schema, name = split_target(spec.target)
+            cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+            cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", (spec.target,))  # one evolution at a time
+            existing = self._existing_columns(cur, schema, name)
+            relation = relation_id
             if existing:
-                missing = [name for name in wanted if name not in existing]
-                if missing:
-                    raise TargetError(
-                        f"target table {spec.target} in {self.description} exists without column(s) {', '.join(missing)}"
-                        f" (stored_as_scd_type={spec.scd_type})"
-                    )
+                evolution = self._evolve(cur, spec, columns, existing, relation, policy)
             else:
-                cur.execute(self._create_table_sql(table))
+                created = [c for c in columns if not (c.dropped and policy.dropped_columns == "drop")]
+                evolution = Evolution((), tuple(created), {c.name: c.attnum for c in created})
+                cur.execute(self._create_table_sql(_Table(spec, created, sequence)))
+            table = _Table(spec, evolution.columns, sequence)
+            table.tighten = evolution.tighten
+            cur.execute(sql.SQL(
+                "INSERT INTO {} (target, source, relation, keys, columns) VALUES (%s, %s, %s, %s, %s) ON CONFLICT (target) "
+                "DO UPDATE SET source = EXCLUDED.source, relation = EXCLUDED.relation, keys = EXCLUDED.keys, "
+                "columns = EXCLUDED.columns, evolved_at = now()"
+            ).format(IDENTITIES), (spec.target, spec.spec.qualified_table, relation, list(spec.keys), Jsonb(dict(evolution.identity))))
             key_defs = [sql.SQL("{} {} NOT NULL").format(sql.Identifier(c.name), sql.SQL(_pg_type(c))) for c in table.keys]
             cur.execute(sql.SQL(
                 "CREATE TABLE IF NOT EXISTS {} ({}, {} {} NOT NULL, {} timestamptz NOT NULL DEFAULT now(), PRIMARY KEY ({}))"
@@ -134,7 +173,39 @@ class PostgresTarget(PreparedTables[_Table]):
             cur.execute(self._create_stage_sql(table))
             cur.execute(sql.SQL("COMMENT ON TABLE {} IS {}").format(
                 table.stage, sql.Literal(f"sparkcdc: rows staged for {spec.target} (stored_as_scd_type={spec.scd_type})")))
-        self._register(spec, table, columns, sequence)
+        self._register(spec, table, evolution.columns, sequence)
+        return evolution
+
+    def _evolve(self, cur: psycopg.Cursor[Any], spec: ResolvedSpec, columns: Sequence[TargetColumn],
+                existing: dict[str, tuple[str, bool]], relation: int, policy: EvolutionPolicy) -> Evolution:
+        """Plan and carry out the changes that bring an existing target table to ``columns``."""
+        cur.execute(sql.SQL("SELECT relation, keys, columns FROM {} WHERE target = %s").format(IDENTITIES), (spec.target,))
+        recorded = cur.fetchone()
+        identity: dict[str, int] = dict(recorded[2]) if recorded else {}
+        stored = [StoredColumn(name, pg_type, nullable, int(identity.get(name, 0))) for name, (pg_type, nullable) in existing.items()
+                  if name not in (START_AT, END_AT)]
+        if spec.scd_type == 2 and not {START_AT, END_AT} <= set(existing):
+            raise TargetError(f"target table {spec.target} in {self.description} exists without {START_AT}/{END_AT}: it is not "
+                              "an SCD2 history (stored_as_scd_type=2)")
+        same_relation = recorded is None or not relation or int(recorded[0]) in (0, relation)
+        evolution = plan_evolution(
+            spec.target, spec.spec.qualified_table, stored, columns, spec.keys, policy, _PG_TYPES,
+            tighten=spec.scd_type == 1, same_relation=same_relation, stored_keys=list(recorded[1]) if recorded else None,
+            continue_hint=lambda column: (f"alter the mirror column yourself (ALTER TABLE {spec.target} ALTER COLUMN {column} "
+                                          f"TYPE <the source's type>) in {self.description}"),
+        )
+        ident = sql.Identifier(*split_target(spec.target))
+        for operation in evolution.operations:
+            cur.execute(_alter_sql(ident, operation))
+            if isinstance(operation, AddColumn) and operation.column.fill is not None:
+                # The value PostgreSQL gave the source's older rows, given to the mirror's the same way
+                # (a default, which the table keeps for the rows it holds), then dropped: later rows
+                # carry their own values.
+                cur.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} DROP DEFAULT").format(ident, sql.Identifier(operation.column.name)))
+        if evolution.changed:
+            log.info("target table %s in %s follows its source %s: %s", spec.target, self.description, spec.spec.qualified_table,
+                     "; ".join(evolution.changes))
+        return evolution
 
     def _create_stage_sql(self, table: _Table) -> sql.Composed:
         """The staging table: unlogged (a crash loses only what the replay stages again), its data
@@ -171,13 +242,15 @@ class PostgresTarget(PreparedTables[_Table]):
         return sql.SQL("CREATE TABLE {} ({})").format(table.ident, sql.SQL(", ").join(definitions))
 
     @staticmethod
-    def _existing_columns(cur: psycopg.Cursor[Any], schema: str, name: str) -> set[str]:
+    def _existing_columns(cur: psycopg.Cursor[Any], schema: str, name: str) -> dict[str, tuple[str, bool]]:
+        """The target table's columns in order: name -> (its type as ``format_type`` writes it, nullable)."""
         cur.execute(
-            "SELECT a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped",
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull FROM pg_attribute a"
+            " JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
             (schema, name),
         )
-        return {row[0] for row in cur.fetchall()}
+        return {row[0]: (row[1], row[2]) for row in cur.fetchall()}
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -330,6 +403,7 @@ class PostgresTarget(PreparedTables[_Table]):
                 else:
                     for segment in range(len(staged.segments)):
                         self._apply_segment(cur, table, staged, segment)
+                pending = self._tighten(cur, table)
                 if staged.tombstones:
                     self._record_tombstones(cur, table, self._staged(table, staged, [c.name for c in table.keys] + [SEQUENCE]))
                 cur.execute(sql.SQL(
@@ -340,7 +414,23 @@ class PostgresTarget(PreparedTables[_Table]):
                     self._unstage(cur, table, pipeline_id, batch_id)
         except psycopg.Error as exc:
             raise TargetError(f"applying batch {batch_id} to {target} in {self.description} failed: {exc}".strip()) from exc
+        table.tighten = pending
         return True
+
+    def _tighten(self, cur: psycopg.Cursor[Any], table: _Table) -> tuple[SetNotNull, ...]:
+        """Set the NOT NULL the source set since, each in a savepoint of the commit; those the
+        mirror's rows do not allow yet stay pending for the next commit. Why: NOT NULL comes from the
+        catalog as it is when the stream reads a table's Relation message, which may be after the
+        rows of the batch (the stream runs behind): the rows that make the column non-null come in
+        a later batch."""
+        pending = []
+        for tightened in table.tighten:
+            try:
+                with self.conn.transaction():
+                    cur.execute(_alter_sql(table.ident, tightened))
+            except psycopg.errors.NotNullViolation:
+                pending.append(tightened)
+        return tuple(pending)
 
     @staticmethod
     def _into_empty(cur: psycopg.Cursor[Any], table: _Table, staged: StagedBatch) -> bool:
@@ -504,3 +594,77 @@ def _redacted(url: str) -> str:
         netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
         return urlunsplit(parts._replace(netloc=netloc))
     return url
+
+
+def _alter_sql(table: sql.Identifier, operation: Operation) -> sql.Composed:
+    """The ALTER TABLE statement of one evolution operation."""
+    if isinstance(operation, AddColumn):
+        column = operation.column
+        default = sql.SQL("")
+        if column.fill is not None:
+            default = sql.SQL(" DEFAULT {}::{}").format(sql.Literal(column.fill), sql.SQL(_pg_type(column)))
+        return sql.SQL("ALTER TABLE {} ADD COLUMN {} {}{}").format(table, sql.Identifier(column.name), sql.SQL(_pg_type(column)), default)
+    if isinstance(operation, RenameColumn):
+        return sql.SQL("ALTER TABLE {} RENAME COLUMN {} TO {}").format(table, sql.Identifier(operation.old), sql.Identifier(operation.new))
+    if isinstance(operation, WidenColumn):
+        name = sql.Identifier(operation.name)
+        wanted = sql.SQL(_pg_type(operation.column))
+        return sql.SQL("ALTER TABLE {} ALTER COLUMN {} TYPE {} USING {}::{}").format(table, name, wanted, name, wanted)
+    if isinstance(operation, DropNotNull):
+        return sql.SQL("ALTER TABLE {} ALTER COLUMN {} DROP NOT NULL").format(table, sql.Identifier(operation.name))
+    if isinstance(operation, SetNotNull):
+        return sql.SQL("ALTER TABLE {} ALTER COLUMN {} SET NOT NULL").format(table, sql.Identifier(operation.name))
+    return sql.SQL("ALTER TABLE {} DROP COLUMN {}").format(table, sql.Identifier(operation.name))
+
+
+class _PostgresTypes:
+    """What a PostgreSQL mirror can widen a column to, by the types' text (``format_type``)."""
+
+    def compare(self, stored: str, column: TargetColumn) -> str:
+        return pg_type_verdict(stored, _pg_type(column))
+
+    def name(self, stored: str) -> str:
+        return stored
+
+    def wanted(self, column: TargetColumn) -> str:
+        return _pg_type(column)
+
+
+_PG_TYPES = _PostgresTypes()
+_INTEGERS = ("smallint", "integer", "bigint")
+_VARCHAR = re.compile(r"character varying(?:\((\d+)\))?")
+_NUMERIC = re.compile(r"numeric(?:\((\d+),(\d+)\))?")
+_PRECISION = re.compile(r"(timestamp|time)(?:\((\d)\))? (with|without) time zone")
+
+
+def pg_type_verdict(old: str, new: str) -> str:
+    """Whether a mirror column of type ``old`` can become ``new`` keeping every value: the same
+    type, a wider one (an integer of more bytes, ``real`` to ``double precision``, a longer or
+    unbounded ``varchar``, ``text``, a ``numeric`` with more digits on both sides of the point or
+    none, a time or timestamp of more fractional digits; arrays of such), or unsafe."""
+    if old == new:
+        return SAME
+    if old.endswith("[]") and new.endswith("[]"):
+        return pg_type_verdict(old[:-2], new[:-2])
+    if old in _INTEGERS and new in _INTEGERS:
+        return WIDER if _INTEGERS.index(new) > _INTEGERS.index(old) else UNSAFE
+    if old == "real" and new == "double precision":
+        return WIDER
+    old_varchar, new_varchar = _VARCHAR.fullmatch(old), _VARCHAR.fullmatch(new)
+    if old_varchar and (new == "text" or (new_varchar and (new_varchar[1] is None or (
+            old_varchar[1] is not None and int(new_varchar[1]) >= int(old_varchar[1]))))):
+        return WIDER
+    if old == "text" and new == "character varying":
+        return WIDER
+    old_numeric, new_numeric = _NUMERIC.fullmatch(old), _NUMERIC.fullmatch(new)
+    if old_numeric and new_numeric:
+        if new_numeric[1] is None:
+            return WIDER
+        if old_numeric[1] is None:
+            return UNSAFE
+        old_p, old_s, new_p, new_s = int(old_numeric[1]), int(old_numeric[2]), int(new_numeric[1]), int(new_numeric[2])
+        return WIDER if new_s >= old_s and new_p - new_s >= old_p - old_s else UNSAFE
+    old_time, new_time = _PRECISION.fullmatch(old), _PRECISION.fullmatch(new)
+    if old_time and new_time and old_time[1] == new_time[1] and old_time[3] == new_time[3]:
+        return WIDER if int(new_time[2] or 6) >= int(old_time[2] or 6) else UNSAFE
+    return UNSAFE

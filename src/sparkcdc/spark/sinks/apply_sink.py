@@ -142,8 +142,8 @@ class ApplyStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        from ..apply import target_columns
-        from ..options import properties_from_options
+        from ..apply import evolution_policy, target_columns
+        from ..options import config_from_options, properties_from_options
         from ..views import describe_table
 
         lowered = {key.lower(): value for key, value in options.items()}
@@ -170,7 +170,9 @@ class ApplyStreamWriter(DataSourceStreamArrowWriter):
         self.marked = {_MARKER, _ORDINAL} <= set(schema.fieldNames())
         target = target_for(self.location)
         try:
-            target.prepare(self.resolved, self.columns, self.sequence)
+            evolution = target.prepare(self.resolved, self.columns, self.sequence, evolution_policy(config_from_options(properties)),
+                                       relation_id=view.relation_id)
+            self.columns = list(evolution.columns)
             self.open_options = target.open_options()
         finally:
             target.close()

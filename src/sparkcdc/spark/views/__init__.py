@@ -32,14 +32,13 @@ side), :mod:`.changes` (``table_changes``) and :mod:`.errors`.
 from __future__ import annotations
 
 from .changes import table_changes
-from .describe import DescribedViews, describe_table
+from .describe import describe_table
 from .errors import TableNotCapturedError, TableViewError, UnknownTableError, UnsupportedColumnError
-from .model import CHANGE_OPS, METADATA_COLUMNS, OLD_KEY, TableView, ViewColumn, view_of, view_shape
+from .model import CHANGE_OPS, METADATA_COLUMNS, OLD_KEY, TableView, ViewColumn, view_of
 from .type_map import VARIABLE_SCALE_DECIMAL_TYPE, spark_type
 
 __all__ = [
     "CHANGE_OPS",
-    "DescribedViews",
     "METADATA_COLUMNS",
     "OLD_KEY",
     "VARIABLE_SCALE_DECIMAL_TYPE",
@@ -53,5 +52,4 @@ __all__ = [
     "spark_type",
     "table_changes",
     "view_of",
-    "view_shape",
 ]

@@ -7,12 +7,12 @@ the SQL itself is in :mod:`sparkcdc.postgres.catalog`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from .errors import TableNotCapturedError, UnknownTableError
-from .model import TableView, view_of, view_shape
+from .model import TableView, view_of
 
-__all__ = ["DescribedViews", "describe_table"]
+__all__ = ["describe_table"]
 
 
 def _split_table(table: str) -> tuple[str, str]:
@@ -53,40 +53,10 @@ def describe_table(properties: Mapping[str, str], table: str) -> TableView:
                 f"table {qualified} is not captured by this connector (see table.include.list / table.exclude.list, "
                 "schema.include.list / schema.exclude.list)"
             )
-        declared = catalog.declared_types(info.oid)
         factory = TableSchemaFactory(config)
         resolver = TableResolver(catalog, factory, table_filter)
-        # What a Relation message lists: the table's columns less generated ones, in attnum order.
+        # What a Relation message lists: the table's columns less generated ones, in attnum order; the
+        # description carries their declared types and the table's replica identity.
         columns = [(c.name, c.type_oid, c.type_modifier) for c in info.columns if not c.generated]
         description = resolver._describe(schema_name, table_name, columns, info)  # noqa: SLF001 - the resolver's own path
-        table_schema = factory.build(description)
-    identity = {"d": info.primary_key, "i": info.replica_identity_index, "n": ()}.get(info.replica_identity)
-    return view_of(
-        table_schema, config, declared_types=declared, replica_identity=info.replica_identity, identity_columns=identity
-    )
-
-
-class DescribedViews:
-    """Views described once and reused: a table is described again only when changes of another
-    shape (``view_shape``; the ``changes`` layout's blocks carry theirs) show that a Relation
-    message changed it. Each description is a few catalog queries: per table and micro-batch they
-    added up."""
-
-    def __init__(self, properties: Mapping[str, str]) -> None:
-        self.properties = dict(properties)
-        self._views: dict[str, TableView] = {}
-        self.described = 0  # catalog descriptions made (what the tests count)
-
-    def get(self, table: str, shapes: Iterable[str] = ()) -> TableView:
-        """The view of ``table``, reused when ``shapes`` (of the batch's changes of it) are all the
-        cached view's; described again otherwise, and whenever the shapes are not known (none given,
-        as on the ``columns`` layout: a column added to the table must not go unnoticed)."""
-        shapes = set(shapes)
-        view = self._views.get(table)
-        if view is None or not shapes or shapes != {view_shape(view)}:
-            view = self._views[table] = describe_table(self.properties, table)
-            self.described += 1
-        return view
-
-    def forget(self) -> None:
-        self._views.clear()
+    return view_of(factory.build(description), config)

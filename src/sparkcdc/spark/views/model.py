@@ -7,7 +7,6 @@ events); it reads no database (:func:`~sparkcdc.spark.views.describe_table` does
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
     from ...debezium.config import ConnectorConfig
     from ...debezium.table import TableSchema
 
-__all__ = ["CHANGE_OPS", "METADATA_COLUMNS", "OLD_KEY", "TableView", "ViewColumn", "view_of", "view_shape"]
+__all__ = ["CHANGE_OPS", "METADATA_COLUMNS", "OLD_KEY", "TableView", "ViewColumn", "view_of"]
 
 #: The ``op`` values of row changes (snapshot read, create, update, delete, truncate).
 CHANGE_OPS = ("c", "u", "d", "r", "t")
@@ -67,6 +66,17 @@ class ViewColumn:
     in_value: bool = True  # False: a key column the column filters leave out of the value (taken from the key)
     key_schema: ConnectSchema | None = None  # the column's schema in the event key, for key columns
     in_delete_image: bool = True  # a delete's ``before`` carries the column (the table's replica identity)
+    #: The column's identity in the source table (``attnum``; 0: not known, then its name is): what
+    #: tells a renamed column from a dropped one and a new one of the same name.
+    attnum: int = 0
+    #: What rows older than the column hold (its raw value as a block carries it, None for NULL):
+    #: the value PostgreSQL gave them when the column was added (``fill_known``), or not known
+    #: (``fill_known`` False: added with a volatile default, whose values no WAL carries).
+    fill: Any = None
+    fill_known: bool = True
+    #: The source no longer has the column (a view merged over versions of the table keeps it: its
+    #: values up to the drop, null after).
+    dropped: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,7 @@ class TableView:
     key_schemas_enable: bool = False
     value_schemas_enable: bool = False
     replica_identity: str = "d"  # pg_class.relreplident when described: d, n, f or i
+    relation_id: int = 0  # the source table's pg_class.oid (0: not known)
 
     @property
     def spark_schema(self) -> T.StructType:
@@ -111,6 +122,8 @@ def view_of(
     description = table_schema.description
     qualified = description.qualified_name
     declared = declared_types or {}
+    if description.replica_identity:  # the description knows (a Relation message's, completed from the catalog)
+        replica_identity, identity_columns = description.replica_identity, description.identity_columns
     column_names = [c.name for c in description.columns]
     value_plans = table_schema._value_fields  # noqa: SLF001 - the field plans say which column each field reads
     key_plans = table_schema._key_fields if table_schema.key_schema is not None else ()  # noqa: SLF001
@@ -120,20 +133,28 @@ def view_of(
         return column_names[position] if position >= 0 else field_name
 
     view_columns: list[ViewColumn] = []
+    def described(position: int) -> Any:
+        return description.columns[position] if position >= 0 else None
+
     for plan, field in zip(value_plans, table_schema.row_schema.fields, strict=True):
         original = source_column(plan.position, field.name)
-        toastable = plan.position < 0 or _toastable(description.columns[plan.position].type)
+        column = described(plan.position)
+        toastable = plan.position < 0 or _toastable(column.type)
+        fill, fill_known = _fill(column, plan)
         view_columns.append(
             ViewColumn(
                 name=field.name,
                 spark_type=spark_type(field.schema, column=f"{qualified}.{field.name}"),
                 connect_schema=field.schema,
-                pg_type=declared.get(original, ""),
+                pg_type=(column.declared_type if column is not None else "") or declared.get(original, ""),
                 nullable=field.schema.optional,
                 is_key=field.name in key_fields,
                 placeholder=plan.toast if toastable else None,
                 key_schema=key_fields.get(field.name),
                 in_delete_image=identity_columns is None or original in identity_columns or field.name in key_fields,
+                attnum=0 if column is None else column.attnum,
+                fill=fill,
+                fill_known=fill_known,
             )
         )
     in_value = {c.name for c in view_columns}
@@ -141,16 +162,18 @@ def view_of(
         if plan.name in in_value:
             continue
         schema = key_fields[plan.name]
+        column = described(plan.position)
         view_columns.append(
             ViewColumn(
                 name=plan.name,
                 spark_type=spark_type(schema, column=f"{qualified}.{plan.name}"),
                 connect_schema=schema,
-                pg_type=declared.get(source_column(plan.position, plan.name), ""),
+                pg_type=(column.declared_type if column is not None else "") or declared.get(source_column(plan.position, plan.name), ""),
                 nullable=schema.optional,
                 is_key=True,
                 in_value=False,
                 key_schema=schema,
+                attnum=0 if column is None else column.attnum,
             )
         )
     clashing = [c.name for c in view_columns if c.name in _METADATA_NAMES]
@@ -166,15 +189,27 @@ def view_of(
         key_schemas_enable=config.key_schemas_enable,
         value_schemas_enable=config.value_schemas_enable,
         replica_identity=replica_identity,
+        relation_id=description.relation_id,
     )
 
 
-def view_shape(view: TableView) -> str:
-    """What identifies a version of a table's view: its columns' names, types, keys and placeholders.
-    The same on the reader's side (from the Relation message) and the driver's (from the catalog),
-    so a described view is reused until a change block of another shape arrives."""
-    described = [(c.name, c.spark_type.simpleString(), c.is_key, c.in_value, repr(c.placeholder)) for c in view.columns]
-    return hashlib.sha1(repr(described).encode()).hexdigest()[:16]
+def _fill(column: Any, plan: Any) -> tuple[Any, bool]:
+    """What rows older than ``column`` hold, as its field ``plan`` converts it (see
+    :attr:`ViewColumn.fill`). A column added without a default left them NULL; one added with a
+    non-volatile default gave them its value (``attmissingval``), which the plan converts as it
+    converts any value of the column (masking and all); any other default is not known."""
+    if column is None:
+        return None, True
+    if not column.attnum:  # which catalog column it is was not told: nothing is known of its past
+        return None, False
+    if column.has_missing:
+        if column.missing_value is None:
+            return None, True
+        try:
+            return plan.convert(column.missing_value), True
+        except Exception:  # a value the plan cannot represent: as if not known (the rows are read again)
+            return None, False
+    return None, column.default_expression is None
 
 
 # Fixed-length types (pg_type.typlen > 0): PostgreSQL never TOASTs their values, so no placeholder
