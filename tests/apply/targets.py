@@ -15,6 +15,7 @@ from deltalake import DeltaTable
 from psycopg.rows import dict_row
 
 from sparkcdc.apply import ApplySpec
+from sparkcdc.apply.evolution import Evolution, EvolutionPolicy
 from sparkcdc.apply.fold import fold_changes
 from sparkcdc.apply.spec import DEFAULT_SEQUENCE, ResolvedSpec
 from sparkcdc.apply.targets import ApplyTarget, TargetColumn, target_for
@@ -68,13 +69,14 @@ class LakeHarness:
     seq_type: pa.DataType
 
     def __init__(self, root: Path, spec: ApplySpec, columns: list[TargetColumn] = COLUMNS,
-                 sequence: list[TargetColumn] = SEQ_COLUMNS, target: Any | None = None) -> None:
+                 sequence: list[TargetColumn] = SEQ_COLUMNS, target: Any | None = None, policy: EvolutionPolicy | None = None) -> None:
         self.root = root
         self.target = target or self.open(root)
         self.columns = columns
         self.resolved: ResolvedSpec = spec.resolve([c.name for c in columns], [columns[0].name])
         self.feed = Feed(columns)
-        self.target.prepare(self.resolved, columns, sequence)
+        #: What ``prepare`` did to bring an existing table to the columns (sparkcdc.apply.evolution).
+        self.evolution: Evolution = self.target.prepare(self.resolved, columns, sequence, policy)
         self.batch = itertools.count(0)
         schema, _, name = self.resolved.target.rpartition(".")
         self.schema_name, self.name = schema or "public", name
@@ -281,11 +283,12 @@ class PostgresHarness(LakeHarness):
     seq_type = SEQ_TYPE
 
     def __init__(self, root: Path, spec: ApplySpec, columns: list[TargetColumn] = COLUMNS,
-                 sequence: list[TargetColumn] = SEQ_COLUMNS, target: Any | None = None, *, url: str, schema: str) -> None:
+                 sequence: list[TargetColumn] = SEQ_COLUMNS, target: Any | None = None, policy: EvolutionPolicy | None = None,
+                 *, url: str, schema: str) -> None:
         self.url = url
         self.conn = psycopg.connect(url, autocommit=True)
         super().__init__(root, replace(spec, target=f"{schema}.{spec.qualified_table.rpartition('.')[2]}"), columns, sequence,
-                         target)
+                         target, policy)
 
     def open(self, root: Path) -> ApplyTarget:
         return target_for(self.url)

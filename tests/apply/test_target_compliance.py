@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 from sparkcdc.apply import ApplySpec, TargetError
+from sparkcdc.apply.evolution import EvolutionPolicy, SchemaChangeError
 from sparkcdc.apply.targets import TargetColumn
 
 from .targets import COLUMNS, HARNESSES, LakeHarness, data, open_counts, seq, start_of
@@ -298,11 +299,23 @@ def test_scd2_composite_key(tmp_path: Path, any_target: Callable[..., LakeHarnes
 # -- existing tables ------------------------------------------------------------------------------
 
 
-def test_an_existing_table_without_the_expected_columns_is_refused(tmp_path: Path, lake: type[LakeHarness]) -> None:
-    lake.create(tmp_path, "public.items", pa.schema([("id", pa.int64()), ("name", pa.string())]))
-    with pytest.raises(TargetError, match=r"public\.items .*without column\(s\) body, qty"):
-        lake(tmp_path, ApplySpec("public.items"))
-    # SCD1 table, SCD2 spec: the history columns are missing
+def test_an_existing_table_without_the_expected_columns_gets_them_unless_strict(tmp_path: Path, lake: type[LakeHarness]) -> None:
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    lake.create(tmp_path, "public.items", schema, pa.table({"id": [1], "name": ["a"]}, schema=schema))
+    # strict: stops at the first missing column, naming it, and leaves the table as it was
+    with pytest.raises(SchemaChangeError, match=r"source table public\.items: column body \(string\) was added, and "
+                                                r"sparkcdc\.apply\.schema\.evolution is strict"):
+        lake(tmp_path, ApplySpec("public.items"), policy=EvolutionPolicy("strict"))
+    # evolve (the default): the missing columns are added (nullable), the rows the table holds kept
+    h = lake(tmp_path, ApplySpec("public.items"))
+    assert [type(op).__name__ for op in h.evolution.operations] == ["AddColumn", "AddColumn"]
+    assert h.schema().names == ["id", "name", "body", "qty"]
+    assert data(h.rows(), "id", "name", "body", "qty") == [(1, "a", None, None)]
+    h.run([h.feed.event("u", id=1, name="b", body="x", qty=2)])
+    assert data(h.rows(), "id", "name", "body", "qty") == [(1, "b", "x", 2)]
+    # strict again: the table has every column now, nothing stops
+    assert not lake(tmp_path, ApplySpec("public.items"), policy=EvolutionPolicy("strict")).evolution.changed
+    # SCD1 table, SCD2 spec: the history columns are missing, which no evolution adds
     lake.create(tmp_path, "public.hist", pa.schema([(c.name, c.arrow_type) for c in COLUMNS]))
     with pytest.raises(TargetError, match=r"without column\(s\) __START_AT, __END_AT \(stored_as_scd_type=2\)"):
         lake(tmp_path, ApplySpec("public.hist", stored_as_scd_type=2))

@@ -14,6 +14,7 @@ from sparkcdc.spark.runner import run_pipeline
 from sparkcdc.spark.sinks.staging import open_topic_file, published_files
 
 from ..support.processes import GroupProcess
+from ..support.waiting import wait_until
 
 
 def properties(cluster: ThrowawayCluster, name: str, tables: list[str], **overrides: Any) -> dict[str, str]:
@@ -99,3 +100,48 @@ def start_run(config: Path, output: Path, checkpoint: Path, log: Path, once: boo
             "--checkpoint", str(checkpoint), "--master", "local[2]"] + (["--once"] if once else [])
     argv += ["--summary", str(summary)] if summary else []
     return GroupProcess(argv, log)
+
+
+#: A continuous run_pipeline applying to targets, in a process of its own (see PipelineProcess).
+RUNNER = """
+import json, logging, sys
+logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+logging.getLogger("sparkcdc.apply").setLevel(logging.INFO)
+from sparkcdc.spark.runner import run_pipeline
+spec = json.load(open(sys.argv[1]))
+run_pipeline(spec["properties"], output=None, checkpoint=spec["checkpoint"], master="local[2]", once=spec["once"],
+             apply_to=[tuple(t) for t in spec["targets"]], trigger_interval="300 milliseconds")
+"""
+
+
+def _commits(checkpoint: Path) -> int:
+    folder = checkpoint / "commits"
+    return len([p for p in folder.iterdir() if p.name.isdigit()]) if folder.is_dir() else 0
+
+
+class PipelineProcess:
+    """``run_pipeline`` in a process of its own (killed with its Spark by SIGKILL)."""
+
+    def __init__(self, tmp_path: Path, props: dict[str, str], targets: list[tuple[str, int]]) -> None:
+        self.spec = tmp_path / "run.json"
+        self.checkpoint = tmp_path / "checkpoint"
+        self.log = tmp_path / "runs.log"
+        self.spec.write_text(json.dumps({"properties": props, "checkpoint": str(self.checkpoint), "targets": targets, "once": False}))
+        self.process: GroupProcess | None = None
+
+    def context(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
+
+    def start(self) -> None:
+        before = _commits(self.checkpoint)
+        self.process = GroupProcess([sys.executable, "-c", RUNNER, str(self.spec)], self.log)
+        wait_until(lambda: _commits(self.checkpoint) > before or self.process.process.poll() is not None,
+                   timeout=300, interval=0.05, what=f"a batch to commit\n{self.context()}")
+        self.alive()
+
+    def alive(self) -> None:
+        assert self.process is not None and self.process.process.poll() is None, f"the pipeline exited:\n{self.context()}"
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.kill()

@@ -148,7 +148,9 @@ class IncrementalSnapshots:
         if state is None:
             state = IncrementalState(signal.id, ())
             self.notifier.incremental(signal.id, "STARTED", {"data_collections": ",".join(c.name for c in collections)})
-        present = {(c.schema, c.table) for c in state.collections}
+        # A table already in the snapshot is not added again, unless the signal asks for it to be read
+        # again (after its current pass: the chunks that pass read before the signal may be stale).
+        present = set() if action.again else {(c.schema, c.table) for c in state.collections}
         added = tuple(c for c in collections if (c.schema, c.table) not in present)
         log.info("%s: incremental snapshot of %s", signal.describe(), ", ".join(c.name for c in added) or "nothing new")
         return replace(state, collections=state.collections + added)
@@ -261,8 +263,12 @@ class IncrementalSnapshots:
                 xmin, xmax, xip = current_snapshot(tx.conn)
                 visibility = Visibility(xmin, xmax, xip, current_wal_insert_lsn(tx.conn))
             assert state.max_key is not None
-            upper, rows = chunk_upper_bound(tx.conn, collection.schema, collection.table, keys, types, state.last_key, state.max_key,
-                                            collection.condition, self.chunk_size)
+            # The chunk's bounds are found in the snapshot, but in a transaction of their own: the window's
+            # transaction must hold no lock on the table, or an ALTER TABLE would wait for it, the chunk's
+            # read for the ALTER, and the window's end (after the read) for nothing that can come.
+            with SnapshotTransaction(self.conninfo, snapshot_name=name) as bounds:
+                upper, rows = chunk_upper_bound(bounds.conn, collection.schema, collection.table, keys, types, state.last_key,
+                                                state.max_key, collection.condition, self.chunk_size)
         except BaseException:
             tx.close()
             raise

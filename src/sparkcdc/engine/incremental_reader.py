@@ -20,6 +20,7 @@ from ..debezium.records import ChangeRecord
 from ..debezium.table import TableSchemaFactory
 from ..postgres.catalog import Catalog
 from ..postgres.incremental import chunk_query
+from ..postgres.publications import qualified_name
 from ..postgres.snapshot import SnapshotTransaction
 from .connection import conninfo_from_config
 from .filters import TableFilter
@@ -37,17 +38,46 @@ def chunk_reader(config: ConnectorConfig, events: EventFactory, factory: TableSc
     """A :data:`~sparkcdc.engine.snapshot_window.ChunkReader` over the configured database."""
 
     def read(chunk: ChunkWindow, lsn: int, commit_lsn: int, ordinal: int, sequence: str | None) -> Iterator[ChangeRecord]:
-        with _chunk_transaction(config, chunk) as tx:
-            resolver = TableResolver(Catalog(tx.conn), factory, TableFilter(config))
-            table = resolver.for_table(chunk.schema, chunk.table)
+        tx = _chunk_transaction(config, chunk)
+        try:
+            table = TableResolver(Catalog(tx.conn), factory, TableFilter(config)).for_table(chunk.schema, chunk.table)
+            changed = _changed_since(tx, chunk, tuple(c.name for c in table.description.columns))
+            if changed is not None:
+                log.warning("%s: the table %s since the window's snapshot %s; reading the chunk as the table is now",
+                            chunk.describe(), changed, chunk.snapshot_name)
+                tx.close()
+                tx = SnapshotTransaction(conninfo_from_config(config))
+                table = TableResolver(Catalog(tx.conn), factory, TableFilter(config)).for_table(chunk.schema, chunk.table)
             columns = [c.name for c in table.description.columns]
             query = chunk_query(tx.conn, chunk.schema, chunk.table, columns, chunk.key_columns, chunk.key_types,
                                 chunk.after, chunk.upto, chunk.condition)
             for index, values in enumerate(tx.rows(query, len(columns))):
                 yield incremental_record(events, table, values, lsn=lsn, commit_lsn=commit_lsn, ordinal=ordinal + index,
                                          sequence=sequence)
+        finally:
+            tx.close()
 
     return read
+
+
+def _changed_since(tx: SnapshotTransaction, chunk: ChunkWindow, columns: tuple[str, ...]) -> str | None:
+    """How the table changed since the snapshot ``tx`` sees, where that keeps the chunk from being
+    read in it (None: it does not). A rewrite (a type change, VACUUM FULL, CLUSTER) leaves the
+    snapshot seeing an empty table (rewrites are not MVCC-safe); a column dropped or renamed since
+    cannot be selected. Neither can be prevented by holding a lock on the table from the window's
+    planning to its read: a DDL statement would then wait for the lock, the read for the DDL
+    statement, and the window's end for the read."""
+    row = tx.conn.execute(
+        "SELECT c.relfilenode = pg_relation_filenode(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND c.relname = %s", (chunk.schema, chunk.table)).fetchone()
+    if row is None or not row[0]:
+        return "was rewritten"
+    # The current shape (the table's own, not the snapshot's catalog): a query's columns.
+    with tx.conn.cursor() as cur:
+        cur.execute(f"SELECT * FROM {qualified_name(chunk.schema, chunk.table)} LIMIT 0".encode())
+        now = {column.name for column in cur.description or ()}
+    gone = [name for name in columns if name not in now]
+    return f"lost column(s) {', '.join(gone)}" if gone else None
 
 
 def _chunk_transaction(config: ConnectorConfig, chunk: ChunkWindow) -> SnapshotTransaction:

@@ -21,6 +21,7 @@ from ..errors import PipelineError
 
 __all__ = [
     "ACTION_TYPES",
+    "READ_AGAIN",
     "WINDOW_CLOSE",
     "WINDOW_OPEN",
     "ExecuteSnapshot",
@@ -77,6 +78,11 @@ class ExecuteSnapshot:
     kind: str = "incremental"
     conditions: tuple[tuple[str, str], ...] = ()
     surrogate_key: str | None = None
+    #: ``"read-again": true`` (sparkcdc's, which Debezium ignores): a table whose incremental snapshot
+    #: is under way is read once more from its start after it, rather than taken as already asked
+    #: for. What the apply layer sends when a table's rows hold values no WAL record carries (a
+    #: column added with a volatile default): the chunks read before that must be read again.
+    again: bool = False
 
     def condition_for(self, table: str) -> str | None:
         """The additional condition of ``table`` (``schema.table``), the first matching entry's."""
@@ -137,7 +143,14 @@ def parse_action(signal: Signal) -> SignalAction:
     surrogate = data.get("surrogate-key")
     if surrogate is not None and (not isinstance(surrogate, str) or not surrogate.strip()):
         raise SignalError(f"{signal.describe()}: \"surrogate-key\" must be a column name")
-    return ExecuteSnapshot(collections, snapshot_kind, conditions, surrogate.strip() if surrogate else None)
+    again = data.get(READ_AGAIN, False)
+    if not isinstance(again, bool):
+        raise SignalError(f"{signal.describe()}: \"{READ_AGAIN}\" must be true or false")
+    return ExecuteSnapshot(collections, snapshot_kind, conditions, surrogate.strip() if surrogate else None, again)
+
+
+#: The execute-snapshot data field of :attr:`ExecuteSnapshot.again`.
+READ_AGAIN = "read-again"
 
 
 def match_collections(patterns: Sequence[str], tables: Sequence[tuple[str, str]]) -> tuple[list[tuple[str, str]], list[str]]:

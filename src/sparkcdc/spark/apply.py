@@ -67,7 +67,7 @@ from .options import config_from_options
 from .session import default_parallelism, job_description
 from .views import CHANGE_OPS, TableView, describe_table, table_changes
 from .views.kernels import KernelRefused
-from .views.versions import fill_expression, merged_view, view_of_description
+from .views.versions import fill_expression, lossy_columns, merged_view, view_of_description
 
 __all__ = ["ApplyStats", "ChangeApplier", "StageTask", "apply_changes"]
 
@@ -374,6 +374,13 @@ class ChangeApplier:
         schema = _arrow_schema(changes)
         with self.stats.timed("describe"):
             columns, sequence = self._prepare(resolved, view, schema, batch, image=image)
+        if view.uncertain and not image:
+            self._read_again(resolved, view.uncertain, "were renamed or dropped, which the stream could not tell (it read the "
+                                                       "table's shape after later DDL)")
+        lossy = lossy_columns([v for _, v in versions], view) if len(versions) > 1 else ()
+        if lossy and not image:
+            self._read_again(resolved, lossy, "changed type in the batch in a way that is not a widening: the values PostgreSQL "
+                                              "converted them to are in no WAL record")
         if [c.name for c in columns] != list(resolved.columns):  # the policy leaves columns out (ignore-new-columns, drop)
             resolved = spec.resolve([c.name for c in columns], view.keys)
             changes = selected(resolved)
@@ -419,15 +426,16 @@ class ChangeApplier:
         columns = typed_fills(batch.sparkSession, view, columns)
         evolution = self.target.prepare(resolved, columns, sequence, self.policy, relation_id=view.relation_id)
         if evolution.reread and not image:
-            self._read_again(resolved, evolution.reread)
+            self._read_again(resolved, evolution.reread, "were added with values no WAL record carries (a volatile default, "
+                                                         "or the table was rewritten since)")
         self._prepared[resolved.target] = (tuple(target_columns(resolved, view, schema)[0]), evolution)
         return list(evolution.columns), sequence
 
-    def _read_again(self, resolved: ResolvedSpec, columns: Sequence[str]) -> None:
-        """Signal an incremental snapshot of the source table, whose rows' values of ``columns``
-        PostgreSQL computed without writing them to the WAL (a volatile default)."""
+    def _read_again(self, resolved: ResolvedSpec, columns: Sequence[str], why: str) -> None:
+        """Signal an incremental snapshot of the source table, whose rows' values of ``columns`` the
+        mirror cannot have from the stream (``why``)."""
         from ..engine.signal_channels import enabled_channels, open_channel
-        from ..engine.signals import Signal
+        from ..engine.signals import READ_AGAIN, Signal
 
         table = resolved.spec.qualified_table
         config = config_from_options(self.properties)
@@ -435,20 +443,19 @@ class ChangeApplier:
                   if name != "source" or config.get("signal.data.collection")]
         if not usable:
             raise ApplyError(
-                f"column(s) {', '.join(columns)} of {table} were added with a default whose values PostgreSQL wrote into the "
-                f"table's rows without a WAL record (a volatile default, or the table was rewritten since): the mirror "
-                f"{resolved.target} must read the table again, and sparkcdc asks for that with an incremental snapshot signal, "
-                f"but no signal channel is set up: set signal.data.collection (the source channel), or enable the file or kafka "
-                f"channel (signal.enabled.channels), and restart the run", table=table)
-        data = {"data-collections": [table], "type": "incremental"}
+                f"column(s) {', '.join(columns)} of {table} {why}: the mirror {resolved.target} must read the table again, and "
+                f"sparkcdc asks for that with an incremental snapshot signal, but no signal channel is set up: set "
+                f"signal.data.collection (the source channel), or enable the file or kafka channel (signal.enabled.channels), "
+                f"and restart the run", table=table)
+        data = {"data-collections": [table], "type": "incremental", READ_AGAIN: True}
         signal = Signal(f"sparkcdc-reread-{uuid.uuid4().hex[:12]}", "execute-snapshot", json.dumps(data), usable[0])
         channel = open_channel(config, usable[0])
         try:
             where = channel.send(signal)
         finally:
             channel.close()
-        log.warning("%s: column(s) %s added with values no WAL record carries; an incremental snapshot of the table reads them "
-                    "again (signal %s through %s)", table, ", ".join(columns), signal.id, where)
+        log.warning("%s: column(s) %s %s; an incremental snapshot of the table reads them again (signal %s through %s)",
+                    table, ", ".join(columns), why, signal.id, where)
 
     def _count(self, plans: list[_Plan]) -> None:
         """One job: each table's events, and whether its fold needs the batch whole."""

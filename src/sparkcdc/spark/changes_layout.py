@@ -594,8 +594,8 @@ def versioned_changes(frame: DataFrame, versions: Sequence[tuple[str, TableView]
         for column in merged.columns:
             own = matching_column(column, view)
             wanted = column.spark_type.simpleString()
-            if own is not None:
-                data.append(f"CAST({quote_name(own.name)} AS {wanted}) AS {quote_name(column.name)}")
+            if own is not None:  # a type that does not widen gives null here (and the applier reads the table again)
+                data.append(f"TRY_CAST({quote_name(own.name)} AS {wanted}) AS {quote_name(column.name)}")
             else:
                 data.append(f"{fill_expression(column) or f'CAST(NULL AS {wanted})'} AS {quote_name(column.name)}")
         renamed = renamed_names(view, merged)

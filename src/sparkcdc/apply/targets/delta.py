@@ -36,6 +36,30 @@ merge, and its conflict detection on the ``txn`` (see above) is what makes the b
 exactly once. ``streamed_exec=False`` lets it prune target files by the source's keys, which holds
 the batch's staged rows in that process's memory (Arrow, in Rust) while the merge runs.
 
+Schema evolution (:mod:`..evolution`): ``prepare`` reads the table's Arrow schema and the source
+identity recorded in its configuration (``sparkcdc.source.identity``: the source table, its
+relation id, key and each column's ``attnum``), plans the changes and carries them out:
+
+* a column added without a value for the rows the table holds, and NOT NULL dropped, in place
+  (``alter.add_columns``, ``alter.drop_column_not_null``);
+* anything else (a rename, a wider type, a dropped column, a column added with the value older
+  rows take): the table rewritten in ONE overwrite commit of its new schema, streamed batch by
+  batch from its files (``write_deltalake(..., mode="overwrite", schema_mode="overwrite")``), so
+  the schema and the rows change together. deltalake 1.6 renames, widens and drops no column in
+  place (its column mapping, which would rename and drop, writes values that read back as null).
+  The overwrite keeps the table's configuration and its ``txn`` actions: the pipelines' positions
+  survive it. It costs a read and a write of the whole table.
+* NOT NULL is never set again (``tighten=False``): deltalake cannot make a column NOT NULL (Spark's
+  ``SET NOT NULL`` checks every row the table holds), so an added column is nullable and a column
+  the source makes NOT NULL stays nullable.
+
+The identity is recorded after the changes, in a commit of its own (deltalake takes a custom
+configuration key only through ``set_table_properties(..., raise_if_not_exists=False)`` or at
+creation, never with an overwrite). So that a crash in between cannot leave a stale identity (by
+which a later rename would rename the wrong column), the identity to come is first recorded as
+pending with a token the changes' commits carry; the next ``prepare`` reads the commits since the
+pending record (normally one or two) to know which identity the columns have.
+
 deltalake (1.6) behaviours this module works around:
 
 * a merge that changes no row commits nothing (and so would record no position): an empty commit
@@ -53,6 +77,9 @@ deltalake (1.6) behaviours this module works around:
 
 from __future__ import annotations
 
+import json
+import logging
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -60,25 +87,34 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake import Schema as DeltaSchema
 
 from ..errors import TargetError
-from ..evolution import Evolution, EvolutionPolicy
+from ..evolution import DROP, WIDER, AddColumn, DropNotNull, Evolution, EvolutionPolicy, Operation, WidenColumn
 from ..fold import END_AT, START_AT, Key
 from ..spec import ResolvedSpec
 from ..staged import DELETE, SEGMENT, UNCHANGED, Folded, StagedBatch, StagedPart
 from ..vector import cast_column, last_of_each
 from . import delta_image, shared
 from .base import TargetColumn
-from .shared import DELETED_AT, SEQUENCE, LakeTarget, TableLayout
+from .shared import DELETED_AT, IDENTITY_PROPERTY, SEQUENCE, LakeTarget, TableLayout
 
 __all__ = ["DeltaTarget"]
+
+log = logging.getLogger(__name__)
 
 TOMBSTONES_DIR = "_sparkcdc/tombstones"
 
 #: Delta has no unsigned integers (widened), no large or view variants, one timestamp precision
 #: (microseconds) and one zone (UTC), no times, durations or intervals.
 DELTA_TYPES = shared.StorageTypes("Delta Lake", small_integers=True, fixed_size_binary=False, times=False, others=True)
+#: What a Delta mirror widens (every change of type is a rewrite, so a decimal may take a larger scale).
+DELTA_RULES = shared.LakeTypeRules(DELTA_TYPES)
+#: The commit-info key of an evolution's commits: the token its pending identity names (see ``_settled_identity``).
+EVOLUTION_KEY = "sparkcdc.evolution"
+#: In the identity record: the identity an evolution under way records once its changes are in.
+_PENDING = "pending"
 
 #: History pages read by the fallback of applied_batch: newest commits first, each page re-read
 #: from the newest (deltalake has no history cursor), so the cost stays below twice the commits
@@ -157,24 +193,79 @@ class DeltaTarget(LakeTarget[_Table]):
 
     def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn],
                 policy: EvolutionPolicy | None = None, *, relation_id: int = 0) -> Evolution:
-        table = self._layout(spec, columns, sequence)
-        with shared.failing_as(f"preparing target table {spec.target} at {table.path}"):
-            self._ensure(spec.target, table.path, table.schema, f" (stored_as_scd_type={spec.scd_type})")
-            if self._exists(table.tombstone_path):
-                self._ensure(f"{spec.target} tombstones", table.tombstone_path, table.tombstone_schema(), "")
-        self._register(spec, table, columns, sequence)
-        return Evolution((), tuple(columns), {c.name: c.attnum for c in columns})
+        """Create the target table (recording its source identity in the same commit), or bring it
+        to the source's shape under ``policy`` (see the module doc, Schema evolution); the key
+        columns of its tombstone table follow a widened key."""
+        policy = policy or EvolutionPolicy()
+        path, tombstone_path = self._paths(spec)
+        created = [c for c in columns if not (c.dropped and policy.dropped_columns == DROP)]
+        planned = self._layout(spec, created, sequence)  # a type Delta has no type for stops before anything is written
+        with shared.failing_as(f"preparing target table {spec.target} at {path}"):
+            handle = self._handle(None, path)
+            if handle is None:
+                record = shared.identity_record(spec, relation_id, {c.name: c.attnum for c in created})
+                DeltaTable.create(path, schema=planned.schema, mode="ignore", configuration={IDENTITY_PROPERTY: json.dumps(record)},
+                                  raise_if_key_not_exists=False, storage_options=self.storage_options)
+                handle = DeltaTable(path, storage_options=self.storage_options)
+            evolution = self._evolve(spec, handle, columns, relation_id, policy)
+            table = self._layout(spec, evolution.columns, sequence)
+            tombstones = self._handle(None, tombstone_path)
+            if tombstones is not None:
+                self._follow_keys(table, tombstones)
+        self._register(spec, table, evolution.columns, sequence)
+        return evolution
 
-    def _ensure(self, what: str, path: str, schema: pa.Schema, hint: str) -> None:
-        """Create the table when missing; refuse an existing one without the expected columns."""
-        if not self._exists(path):
-            DeltaTable.create(path, schema=schema, mode="ignore", storage_options=self.storage_options)
-        existing = set(pa.schema(DeltaTable(path, storage_options=self.storage_options).schema().to_arrow()).names)
-        missing = [name for name in schema.names if name not in existing]
+    def _evolve(self, spec: ResolvedSpec, handle: DeltaTable, columns: Sequence[TargetColumn], relation_id: int,
+                policy: EvolutionPolicy) -> Evolution:
+        """Plan and carry out the changes that bring the table to ``columns``, then record the
+        identity. The changes and the identity are separate commits (deltalake writes no custom
+        table property with data): the identity to come is recorded first as pending, and
+        :meth:`_settled_identity` tells after a crash whether the changes went in."""
+        where = f"at {self._paths(spec)[0]}"
+        raw = shared.recorded_identity((handle.metadata().configuration or {}).get(IDENTITY_PROPERTY), f"{spec.target} {where}")
+        record = _settled_identity(handle, raw, f"{spec.target} {where}")
+        evolution = shared.plan_lake_evolution(
+            spec, columns, _arrow_schema(handle), record, relation_id, policy, DELTA_RULES, where=where,
+            continue_hint=lambda column: (
+                f"rewrite the mirror table {where} yourself with its column {column} of the source's type (for example with "
+                f"deltalake: read the table, cast the column, and write_deltalake(..., mode='overwrite', schema_mode='overwrite'))"),
+        )
+        relation = relation_id or int((record or {}).get("relation", 0))
+        wanted = shared.identity_record(spec, relation, evolution.identity)
+        if evolution.operations:
+            token = uuid.uuid4().hex
+            _record_identity(handle, {**(record or {}), _PENDING: {"token": token, "after": handle.version(), "record": wanted}})
+            _carry_out(handle, evolution.operations, CommitProperties(custom_metadata={EVOLUTION_KEY: token}), where)
+        if evolution.operations or wanted != raw:
+            _record_identity(handle, wanted)
+        if evolution.changed:
+            log.info("target table %s %s follows its source %s: %s", spec.target, where, spec.spec.qualified_table,
+                     "; ".join(evolution.changes))
+        return evolution
+
+    def _follow_keys(self, table: _Table, tombstones: DeltaTable) -> None:
+        """The tombstone table's key columns widened to the table's key types where a key's type was
+        widened (decided from the two tables as they are, so that a crash between their changes is
+        made good by the next prepare); a tombstone table without the expected columns is refused."""
+        stored = _arrow_schema(tombstones)
+        missing = [name for name in table.tombstone_schema().names if name not in stored.names]
         if missing:
-            raise TargetError(
-                f"target table {what} at {path} exists without column(s) {', '.join(missing)}{hint}"
-            )
+            raise TargetError(f"target table {table.spec.target} tombstones at {table.tombstone_path} exists without "
+                              f"column(s) {', '.join(missing)}")
+        widened: list[Operation] = [
+            WidenColumn(name, stored.field(name).type, TargetColumn(name, type_))
+            for name, type_ in zip(table.keys, table.key_types, strict=True)
+            if shared.lake_type_verdict(DELTA_TYPES.of(stored.field(name).type, name), type_) == WIDER
+        ]
+        if widened:
+            # Tagged as the newest tombstone write was: a rewrite must not make an unsettled write trusted.
+            newest = tombstones.history(1)
+            pipeline, batch = shared.tags_of(newest[0] if newest else None)
+            metadata = {EVOLUTION_KEY: uuid.uuid4().hex,
+                        **(shared.commit_tags(pipeline, batch) if pipeline is not None and batch is not None else {})}
+            _carry_out(tombstones, widened, CommitProperties(custom_metadata=metadata), f"at {table.tombstone_path}")
+            log.info("tombstones of %s at %s: key column(s) %s widened", table.spec.target, table.tombstone_path,
+                     ", ".join(op.name for op in widened if isinstance(op, WidenColumn)))
 
     # -- reads ----------------------------------------------------------------------------------------
 
@@ -388,6 +479,85 @@ class DeltaTarget(LakeTarget[_Table]):
         handle.delete(
             f"{_ident(DELETED_AT)} < {_literal(cutoff, shared.DELETED_AT_TYPE)}", commit_properties=CommitProperties(custom_metadata=metadata),
         )
+
+
+
+# -- schema evolution ---------------------------------------------------------------------------------
+
+
+def _settled_identity(handle: DeltaTable, raw: dict[str, Any] | None, where: str) -> dict[str, Any] | None:
+    """The identity the table's columns have. Normally the recorded one; when the record holds a
+    pending evolution (the process died before recording its identity), that evolution's identity
+    if one of its commits (tagged with its token) followed the pending record, else the record as
+    it was before. Only the commits since the pending record are read: normally one or two."""
+    if raw is None or _PENDING not in raw:
+        return raw
+    try:
+        token, after, record = str(raw[_PENDING]["token"]), int(raw[_PENDING]["after"]), dict(raw[_PENDING]["record"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TargetError(f"target table {where}: its property {IDENTITY_PROPERTY} holds a pending evolution sparkcdc cannot "
+                          f"read ({exc!r}); remove the property (the table's columns are then matched by name) and restart "
+                          f"the run") from exc
+    since = handle.version() - after
+    if since > 0 and any(commit.get(EVOLUTION_KEY) == token for commit in handle.history(since)):
+        return record
+    before = {key: value for key, value in raw.items() if key != _PENDING}
+    return before or None
+
+
+def _record_identity(handle: DeltaTable, record: Mapping[str, Any]) -> None:
+    """The identity record as the table's configuration (a commit of its own: deltalake accepts a
+    custom key only with ``raise_if_not_exists=False``, and no overwrite carries one)."""
+    handle.alter.set_table_properties({IDENTITY_PROPERTY: json.dumps(record)}, raise_if_not_exists=False)
+    handle.update_incremental()
+
+
+def _in_place(operation: Operation) -> bool:
+    """What deltalake changes without rewriting the table: a column added without a value for the
+    rows it holds, NOT NULL dropped."""
+    return isinstance(operation, DropNotNull) or (isinstance(operation, AddColumn) and operation.column.fill is None)
+
+
+def _carry_out(handle: DeltaTable, operations: Sequence[Operation], properties: CommitProperties, where: str) -> None:
+    """The operations: in place where deltalake can (``alter.add_columns`` in one commit, then
+    ``alter.drop_column_not_null``), else the whole table rewritten in one commit (deltalake 1.6
+    renames, widens and drops no column: it has no type widening, and its column mapping, which
+    renames and drops, writes values that read back as null)."""
+    if not all(_in_place(operation) for operation in operations):
+        _rewrite(handle, operations, properties, where)
+        return
+    added = [operation.column for operation in operations if isinstance(operation, AddColumn)]
+    if added:
+        fields = pa.schema([pa.field(c.name, DELTA_TYPES.of(c.arrow_type, c.name), nullable=True) for c in added])
+        handle.alter.add_columns(list(DeltaSchema.from_arrow(fields).fields), commit_properties=properties)
+    for operation in operations:
+        if isinstance(operation, DropNotNull):
+            handle.alter.drop_column_not_null(operation.name, commit_properties=properties)
+    handle.update_incremental()
+
+
+def _rewrite(handle: DeltaTable, operations: Sequence[Operation], properties: CommitProperties, where: str) -> None:
+    """The table's rows written again in its evolved schema, as ONE overwrite commit (the schema
+    and the rows change together or not at all), streamed batch by batch from the files the table
+    had. The overwrite keeps the table's configuration and its ``txn`` actions, so the pipelines'
+    positions survive it."""
+    metadata = handle.metadata()
+    mapping = (metadata.configuration or {}).get("delta.columnMapping.mode", "none")
+    if mapping != "none":
+        raise TargetError(f"target table {where} uses column mapping (delta.columnMapping.mode={mapping}), which deltalake "
+                          "writes wrong: make the change to the mirror yourself (with Spark), then restart the run")
+    schema, sources = shared.evolved_schema(_arrow_schema(handle), operations, DELTA_TYPES)
+    named = {source: name for name, source in sources.items() if isinstance(source, str)}
+    lost = [column for column in metadata.partition_columns if column not in named]
+    if lost:
+        raise TargetError(f"target table {where} is partitioned by column(s) {', '.join(lost)}, which the source dropped: "
+                          "a Delta table keeps its partition columns; drop them yourself or repartition the mirror, then "
+                          "restart the run")
+    stored = [source for source in sources.values() if isinstance(source, str)]
+    batches = shared.evolved_batches(handle.to_pyarrow_dataset().to_batches(columns=stored), schema, sources, where=where)
+    write_deltalake(handle, pa.RecordBatchReader.from_batches(schema, batches), mode="overwrite", schema_mode="overwrite",
+                    partition_by=[named[c] for c in metadata.partition_columns] or None, commit_properties=properties)
+    handle.update_incremental()
 
 
 # -- helpers ------------------------------------------------------------------------------------------

@@ -47,6 +47,20 @@ How a batch is written (pyiceberg 0.12 writes copy-on-write only):
   delete by those pairs, then an append); a truncate or an image reads the whole table and
   overwrites it, with the open versions the batch does not write closed.
 
+Schema evolution (:mod:`..evolution`): ``prepare`` reads the table's schema and the source identity
+in its properties (``sparkcdc.source.identity``: the source table, its relation id, key and each
+column's ``attnum``), plans the changes, and commits them with the identity in ONE transaction:
+pyiceberg's schema updates (``union_by_name`` adding a column, ``rename_column``,
+``update_column`` for int to long, float to double and a decimal's precision, ``delete_column``,
+``make_column_optional``) and, when an added column has a value for the rows the table holds, those
+rows written again with it (Iceberg format 2 has no default for existing rows): read batch by
+batch from the table as the transaction began and streamed into an overwrite of the same
+transaction. A crash leaves the table as it was or evolved, never in between. Iceberg cannot
+change a decimal's scale (such a change stops as unsafe), and NOT NULL is never set again
+(``tighten=False``: pyiceberg does not make an optional column required, which the rows the table
+holds may not satisfy), so an added column is optional and a column the source makes NOT NULL
+stays optional.
+
 Costs: every data file holding one of a batch's keys is read and rewritten (copy-on-write), so a
 batch costs about the size of the files its keys touch, not of its rows; key filters are Iceberg
 ``In`` on the first key column, which prune files with the manifests' column bounds (keys that
@@ -60,6 +74,8 @@ snapshots with the usual Iceberg maintenance. Truncates and images rewrite the w
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
 import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -74,21 +90,40 @@ import pyarrow.compute as pc
 
 from .. import vector
 from ..errors import TargetError
-from ..evolution import Evolution, EvolutionPolicy
+from ..evolution import (
+    DROP,
+    WIDER,
+    AddColumn,
+    DropColumn,
+    DropNotNull,
+    Evolution,
+    EvolutionPolicy,
+    Operation,
+    RenameColumn,
+    WidenColumn,
+)
 from ..fold import END_AT, START_AT, Key
 from ..spec import ResolvedSpec
 from ..staged import DELETE, SEGMENT, UNCHANGED, StagedBatch
 from . import shared
 from .base import TargetColumn, key_tuples
-from .shared import DELETED_AT, SEQUENCE, LakeTarget, TableLayout, rows_by_key
+from .shared import DELETED_AT, IDENTITY_PROPERTY, SEQUENCE, LakeTarget, TableLayout, rows_by_key
 
 __all__ = ["IcebergTarget"]
+
+log = logging.getLogger(__name__)
 
 CATALOG_FILE = "sparkcdc-catalog.db"
 
 #: Iceberg (format v2) has no unsigned or 8/16-bit integers (widened), no large or view variants,
 #: microsecond timestamps and times only, and one zone for instants (UTC); any other type is refused.
 ICEBERG_TYPES = shared.StorageTypes("Iceberg", small_integers=False, fixed_size_binary=True, times=True, others=False)
+#: What an Iceberg mirror widens: what Iceberg's own type promotion allows (int to long, float to
+#: double, a decimal's precision; never a decimal's scale).
+ICEBERG_RULES = shared.LakeTypeRules(ICEBERG_TYPES, rescale_decimals=False)
+#: Rows read and appended at a time when a partitioned table's rows are rewritten (pyiceberg 0.12
+#: streams a RecordBatchReader into unpartitioned tables only).
+_REWRITE_CHUNK_BYTES = 128 * 1024 * 1024
 
 
 def _pipeline_hash(pipeline_id: str) -> str:
@@ -216,36 +251,101 @@ class IcebergTarget(LakeTarget[_Table]):
 
     def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn],
                 policy: EvolutionPolicy | None = None, *, relation_id: int = 0) -> Evolution:
-        table = self._layout(spec, columns, sequence)
-        identifier, tombstone_identifier = table.identifier, table.tombstone_identifier
+        """Create the target table (with its source identity, in one commit), or bring it to the
+        source's shape under ``policy`` (see the module doc, Schema evolution); the key columns of
+        its tombstone table follow a widened key."""
+        policy = policy or EvolutionPolicy()
+        created = [c for c in columns if not (c.dropped and policy.dropped_columns == DROP)]
+        planned = self._layout(spec, created, sequence)  # a type Iceberg has no type for stops before anything is written
+        identifier, tombstone_identifier = planned.identifier, planned.tombstone_identifier
         identifier_fields = list(spec.keys)
         if spec.scd_type == 2:
-            identifier_fields += table.start_refs()
+            identifier_fields += planned.start_refs()
         catalog = self.catalog()
         with shared.failing_as(f"preparing target table {spec.target} at {self.location}"):
             catalog.create_namespace_if_not_exists(identifier[0])
-            self._ensure(table.name, identifier, table.schema, identifier_fields, f" (stored_as_scd_type={spec.scd_type})")
-            if catalog.table_exists(tombstone_identifier):
-                self._ensure(f"{table.name} tombstones", tombstone_identifier, table.tombstone_schema(), table.keys, "")
-        self._register(spec, table, columns, sequence)
-        return Evolution((), tuple(columns), {c.name: c.attnum for c in columns})
+            handle = self._load(identifier)
+            if handle is None:
+                record = shared.identity_record(spec, relation_id, {c.name: c.attnum for c in created})
+                handle = self._create(identifier, planned.schema, identifier_fields, {IDENTITY_PROPERTY: json.dumps(record)})
+            evolution = self._evolve(spec, handle, columns, relation_id, policy)
+            table = self._layout(spec, evolution.columns, sequence)
+            tombstones = self._load(tombstone_identifier)
+            if tombstones is not None:
+                self._follow_keys(table, tombstones)
+        self._register(spec, table, evolution.columns, sequence)
+        return evolution
+
+    def _evolve(self, spec: ResolvedSpec, handle: Any, columns: Sequence[TargetColumn], relation_id: int,
+                policy: EvolutionPolicy) -> Evolution:
+        """Plan the changes that bring the table to ``columns`` and commit them with the identity
+        (and, for an added column with a value, the rows rewritten) in ONE transaction."""
+        where = self._where(spec)
+        record = shared.recorded_identity(handle.properties.get(IDENTITY_PROPERTY), f"{spec.target} {where}")
+        name = ".".join(self._identifiers(spec)[0])
+        evolution = shared.plan_lake_evolution(
+            spec, columns, handle.schema().as_arrow(), record, relation_id, policy, ICEBERG_RULES, where=where,
+            continue_hint=lambda column: (
+                f"change the column {column} of the mirror table {name} in {self.description} yourself (Iceberg widens int "
+                f"to long, float to double and a decimal's precision, never a decimal's scale: for any other change rewrite "
+                f"the table, for example with Spark's CREATE OR REPLACE TABLE {name} AS SELECT … CAST({column} AS …))"),
+        )
+        relation = relation_id or int((record or {}).get("relation", 0))
+        wanted = shared.identity_record(spec, relation, evolution.identity)
+        if not evolution.operations and wanted == record:
+            return evolution
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Delete operation did not match")
+            transaction = handle.transaction()
+            if evolution.operations:
+                _change_schema(transaction, evolution.operations)
+                if any(isinstance(op, AddColumn) and op.column.fill is not None for op in evolution.operations):
+                    _rewrite_rows(handle, transaction, evolution, where)
+            transaction.set_properties({IDENTITY_PROPERTY: json.dumps(wanted)})
+            transaction.commit_transaction()
+        if evolution.changed:
+            log.info("target table %s %s follows its source %s: %s", spec.target, where, spec.spec.qualified_table,
+                     "; ".join(evolution.changes))
+        return evolution
+
+    def _follow_keys(self, table: _Table, tombstones: Any) -> None:
+        """The tombstone table's key columns widened to the table's key types where a key's type was
+        widened (decided from the two tables as they are, so that a crash between their commits is
+        made good by the next prepare); a tombstone table without the expected columns is refused."""
+        stored = tombstones.schema().as_arrow()
+        missing = [name for name in table.tombstone_schema().names if name not in stored.names]
+        if missing:
+            raise TargetError(f"target table {table.name} tombstones at {self.location} exists without column(s) {', '.join(missing)}")
+        widened = [(name, type_) for name, type_ in zip(table.keys, table.key_types, strict=True)
+                   if shared.lake_type_verdict(ICEBERG_TYPES.of(stored.field(name).type, name), type_, rescale_decimals=False) == WIDER]
+        if widened:
+            with tombstones.update_schema() as update:
+                for name, type_ in widened:
+                    update.update_column(name, field_type=_iceberg_type(type_, name))
+            log.info("tombstones of %s at %s: key column(s) %s widened", table.name, self.location, ", ".join(n for n, _ in widened))
+
+    def _create(self, identifier: tuple[str, str], schema: pa.Schema, identifier_fields: list[str],
+                properties: dict[str, str]) -> Any:
+        """Create the table with its identifier fields and ``properties`` in one commit (another
+        writer may have created it first: then that one)."""
+        from pyiceberg.exceptions import TableAlreadyExistsError
+
+        try:
+            creation = self.catalog().create_table_transaction(identifier, schema=schema, properties=properties)
+            with creation.update_schema() as update:
+                update.set_identifier_fields(*identifier_fields)
+            creation.commit_transaction()
+        except TableAlreadyExistsError:
+            pass
+        handle = self._load(identifier)
+        assert handle is not None
+        return handle
 
     def _ensure(self, what: str, identifier: tuple[str, str], schema: pa.Schema, identifier_fields: list[str], hint: str) -> Any:
         """Create the table when missing; refuse an existing one without the expected columns."""
-        from pyiceberg.exceptions import TableAlreadyExistsError
-
-        catalog = self.catalog()
         handle = self._load(identifier)
         if handle is None:
-            try:
-                creation = catalog.create_table_transaction(identifier, schema=schema)
-                with creation.update_schema() as update:
-                    update.set_identifier_fields(*identifier_fields)
-                creation.commit_transaction()
-            except TableAlreadyExistsError:
-                pass  # another writer created it first
-            handle = self._load(identifier)
-            assert handle is not None
+            handle = self._create(identifier, schema, identifier_fields, {})
         existing = set(handle.schema().as_arrow().names)
         missing = [name for name in schema.names if name not in existing]
         if missing:
@@ -459,6 +559,134 @@ class IcebergTarget(LakeTarget[_Table]):
                                 keep=lambda rows: pc.greater_equal(rows[DELETED_AT], pa.scalar(cutoff, shared.DELETED_AT_TYPE)))
                 transaction.append(_arrow_table(schema, arrays, len(items)), snapshot_properties=tags)
             transaction.commit_transaction()
+
+
+# -- schema evolution ---------------------------------------------------------------------------------
+
+
+class _SchemaChanges:
+    """Evolution operations as pyiceberg schema updates of one transaction. An update names
+    columns as the schema it starts from has them, so a renamed column is tracked back to that
+    name; an operation an update cannot combine with what it already holds (on a column it adds,
+    deleting a column it changed, adding a name it deletes) starts another update of the same
+    transaction (each update is a schema version in the table's metadata)."""
+
+    def __init__(self, transaction: Any) -> None:
+        self.transaction = transaction
+        self._begin()
+
+    def _begin(self) -> None:
+        self.update = self.transaction.update_schema()
+        #: Current name -> the name in the update's starting schema (None: added by the update).
+        self.base: dict[str, str | None] = {f.name: f.name for f in self.transaction.table_metadata.schema().fields}
+        self.start = set(self.base)
+        self.changed: set[str] = set()
+        self.deleted: set[str] = set()
+
+    def _next(self) -> None:
+        self.update.commit()
+        self._begin()
+
+    def _base(self, name: str, *, unchanged: bool = False) -> str:
+        """The starting-schema name of the column now ``name``, in an update that can take one
+        more operation on it (``unchanged``: one that has not changed it)."""
+        base = self.base.get(name)
+        if base is None or (unchanged and base in self.changed):
+            self._next()
+            base = name
+        return base
+
+    def apply(self, operation: Operation) -> None:
+        if isinstance(operation, DropColumn):
+            base = self._base(operation.name, unchanged=True)
+            self.update.delete_column(base)
+            del self.base[operation.name]
+            self.deleted.add(base)
+        elif isinstance(operation, RenameColumn):
+            base = self._base(operation.old)
+            if operation.new in self.deleted:
+                self._next()
+                base = operation.old
+            self.update.rename_column(base, operation.new)
+            del self.base[operation.old]
+            self.base[operation.new] = base
+            self.changed.add(base)
+        elif isinstance(operation, WidenColumn):
+            base = self._base(operation.name)
+            self.update.update_column(base, field_type=_iceberg_type(ICEBERG_TYPES.of(operation.column.arrow_type, base), base))
+            self.changed.add(base)
+        elif isinstance(operation, DropNotNull):
+            base = self._base(operation.name)
+            self.update.make_column_optional(base)
+            self.changed.add(base)
+        elif isinstance(operation, AddColumn):
+            column = operation.column
+            if column.name in self.start:  # union_by_name would find the starting schema's column of that name
+                self._next()
+            # pyiceberg turns the Arrow type into Iceberg's (union_by_name adds a column it does not find).
+            self.update.union_by_name(pa.schema([pa.field(column.name, ICEBERG_TYPES.of(column.arrow_type, column.name))]))
+            self.base[column.name] = None
+        else:
+            raise TargetError(f"an Iceberg target does not carry out {operation} before a batch")
+
+    def commit(self) -> None:
+        self.update.commit()
+
+
+def _change_schema(transaction: Any, operations: Sequence[Operation]) -> None:
+    """The operations, in order, as schema updates of ``transaction``."""
+    changes = _SchemaChanges(transaction)
+    for operation in operations:
+        changes.apply(operation)
+    changes.commit()
+
+
+def _iceberg_type(arrow_type: pa.DataType, name: str) -> Any:
+    """The Iceberg type a column is widened to (the types :data:`ICEBERG_RULES` widens to)."""
+    from pyiceberg.types import DecimalType, DoubleType, IntegerType, LongType
+
+    if pa.types.is_int32(arrow_type):
+        return IntegerType()
+    if pa.types.is_int64(arrow_type):
+        return LongType()
+    if pa.types.is_float64(arrow_type):
+        return DoubleType()
+    if pa.types.is_decimal(arrow_type):
+        return DecimalType(arrow_type.precision, arrow_type.scale)
+    raise TargetError(f"column {name}: an Iceberg column is not widened to {arrow_type}")
+
+
+def _rewrite_rows(main: Any, transaction: Any, evolution: Evolution, where: str) -> None:
+    """Every row of the table written again with the values of the added columns (Iceberg format
+    2 has no default for the rows a table holds), in ``transaction``, after its schema updates: the
+    schema, the rows and the identity commit together or not at all. Rows are read batch by batch
+    from the table as the transaction began and streamed into the overwrite (a partitioned table:
+    appended in chunks), never the whole table at once."""
+    from pyiceberg.expressions import AlwaysTrue
+
+    if main.current_snapshot() is None:
+        return
+    schema = transaction.table_metadata.schema().as_arrow()
+    evolved, sources = shared.evolved_schema(main.schema().as_arrow(), evolution.operations, ICEBERG_TYPES)
+    if evolved.names != schema.names:
+        raise TargetError(f"target table {where}: the evolved schema has columns {schema.names}, expected {evolved.names}")
+    tags = {"sparkcdc.evolution": "; ".join(evolution.changes)}
+    batches = shared.evolved_batches(main.scan().to_arrow_batch_reader(), schema, sources, where=where)
+    if main.spec().is_unpartitioned():
+        transaction.overwrite(pa.RecordBatchReader.from_batches(schema, batches), AlwaysTrue(), snapshot_properties=tags)
+        return
+    transaction.delete(AlwaysTrue(), snapshot_properties=tags)
+    chunk: list[pa.RecordBatch] = []
+    size = 0
+    for batch in batches:
+        chunk.append(batch)
+        size += batch.nbytes
+        if size >= _REWRITE_CHUNK_BYTES:
+            transaction.append(pa.Table.from_batches(chunk, schema=schema), snapshot_properties=tags)
+            chunk, size = [], 0
+    if chunk:
+        transaction.append(pa.Table.from_batches(chunk, schema=schema), snapshot_properties=tags)
+
 
 # -- helpers ------------------------------------------------------------------------------------------
 

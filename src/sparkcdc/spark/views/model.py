@@ -93,6 +93,9 @@ class TableView:
     value_schemas_enable: bool = False
     replica_identity: str = "d"  # pg_class.relreplident when described: d, n, f or i
     relation_id: int = 0  # the source table's pg_class.oid (0: not known)
+    #: A merged view's columns of older versions that were left out because which column they are
+    #: could not be told (see :func:`sparkcdc.spark.views.versions.merged_view`).
+    uncertain: tuple[str, ...] = ()
 
     @property
     def spark_schema(self) -> T.StructType:

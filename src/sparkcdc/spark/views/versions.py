@@ -11,7 +11,12 @@ first) into the view the batch is read as:
   :attr:`ViewColumn.dropped` (nullable, never a key): their values up to the drop, null after;
 * a column's identity is its ``attnum``, where both versions know it (else its name): a renamed
   column is one column, under its new name; a column dropped and added again under the same name
-  is two, and the older one is left out (a name can hold one column).
+  is two, and the older one is left out (a name can hold one column);
+* an older column whose identity is not known (its version was read from a Relation message after
+  later DDL had renamed or dropped it) and whose name the newest version lacks is left out too, and
+  named in :attr:`TableView.uncertain`: whether it was renamed or dropped cannot be told, so the
+  batch's rows of that version may lack its value under its new name, and the applier has the
+  table read again.
 
 :func:`fill_expression` is what a row of a version that lacks a live column holds in it: the value
 PostgreSQL gave rows older than the column (:attr:`ViewColumn.fill`), as Spark SQL.
@@ -30,7 +35,7 @@ from .expressions import sql_literal
 from .model import TableView, ViewColumn, view_of
 from .reader import ColumnReader
 
-__all__ = ["fill_expression", "matching_column", "merged_view", "view_of_description"]
+__all__ = ["fill_expression", "lossy_columns", "matching_column", "merged_view", "view_of_description", "widens"]
 
 
 def view_of_description(text: str, properties_or_config: Any) -> TableView:
@@ -64,13 +69,17 @@ def merged_view(versions: Sequence[TableView]) -> TableView:
     if len(versions) == 1:
         return newest
     columns = list(newest.columns)
+    uncertain: list[str] = []
     for older in reversed(versions[:-1]):
         for column in older.columns:
             if any(same_column(column, kept) for kept in columns) or any(kept.name == column.name for kept in columns):
                 continue
+            if not column.attnum:  # renamed or dropped: not told (the Relation message was read after later DDL)
+                uncertain.append(column.name)
+                continue
             columns.append(replace(column, dropped=True, nullable=True, is_key=False, in_value=True, key_schema=None,
                                    fill=None, fill_known=True))
-    return replace(newest, columns=tuple(columns))
+    return replace(newest, columns=tuple(columns), uncertain=tuple(dict.fromkeys(uncertain)))
 
 
 def fill_expression(column: ViewColumn) -> str | None:
@@ -92,3 +101,35 @@ def renamed_names(version: TableView, merged: TableView) -> Mapping[str, str]:
         if found is not None and found.name != column.name:
             out[column.name] = found.name
     return out
+
+
+def widens(older: T.DataType, newer: T.DataType) -> bool:
+    """Whether every value of Spark type ``older`` is the same value in ``newer`` (a cast that
+    loses nothing): the same type, a wider integer, float to double, a decimal with at least as
+    many digits on each side of the point."""
+    if older == newer:
+        return True
+    integers = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+    if isinstance(older, integers) and isinstance(newer, integers):
+        return [isinstance(older, t) for t in integers].index(True) <= [isinstance(newer, t) for t in integers].index(True)
+    if isinstance(older, T.FloatType) and isinstance(newer, T.DoubleType):
+        return True
+    if isinstance(older, T.DecimalType) and isinstance(newer, T.DecimalType):
+        return newer.scale >= older.scale and newer.precision - newer.scale >= older.precision - older.scale
+    if isinstance(older, T.ArrayType) and isinstance(newer, T.ArrayType):
+        return widens(older.elementType, newer.elementType)
+    return False
+
+
+def lossy_columns(versions: Sequence[TableView], merged: TableView) -> tuple[str, ...]:
+    """The merged view's columns whose values in an older version do not widen to its type (a type
+    changed with ``USING``, or any conversion that is not a widening): those rows' values are what
+    PostgreSQL's rewrite made of them, which no WAL record carries, so the table is read again."""
+    lossy = []
+    for column in merged.columns:
+        for version in versions:
+            own = matching_column(column, version)
+            if own is not None and not widens(own.spark_type, column.spark_type):
+                lossy.append(column.name)
+                break
+    return tuple(lossy)
