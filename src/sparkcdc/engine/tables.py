@@ -102,14 +102,21 @@ def catalog_columns(columns: Sequence[tuple[str, int, int]], info: TableInfo) ->
     None where it cannot be told which column it is.
 
     A Relation message names columns but not their ``attnum``, and the catalog read now may already
-    reflect DDL that came after the message (the stream runs behind the server). A column is matched
-    by name only where the matched columns' ``attnum`` increase in the message's order (a Relation
-    lists live columns in attribute order) and its type is the message's: a name that is gone (renamed
-    or dropped since), out of place (dropped and added again since, so now at the end) or of another
-    type is not matched, and the column counts as one whose identity is unknown rather than be taken
-    for another (its fill for older rows is then unknown too: see ``view_of``)."""
-    # A column of the same name but another type may be the same column altered since, or another
-    # one added since under a dropped column's name: not told apart, so not matched.
+    reflect DDL that came after the message (the stream runs behind the server). Two passes:
+
+    1. *anchors*: a column is matched by name where its type is the message's and the matched
+       columns' ``attnum`` increase in the message's order (a Relation message lists live columns
+       in attribute order). A name that is gone (renamed or dropped since), out of place (dropped
+       and added again since, so now at the end) or of another type is not an anchor.
+    2. *gaps*: between two anchors, every live catalog column was there when the message was sent
+       (its ``attnum`` is below the right anchor's, which was; numbers are never reused), so it is
+       one of the message's columns there. Where the message has exactly as many columns between
+       the anchors as the catalog has live ones, they are the same columns in the same order:
+       renamed, retyped, or both. Otherwise (columns dropped since lie between them too), and after
+       the last anchor (columns added since may be there), a column stays unmatched.
+
+    An unmatched column counts as one whose identity is unknown rather than be taken for another
+    (its fill for older rows is then unknown too: see ``view_of``)."""
     found = [column if column is not None and column.type_oid == type_oid else None
              for column, (_, type_oid, _) in zip((info.column(name) for name, _, _ in columns), columns, strict=True)]
     matched: list[ColumnInfo | None] = []
@@ -121,6 +128,12 @@ def catalog_columns(columns: Sequence[tuple[str, int, int]], info: TableInfo) ->
             continue
         matched.append(column)
         last = column.attnum
+    live = sorted((c for c in info.columns if not c.generated), key=lambda c: c.attnum)  # what a Relation message lists
+    anchors = [(-1, 0)] + [(i, c.attnum) for i, c in enumerate(matched) if c is not None]
+    for (left, low), (right, high) in zip(anchors, anchors[1:], strict=False):
+        between = [c for c in live if low < c.attnum < high]
+        if right - left - 1 == len(between):
+            matched[left + 1:right] = between
     return matched
 
 

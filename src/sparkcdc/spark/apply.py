@@ -67,7 +67,7 @@ from .options import config_from_options
 from .session import default_parallelism, job_description
 from .views import CHANGE_OPS, TableView, describe_table, table_changes
 from .views.kernels import KernelRefused
-from .views.versions import fill_expression, lossy_columns, merged_view, view_of_description
+from .views.versions import fill_expression, lossy_columns, merged_view, ordered_versions, view_of_description
 
 __all__ = ["ApplyStats", "ChangeApplier", "StageTask", "apply_changes"]
 
@@ -122,7 +122,7 @@ class _Census:
     #: the source's rows may include some the typed view leaves out).
     changes: Mapping[str, int] = field(default_factory=dict)
     #: Per table, the versions its changes were written for (the changes layout's blocks carry
-    #: theirs; absent otherwise): (shape, description), oldest first (see :func:`_ordered_versions`).
+    #: theirs; absent otherwise): (shape, description), oldest first (see ``ordered_versions``).
     versions: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     #: Per table, whether its changes are snapshot reads only (op ``r``; a block whose first change is
     #: a read holds only reads: blocks do not mix snapshot rows with streamed changes).
@@ -643,7 +643,7 @@ def _census(batch: DataFrame) -> _Census:
                 found[index] += int(row[name])
     starts = list(image_at.values())
     return _Census(tuple(sorted(counts)), min(starts) if starts else None, counts,
-                   {table: _ordered_versions(found) for table, found in versions.items() if found}, reads,
+                   {table: ordered_versions(found) for table, found in versions.items() if found}, reads,
                    {table: (found[0], found[1], found[2]) for table, found in hints.items()}, blocks)
 
 
@@ -735,15 +735,6 @@ class _PartialCensus:
                 **{name: group.get(f"{name}_sum") or 0 for name in HINT_COLUMNS},
             })
         yield pa.RecordBatch.from_pylist(out, schema=_CENSUS_ARROW)
-
-
-def _ordered_versions(found: Mapping[str, tuple[str, bool, tuple[int, int, int]]]) -> tuple[tuple[str, str], ...]:
-    """A table's versions in a batch, oldest first: those seen in streamed changes by their newest
-    change's position; those seen only in snapshot reads before them (a snapshot chunk's rows are
-    placed where its window closes, after streamed changes that may already show a newer version;
-    its own version is never newer than the stream's), by position too."""
-    order = sorted(found.items(), key=lambda item: (not item[1][1], item[1][2]))
-    return tuple((shape, description) for shape, (description, _, _) in order)
 
 
 #: The changes layout's block-header counts that tell whether a table's batch must be folded whole.

@@ -139,8 +139,24 @@ def block_schema(readers: Sequence[ColumnReader]) -> pa.Schema:
 
 
 def _identity(column: ViewColumn) -> dict[bytes, bytes]:
-    """A raw column's field metadata: the source column's ``attnum`` (0: not known) and name."""
-    return {b"attnum": str(column.attnum).encode(), b"name": column.name.encode()}
+    """A raw column's field metadata: the source column's ``attnum`` (0: not known), its name, and
+    how its raw values read (:func:`_reading`)."""
+    return {b"attnum": str(column.attnum).encode(), b"name": column.name.encode(), b"reading": _reading(column).encode()}
+
+
+def _reading(column: ViewColumn) -> str:
+    """What decides how a raw value of ``column`` is typed, besides its Arrow type: the Connect type,
+    its logical name and a decimal's scale (a Decimal's raw bytes are read at the schema's scale:
+    ``numeric(10,2)`` to ``numeric(12,4)`` keeps the raw type but not the reading). Raw values are
+    taken across versions only where it is the same."""
+    schema = column.connect_schema if column.in_value else column.key_schema
+    if schema is None:
+        return ""
+    kind = schema.type
+    if schema.name is None:  # a plain number: a wider one reads the same values
+        kind = {"int8": "int", "int16": "int", "int32": "int", "int64": "int", "float32": "float", "float64": "float"}.get(kind, kind)
+    scale = dict(schema.parameters or ()).get("scale", "")
+    return f"{kind}|{schema.name or ''}|{scale}"
 
 
 def _raw_type(reader: ColumnReader) -> T.DataType:
@@ -452,7 +468,9 @@ def _conform(batch: pa.RecordBatch, schema: pa.Schema, fills: Mapping[int, Any])
     """A block written for one version of its table as ``schema``, the raw columns of another (or
     the same) version: each raw column taken from the block's column of the same identity (the same
     ``attnum``; the same name where either does not know its ``attnum``), cast to the newer type
-    (a widened column); a column the block lacks is added after the block was written, and takes
+    (a widened column), or null where the two versions read its raw values differently
+    (:func:`_reading`; :func:`versioned_changes` types each version by its own codecs instead);
+    a column the block lacks is added after the block was written, and takes
     the value ``fills`` gives for its index (what PostgreSQL gave older rows: :attr:`ViewColumn.fill`),
     or null (a column dropped since, or one whose older rows' value is not known). Metadata columns
     are matched by name."""
@@ -479,7 +497,10 @@ def _conform(batch: pa.RecordBatch, schema: pa.Schema, fills: Mapping[int, Any])
                     found = candidate
         elif field.name in names:
             found = names.index(field.name)
-        if found is not None:
+        if found is not None and (batch.schema.field(found).metadata or {}).get(b"reading") != metadata.get(b"reading"):
+            # read another way in the block's version (a decimal's scale, a temporal unit): not taken
+            columns.append(pa.nulls(batch.num_rows, field.type))
+        elif found is not None:
             column = batch.column(found)
             columns.append(column if column.type == field.type else column.cast(field.type))
         elif position in fills:

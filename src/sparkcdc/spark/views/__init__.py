@@ -36,6 +36,7 @@ from .describe import describe_table
 from .errors import TableNotCapturedError, TableViewError, UnknownTableError, UnsupportedColumnError
 from .model import CHANGE_OPS, METADATA_COLUMNS, OLD_KEY, TableView, ViewColumn, view_of
 from .type_map import VARIABLE_SCALE_DECIMAL_TYPE, spark_type
+from .versions import batch_changes, merged_view
 
 __all__ = [
     "CHANGE_OPS",
@@ -48,7 +49,9 @@ __all__ = [
     "UnknownTableError",
     "UnsupportedColumnError",
     "ViewColumn",
+    "batch_changes",
     "describe_table",
+    "merged_view",
     "spark_type",
     "table_changes",
     "view_of",
