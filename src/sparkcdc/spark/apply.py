@@ -423,12 +423,12 @@ class ChangeApplier:
         known = self._prepared.get(resolved.target)
         if known is not None and known[0] == tuple(columns):
             return list(known[1].columns), sequence
-        columns = typed_fills(batch.sparkSession, view, columns)
-        evolution = self.target.prepare(resolved, columns, sequence, self.policy, relation_id=view.relation_id)
+        evolution = self.target.prepare(resolved, typed_fills(batch.sparkSession, view, columns), sequence, self.policy,
+                                        relation_id=view.relation_id)
         if evolution.reread and not image:
             self._read_again(resolved, evolution.reread, "were added with values no WAL record carries (a volatile default, "
                                                          "or the table was rewritten since)")
-        self._prepared[resolved.target] = (tuple(target_columns(resolved, view, schema)[0]), evolution)
+        self._prepared[resolved.target] = (tuple(columns), evolution)
         return list(evolution.columns), sequence
 
     def _read_again(self, resolved: ResolvedSpec, columns: Sequence[str], why: str) -> None:
