@@ -24,6 +24,7 @@ columns (their values are left out of the mirror).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -47,6 +48,8 @@ __all__ = [
     "WidenColumn",
     "plan_evolution",
 ]
+
+log = logging.getLogger(__name__)
 
 EVOLVE, STRICT, IGNORE_NEW_COLUMNS = "evolve", "strict", "ignore-new-columns"
 EVOLUTION_POLICIES = (EVOLVE, STRICT, IGNORE_NEW_COLUMNS)
@@ -161,6 +164,11 @@ class Evolution:
     @property
     def changed(self) -> bool:
         return bool(self.operations or self.tighten)
+
+    def report(self, target: str, where: str, source: str) -> None:
+        """Log what the target did (nothing when it changed nothing): ``where`` says where the table is."""
+        if self.changed:
+            log.info("target table %s %s follows its source %s: %s", target, where, source, "; ".join(self.changes))
 
 
 def plan_evolution(

@@ -91,7 +91,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake import Schema as DeltaSchema
 
 from ..errors import TargetError
-from ..evolution import DROP, WIDER, AddColumn, DropNotNull, Evolution, EvolutionPolicy, Operation, WidenColumn
+from ..evolution import DROP, AddColumn, DropNotNull, Evolution, EvolutionPolicy, Operation, WidenColumn
 from ..fold import END_AT, START_AT, Key
 from ..spec import ResolvedSpec
 from ..staged import DELETE, SEGMENT, UNCHANGED, Folded, StagedBatch, StagedPart
@@ -238,24 +238,16 @@ class DeltaTarget(LakeTarget[_Table]):
             _carry_out(handle, evolution.operations, CommitProperties(custom_metadata={EVOLUTION_KEY: token}), where)
         if evolution.operations or wanted != raw:
             _record_identity(handle, wanted)
-        if evolution.changed:
-            log.info("target table %s %s follows its source %s: %s", spec.target, where, spec.spec.qualified_table,
-                     "; ".join(evolution.changes))
+        evolution.report(spec.target, where, spec.spec.qualified_table)
         return evolution
 
     def _follow_keys(self, table: _Table, tombstones: DeltaTable) -> None:
         """The tombstone table's key columns widened to the table's key types where a key's type was
         widened (decided from the two tables as they are, so that a crash between their changes is
         made good by the next prepare); a tombstone table without the expected columns is refused."""
-        stored = _arrow_schema(tombstones)
-        missing = [name for name in table.tombstone_schema().names if name not in stored.names]
-        if missing:
-            raise TargetError(f"target table {table.spec.target} tombstones at {table.tombstone_path} exists without "
-                              f"column(s) {', '.join(missing)}")
         widened: list[Operation] = [
-            WidenColumn(name, stored.field(name).type, TargetColumn(name, type_))
-            for name, type_ in zip(table.keys, table.key_types, strict=True)
-            if shared.lake_type_verdict(DELTA_TYPES.of(stored.field(name).type, name), type_) == WIDER
+            WidenColumn(name, old, TargetColumn(name, new))
+            for name, old, new in shared.widened_tombstone_keys(table, _arrow_schema(tombstones), DELTA_TYPES, f"at {table.tombstone_path}")
         ]
         if widened:
             # Tagged as the newest tombstone write was: a rewrite must not make an unsettled write trusted.

@@ -92,7 +92,6 @@ from .. import vector
 from ..errors import TargetError
 from ..evolution import (
     DROP,
-    WIDER,
     AddColumn,
     DropColumn,
     DropNotNull,
@@ -303,26 +302,20 @@ class IcebergTarget(LakeTarget[_Table]):
                     _rewrite_rows(handle, transaction, evolution, where)
             transaction.set_properties({IDENTITY_PROPERTY: json.dumps(wanted)})
             transaction.commit_transaction()
-        if evolution.changed:
-            log.info("target table %s %s follows its source %s: %s", spec.target, where, spec.spec.qualified_table,
-                     "; ".join(evolution.changes))
+        evolution.report(spec.target, where, spec.spec.qualified_table)
         return evolution
 
     def _follow_keys(self, table: _Table, tombstones: Any) -> None:
         """The tombstone table's key columns widened to the table's key types where a key's type was
         widened (decided from the two tables as they are, so that a crash between their commits is
         made good by the next prepare); a tombstone table without the expected columns is refused."""
-        stored = tombstones.schema().as_arrow()
-        missing = [name for name in table.tombstone_schema().names if name not in stored.names]
-        if missing:
-            raise TargetError(f"target table {table.name} tombstones at {self.location} exists without column(s) {', '.join(missing)}")
-        widened = [(name, type_) for name, type_ in zip(table.keys, table.key_types, strict=True)
-                   if shared.lake_type_verdict(ICEBERG_TYPES.of(stored.field(name).type, name), type_, rescale_decimals=False) == WIDER]
+        widened = shared.widened_tombstone_keys(table, tombstones.schema().as_arrow(), ICEBERG_TYPES, f"at {self.location}",
+                                                rescale_decimals=False)
         if widened:
             with tombstones.update_schema() as update:
-                for name, type_ in widened:
+                for name, _, type_ in widened:
                     update.update_column(name, field_type=_iceberg_type(type_, name))
-            log.info("tombstones of %s at %s: key column(s) %s widened", table.name, self.location, ", ".join(n for n, _ in widened))
+            log.info("tombstones of %s at %s: key column(s) %s widened", table.name, self.location, ", ".join(n for n, _, _ in widened))
 
     def _create(self, identifier: tuple[str, str], schema: pa.Schema, identifier_fields: list[str],
                 properties: dict[str, str]) -> Any:

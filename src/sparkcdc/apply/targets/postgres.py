@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import logging
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -64,7 +63,6 @@ from .shared import DELETED_AT, SEQUENCE, TOMBSTONE_SUFFIX, PreparedTables, spli
 
 __all__ = ["PostgresTarget", "pg_type_verdict"]
 
-log = logging.getLogger(__name__)
 
 POSITIONS = sql.SQL("sparkcdc.apply_positions")
 #: Per target table: the source table it mirrors, its relation id and key, and each column's source
@@ -202,9 +200,7 @@ class PostgresTarget(PreparedTables[_Table]):
                 # (a default, which the table keeps for the rows it holds), then dropped: later rows
                 # carry their own values.
                 cur.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} DROP DEFAULT").format(ident, sql.Identifier(operation.column.name)))
-        if evolution.changed:
-            log.info("target table %s in %s follows its source %s: %s", spec.target, self.description, spec.spec.qualified_table,
-                     "; ".join(evolution.changes))
+        evolution.report(spec.target, f"in {self.description}", spec.spec.qualified_table)
         return evolution
 
     def _create_stage_sql(self, table: _Table) -> sql.Composed:

@@ -800,3 +800,15 @@ class LakeTarget(PreparedTables[T]):
             return True
         finally:
             remove_staging(self._staging_root(), pipeline_id, spec.target, batch_id)
+
+
+def widened_tombstone_keys(table: TableLayout, stored: pa.Schema, types: StorageTypes, where: str, *,
+                           rescale_decimals: bool = True) -> list[tuple[str, pa.DataType, pa.DataType]]:
+    """The key columns of a tombstone table (of Arrow schema ``stored``) to widen to ``table``'s key
+    types, as (name, stored type, new type): a key's type widened in the source. A tombstone table
+    without the columns it must have is refused (``where`` says where it is)."""
+    missing = [name for name in table.tombstone_schema().names if name not in stored.names]
+    if missing:
+        raise TargetError(f"target table {table.spec.target} tombstones {where} exists without column(s) {', '.join(missing)}")
+    return [(name, stored.field(name).type, type_) for name, type_ in zip(table.keys, table.key_types, strict=True)
+            if lake_type_verdict(types.of(stored.field(name).type, name), type_, rescale_decimals=rescale_decimals) == WIDER]
