@@ -120,7 +120,8 @@ def _commits(checkpoint: Path) -> int:
 
 
 class PipelineProcess:
-    """``run_pipeline`` in a process of its own (killed with its Spark by SIGKILL)."""
+    """``run_pipeline`` in a process of its own (killed with its Spark by SIGKILL); as a context
+    manager, whatever runs is killed at the end, so a failing test leaves no Spark behind."""
 
     def __init__(self, tmp_path: Path, props: dict[str, str], targets: list[tuple[str, int]]) -> None:
         self.spec = tmp_path / "run.json"
@@ -145,3 +146,10 @@ class PipelineProcess:
     def kill(self) -> None:
         assert self.process is not None
         self.process.kill()
+
+    def __enter__(self) -> PipelineProcess:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.process is not None and self.process.process.poll() is None:
+            self.process.kill()

@@ -102,24 +102,23 @@ def test_mirror_and_history_follow_every_shape_change(pg_cluster, db, tmp_path, 
         "signal.data.collection": f"public.{prefix}_signal",
         "incremental.snapshot.chunk.size": "100",
     })
-    run = PipelineProcess(tmp_path, props, stores.targets)
-    run.start()  # the initial snapshot is applied
-    writer = workload.EvolvingWriter(db, prefix)
-    middle = len(writer.steps) // 2
-    writer.run(writer.steps[:middle], changes_between=60)
-    run.alive()
-    run.kill()  # in the middle of the sequence
-    run.start()
-    writer.run(writer.steps[middle:], changes_between=60)
-
-    def problems() -> list[str]:
+    with PipelineProcess(tmp_path, props, stores.targets) as run:
+        run.start()  # the initial snapshot is applied
+        writer = workload.EvolvingWriter(db, prefix)
+        middle = len(writer.steps) // 2
+        writer.run(writer.steps[:middle], changes_between=60)
         run.alive()
-        return stores.problems(db)
+        run.kill()  # in the middle of the sequence
+        run.start()
+        writer.run(writer.steps[middle:], changes_between=60)
 
-    wait_until(lambda: not problems(), timeout=300, interval=1.0,
-               what=lambda: f"the mirrors to equal the source: {problems()}\n{run.context()}")
-    assert stores.dropped_column_values() > 0  # the dropped column stays, with its values up to the drop
-    run.kill()
+        def problems() -> list[str]:
+            run.alive()
+            return stores.problems(db)
+
+        wait_until(lambda: not problems(), timeout=300, interval=1.0,
+                   what=lambda: f"the mirrors to equal the source: {problems()}\n{run.context()}")
+        assert stores.dropped_column_values() > 0  # the dropped column stays, with its values up to the drop
     log = run.log.read_text(errors="replace")
     # The volatile default's values came from an incremental snapshot the applier signalled.
     assert "were added with values no WAL record carries" in log and "an incremental snapshot of the table reads them again" in log

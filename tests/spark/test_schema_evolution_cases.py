@@ -109,17 +109,18 @@ def test_a_backfill_running_while_the_shape_changes_loses_nothing(pg_cluster, db
     prefix = f"bf{abs(hash(unique_name)) % 10**6}"
     _setup(db, prefix, rows=2000)
     props = _props(pg_cluster, prefix, **{"snapshot.mode": "no_data"})
-    run = PipelineProcess(tmp_path, props, _targets(pg_cluster, prefix))
-    run.start()
-    db.execute(f"INSERT INTO {prefix}_signal VALUES ('backfill', 'execute-snapshot', %s)",
-               (json.dumps({"data-collections": [f"public.{prefix}_t"], "type": "incremental"}),))
-    with psycopg.connect(pg_cluster.conninfo(f"{prefix}_mirror"), autocommit=True) as mirror:
+    with PipelineProcess(tmp_path, props, _targets(pg_cluster, prefix)) as run, \
+            psycopg.connect(pg_cluster.conninfo(f"{prefix}_mirror"), autocommit=True) as mirror:
+        run.start()
+        db.execute(f"INSERT INTO {prefix}_signal VALUES ('backfill', 'execute-snapshot', %s)",
+                   (json.dumps({"data-collections": [f"public.{prefix}_t"], "type": "incremental"}),))
+
         def mirrored() -> int:
             run.alive()
             exists = mirror.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{prefix}_t",)).fetchone()[0]
             return mirror.execute(f"SELECT count(*) FROM {prefix}_t").fetchone()[0] if exists else 0
 
-        wait_until(lambda: mirrored() >= 200, timeout=120, interval=0.1, what=f"the backfill to start\n{run.context()}")
+        wait_until(lambda: mirrored() >= 200, timeout=120, interval=0.1, what=lambda: f"the backfill to start\n{run.context()}")
         assert mirrored() < 2000, "the backfill ended before the shape changed: make it slower"
         db.execute(f"ALTER TABLE {prefix}_t ADD COLUMN extra integer DEFAULT 5")
         db.execute(f"UPDATE {prefix}_t SET n = n + 1 WHERE id % 10 = 0")
@@ -130,7 +131,6 @@ def test_a_backfill_running_while_the_shape_changes_loses_nothing(pg_cluster, db
         assert mirrored() < 2000, "the backfill ended before the shape changed: make it slower"
         wait_until(lambda: not _differences(pg_cluster, db, prefix), timeout=240, interval=1.0,
                    what=lambda: f"the mirrors to equal the source: {_differences(pg_cluster, db, prefix)}\n{run.context()}")
-    run.kill()
 
 
 def test_the_strict_policy_stops_naming_the_change_and_resumes_once_the_mirror_has_it(pg_cluster, db, tmp_path, unique_name):
