@@ -387,6 +387,12 @@ _ALL = [
        doc="the topic of the sink channel's notification records"),
     # events and runtime behaviour
     _P("provide.transaction.metadata", "false", "bool"),
+    _P("include.schema.changes", "false", "bool",
+       doc="not a property of Debezium's PostgreSQL connector, which has no schema change topic (its Db2, MySQL, ... "
+           "connectors have one): true sends a CREATE record for each table of the initial snapshot and one per "
+           "table whose pgoutput Relation message content changes (ALTER; a new table: CREATE) to the <topic.prefix> "
+           "topic, with ddl null, in every layout that writes topics (the changes layout carries row changes only); "
+           "refused with sparkcdc.stream.decode.processes > 1 (see docs/schema-change-topic.md)"),
     _P("heartbeat.interval.ms", "0", "int", check=_non_negative),
     _P("heartbeat.action.query"),
     _P("event.processing.failure.handling.mode", "fail", "enum", ("fail", "warn", "skip")),
@@ -447,7 +453,7 @@ _ALL = [
        doc="with sparkcdc.output.layout=topic_files: the stream task decodes and encodes its slot's changes in this "
            "many processes of its own (whole transactions each, written in commit order), while it reads the WAL; "
            "give the task as many cores (spark.task.cpus) on a cluster; not with signals (signal.data.collection) "
-           "(see docs/spark-source.md, \"Decoding one slot in several processes\")"),
+           "nor include.schema.changes=true (see docs/spark-source.md, \"Decoding one slot in several processes\")"),
     _P("sparkcdc.stream.decode.chunk.messages", "16384", "int", check=_positive,
        doc="with sparkcdc.stream.decode.processes > 1: WAL messages a decoding process is given at least before the next "
            "one takes over, at the next commit (a transaction is never split between processes)"),

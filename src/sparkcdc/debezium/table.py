@@ -49,6 +49,7 @@ class ColumnDescription:
     #: :attr:`sparkcdc.catalog.ColumnInfo.has_missing`): the value's text (None: NULL).
     has_missing: bool = False
     missing_value: str | None = None
+    identity: str = ""  # ``pg_attribute.attidentity``: '' (none), 'a' (ALWAYS) or 'd' (BY DEFAULT)
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,8 @@ def read_stream_range(
         state = state_store.read(start.lsn)
         processor.last_commit_lsn, processor.last_commit_ts_us = last_commit_of(state, start.lsn)
         processor.signal_table = signal_table_of(config)
+        if processor.shapes is not None and state is not None:
+            processor.shapes.load(state.relations)  # what the batch before knew of the tables' shapes
         chunk = end.incremental.chunk if end.incremental is not None else None
         watch = None
         if processor.signal_table is not None or chunk is not None:
@@ -94,7 +96,9 @@ def read_stream_range(
         report.finish()
         if end.lsn > start.lsn or state is None:
             signals = () if watch is None else tuple(s.to_dict() for s in watch.signals)
-            state_store.write(end.lsn, StreamState(processor.last_commit_lsn, processor.last_commit_ts_us, signals=signals))
+            relations = processor.shapes.entries() if processor.shapes is not None else ()
+            state_store.write(end.lsn, StreamState(processor.last_commit_lsn, processor.last_commit_ts_us, signals=signals,
+                                                   relations=relations))
         if end.heartbeat != start.heartbeat and stream == 0:
             yield events.heartbeat()
     finally:

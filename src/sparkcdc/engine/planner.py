@@ -23,6 +23,7 @@ from typing import Any
 from ..debezium.config import ConnectorConfig
 from ..errors import PipelineError, ServerError
 from ..lsn import format_lsn
+from ..postgres.catalog import Catalog
 from ..postgres.errors import SlotInUseError
 from ..postgres.slots import (
     ExportedSnapshotSlot,
@@ -51,6 +52,7 @@ from .metric_reports import (
 )
 from .notifications import Notifier, notification_pieces
 from .offsets import SnapshotSpec, SourceOffset
+from .schema_changes import table_digest
 from .setup import apply_replica_identities, captured_tables, ensure_stream_publications
 from .signal_channels import enabled_channels, polled_channels
 from .signals import Signal, signal_table_of
@@ -101,6 +103,8 @@ class ConnectorPlanner:
         self.available_now_target: int | None = None
         self._export: ExportedSnapshotSlot | None = None
         self._export_spec: SnapshotSpec | None = None
+        # include.schema.changes: the shapes of the initial snapshot's tables, in its snapshot (see engine/schema_changes.py)
+        self._export_relations: tuple[tuple[str, str, int, str], ...] = ()
         self._snapshot_tx: SnapshotTransaction | None = None
         self._plan: list[SnapshotChunk] = []
         # The snapshot batch was planned (its chunks handed out): only the commit after it may close
@@ -218,10 +222,24 @@ class ConnectorPlanner:
         # slot's consistent point as possible (see "Chunk boundaries" in engine/snapshot_plan.py).
         self._plan = plan_snapshot_chunks(self._snapshot_tx.conn, self.config, spec, self._export.snapshot_name)
         self._report_snapshot(spec)
+        self._export_relations = self._snapshot_relations(tables)
         # Debezium carries the snapshot's time into streaming (see StreamingProcessor).
         for store in self.state_stores:
-            store.write(spec.lsn, StreamState(None, spec.ts_us))
+            store.write(spec.lsn, StreamState(None, spec.ts_us, relations=self._export_relations))
         return SourceOffset(self.slot_name, self.database, spec.lsn, phase="snapshot", snapshot=spec, streams=len(self.slot_names))
+
+    def _snapshot_relations(self, tables: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str, int, str], ...]:
+        """include.schema.changes: the snapshotted tables' shapes as the catalog in the exported snapshot
+        describes them, the digest of the Relation message the stream sends for them unchanged: the
+        snapshot emits their CREATE records, so the stream reports them again only when they change."""
+        if not self.config.get_bool("include.schema.changes") or self._snapshot_tx is None:
+            return ()
+        catalog = Catalog(self._snapshot_tx.conn)
+        shapes = []
+        for schema, table in tables:
+            info = catalog.table_by_name(schema, table)
+            shapes.append((schema, table, info.oid, table_digest(info)))
+        return tuple(sorted(shapes))
 
     # -- offsets ---------------------------------------------------------------------------------
     def parse(self, raw: dict[str, Any]) -> SourceOffset:
@@ -459,8 +477,11 @@ class ConnectorPlanner:
             # After a blocking snapshot the slot is the same: the stream's last commit still precedes the point.
             before = self.state_store.read(end.lsn) if start.snapshot.kind == "blocking" else None
             last_commit, last_ts = (before.last_commit_lsn, before.last_commit_ts_us) if before else (None, self._export_spec.ts_us)
+            # What the stream knows of the tables' shapes: the stream's before a blocking snapshot, which
+            # emits no schema change records; the new initial snapshot's (whose CREATE records it emits).
+            relations = (before.relations if before else ()) if start.snapshot.kind == "blocking" else self._export_relations
             for store in self.state_stores:
-                store.write(end.lsn, StreamState(last_commit, last_ts, stream_from_lsn=self._export_spec.lsn))
+                store.write(end.lsn, StreamState(last_commit, last_ts, stream_from_lsn=self._export_spec.lsn, relations=relations))
         self._snapshot_planned = True
         return list(self._plan)
 

@@ -16,13 +16,14 @@ facts about its rows with probes instead of reading the whole snapshot. Both num
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..debezium.events import EventFactory
 from ..debezium.records import ChangeRecord
-from ..debezium.table import TableSchema
+from ..debezium.schema_changes import schema_change_record
+from ..debezium.table import TableDescription, TableSchema
 
 __all__ = [
     "MAX_SNAPSHOT_CHUNKS",
@@ -32,18 +33,21 @@ __all__ = [
     "ROWS_PER_CHUNK_LIMIT",
     "SnapshotContext",
     "incremental_record",
+    "schema_change_ordinal",
     "snapshot_change",
     "snapshot_marker",
     "snapshot_ordinal",
     "snapshot_record",
     "snapshot_records",
+    "snapshot_schema_change",
 ]
 
 # A snapshot row's ordinal packs (table index, chunk index, row number in the chunk) into a
 # non-negative 63-bit integer (a Spark LONG), so that ordinals order rows as the sequential snapshot
 # reads them: 18 bits of table, 18 bits of chunk, 27 bits of row. Only a table's last chunk may hold
 # more rows than the row field (its row number then runs into chunk numbers no chunk of that
-# table uses); the planner keeps every other chunk small enough.
+# table uses); the planner keeps every other chunk small enough. The last position of each table's
+# range is no row's: it is the next table's schema change record's (see schema_change_ordinal).
 ORDINAL_TABLE_SHIFT = 45
 ORDINAL_CHUNK_SHIFT = 27
 MAX_SNAPSHOT_TABLES = 1 << (63 - ORDINAL_TABLE_SHIFT)
@@ -63,12 +67,43 @@ def snapshot_ordinal(table_index: int, chunk_index: int, row: int, *, last_chunk
     if not 0 <= table_index < MAX_SNAPSHOT_TABLES or not 0 <= chunk_index < MAX_SNAPSHOT_CHUNKS:
         raise OverflowError(f"snapshot table {table_index} / chunk {chunk_index} is outside the ordinal layout")
     position = (chunk_index << ORDINAL_CHUNK_SHIFT) + row
-    if (row >= ROWS_PER_CHUNK_LIMIT and not last_chunk) or position >= 1 << ORDINAL_TABLE_SHIFT:
+    if (row >= ROWS_PER_CHUNK_LIMIT and not last_chunk) or position >= (1 << ORDINAL_TABLE_SHIFT) - 1:
         raise OverflowError(
             f"snapshot chunk {chunk_index} of table {table_index} holds more rows than its ordinals can number "
             f"({row + 1}); plan smaller chunks"
         )
     return (table_index << ORDINAL_TABLE_SHIFT) | position
+
+
+def schema_change_ordinal(table_index: int) -> int:
+    """The ordinal of the table's ``CREATE`` schema change record (``include.schema.changes``): just
+    before its first row, the last position of the previous table's range (-1 for the first table),
+    which no row takes (see :func:`snapshot_ordinal`)."""
+    if not 0 <= table_index < MAX_SNAPSHOT_TABLES:
+        raise OverflowError(f"snapshot table {table_index} is outside the ordinal layout")
+    return (table_index << ORDINAL_TABLE_SHIFT) - 1
+
+
+def snapshot_schema_change(
+    events: EventFactory, context: SnapshotContext, description: TableDescription, table_index: int, *,
+    selected: Callable[[str], bool] | None = None,
+) -> ChangeRecord:
+    """The ``CREATE`` schema change record of a snapshotted table, placed just before its rows.
+
+    Its source block is the rows': the snapshot's LSN, transaction and time, marked ``first`` for
+    the snapshot's first table (it is the snapshot's first record) and ``true`` for the others."""
+    marker = "first" if table_index == 0 else "true"
+    source = events.source(
+        schema=description.schema, table=description.name, ts_us=context.ts_us, snapshot=marker, tx_id=context.tx_id,
+        lsn=context.lsn, last_commit_lsn=None,
+    )
+    record = schema_change_record(events, "CREATE", description, source, snapshot=True, selected=selected)
+    record.lsn = record.commit_lsn = context.lsn
+    record.tx_id = context.tx_id
+    record.source_ts_us = context.ts_us
+    record.ordinal = schema_change_ordinal(table_index)
+    record.snapshot = marker
+    return record
 
 
 def snapshot_marker(*, table_index: int, first_of_table: bool, last_of_table: bool, final: bool) -> str:

@@ -56,6 +56,7 @@ from .snapshot import (
     snapshot_marker,
     snapshot_ordinal,
     snapshot_record,
+    snapshot_schema_change,
 )
 from .snapshot_plan import SnapshotChunk, table_has_rows
 from .tables import TableResolver
@@ -67,6 +68,7 @@ __all__ = [
     "ChunkColumns",
     "ChunkRows",
     "chunk_records",
+    "chunk_schema_changes",
     "open_chunk_transaction",
     "read_chunk_columns",
     "read_chunk_rows",
@@ -108,6 +110,18 @@ def chunk_session(
         events.set_run_id(run_id)
         # The catalog read inside the snapshot describes the tables as the planner saw them.
         yield tx, events, TableResolver(Catalog(tx.conn), factory, TableFilter(config))
+
+
+def chunk_schema_changes(
+    config: ConnectorConfig, chunk: SnapshotChunk, *, run_id: str, clock_ns: Callable[[], int] = time.time_ns
+) -> Iterator[ChangeRecord]:
+    """The ``CREATE`` schema change record of the chunk's table, as the chunk's snapshot describes it
+    (``include.schema.changes``: the table's first chunk emits it, before the table's rows)."""
+    with chunk_session(config, chunk, run_id=run_id, clock_ns=clock_ns) as (_tx, events, resolver):
+        table = resolver.for_table(chunk.schema, chunk.table)
+        record = snapshot_schema_change(events, chunk.context, table.description, chunk.table_index,
+                                        selected=resolver.factory.rules.selected)
+    yield record
 
 
 def open_chunk_transaction(config: ConnectorConfig, chunk: SnapshotChunk) -> SnapshotTransaction:
@@ -337,7 +351,7 @@ def _row_limit(chunk: SnapshotChunk) -> int:
     """How many rows the chunk's ordinals can number (checked per row without a call)."""
     if not chunk.is_last_chunk:
         return ROWS_PER_CHUNK_LIMIT
-    return (1 << ORDINAL_TABLE_SHIFT) - (chunk.chunk_index << ORDINAL_CHUNK_SHIFT)
+    return (1 << ORDINAL_TABLE_SHIFT) - 1 - (chunk.chunk_index << ORDINAL_CHUNK_SHIFT)  # (the last: the next table's)
 
 
 def _check_not_rewritten(tx: SnapshotTransaction, chunk: SnapshotChunk) -> None:

@@ -4,7 +4,9 @@
 logical decoding message reports that commit's time. The task that reads a batch knows both at its
 end; the driver does not. The task writes them to a small file named by the batch's end LSN, and
 the next batch's task reads the file named by its start LSN. The files are JSON, written atomically
-(write, then rename), so a re-executed batch rewrites the same content.
+(write, then rename), so a re-executed batch rewrites the same content. With
+``include.schema.changes``, the state also carries what the batch knew of each captured table's
+shape at its end (engine/schema_changes.py).
 
 With parallel streaming (``sparkcdc.stream.slots``) each stream has its own last commit: stream
 i > 0 keeps its files next to stream 0's, named ``state-<LSN>-<i>.json``.
@@ -31,6 +33,9 @@ class StreamState:
     # Signals that arrived through the signal table in the batch ending here (Signal.to_dict()),
     # for the driver to act on when it plans the next batch.
     signals: tuple[dict, ...] = ()
+    # include.schema.changes: the last Relation content known of each captured table at this point,
+    # (schema, table, relation OID, digest) in name order (see engine/schema_changes.py).
+    relations: tuple[tuple[str, str, int, str], ...] = ()
 
 
 def default_state_location(database: str, slot: str) -> Path:
@@ -54,7 +59,8 @@ class StreamStateStore:
         target = self._path(lsn)
         with tempfile.NamedTemporaryFile("w", dir=self.location, prefix=".tmp-", delete=False, encoding="utf-8") as handle:
             json.dump({"last_commit_lsn": state.last_commit_lsn, "last_commit_ts_us": state.last_commit_ts_us,
-                       "stream_from_lsn": state.stream_from_lsn, "signals": list(state.signals)}, handle)
+                       "stream_from_lsn": state.stream_from_lsn, "signals": list(state.signals),
+                       "relations": [list(entry) for entry in state.relations]}, handle)
             temporary = handle.name
         os.replace(temporary, target)
 
@@ -64,7 +70,8 @@ class StreamStateStore:
         except FileNotFoundError:
             return None
         return StreamState(raw.get("last_commit_lsn"), raw.get("last_commit_ts_us"), raw.get("stream_from_lsn"),
-                           tuple(raw.get("signals") or ()))
+                           tuple(raw.get("signals") or ()),
+                           tuple((str(s), str(t), int(o), str(d)) for s, t, o, d in raw.get("relations") or ()))
 
     def prune(self, before_lsn: int) -> None:
         """Drop the states of positions before ``before_lsn`` (no batch can start there any more), every stream's."""

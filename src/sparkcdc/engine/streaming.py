@@ -15,6 +15,7 @@ from typing import Any
 from ..debezium.config import ConnectorConfig
 from ..debezium.events import EventFactory, sequence_text
 from ..debezium.records import ChangeRecord
+from ..debezium.schema_changes import schema_change_record
 from ..debezium.table import TableSchema
 from ..debezium.types.hstore import java_hashmap_order
 from ..lsn import format_lsn
@@ -38,6 +39,7 @@ from ..pgoutput.messages import (
 )
 from ..pgoutput.wal import WalMessage
 from .errors import UnexpectedMessageError
+from .schema_changes import RelationShapes
 from .tables import TableResolver
 
 __all__ = ["SIGNAL_OP", "StreamingProcessor", "UnexpectedMessageError"]
@@ -86,6 +88,11 @@ class StreamingProcessor:
         self.signal_table: tuple[str, str] | None = None
         self.signal_relation_id = -1
         self._signal_columns: tuple[str, ...] = ()
+        #: include.schema.changes: the last Relation content known of each captured table (the
+        #: batch's reader loads the state's at the batch's start); None: no schema change records.
+        self.shapes: RelationShapes | None = RelationShapes() if config.get_bool("include.schema.changes") else None
+        self._schema_pending: list[tuple[str, TableSchema]] = []  # (change type, table) of Relation messages not placed yet
+        self._schema_ready: list[ChangeRecord] = []  # placed, to be handed on before the next message's records
 
     @property
     def in_transaction(self) -> bool:
@@ -103,7 +110,7 @@ class StreamingProcessor:
         for item in items:
             message = item.message
             tx = self._tx
-            if inline and type(message) is Insert and tx is not None:
+            if inline and type(message) is Insert and tx is not None and not self._schema_pending and not self._schema_ready:
                 table = tables.get(message.relation_id)  # None: not captured, or unknown (process() raises)
                 if table is not None and message.relation_id != self.signal_relation_id:
                     key, after = table.key_and_row(message.new_tuple)
@@ -117,6 +124,16 @@ class StreamingProcessor:
         return out
 
     def process(self, item: WalMessage) -> list[ChangeRecord]:
+        if self._schema_pending and not isinstance(item.message, (Relation, TypeMessage)):
+            self._place_schema_changes(item.data_start)
+        if self._schema_ready:
+            records = self._dispatch(item)  # if it raises, the schema changes go out with the next message
+            out, self._schema_ready = self._schema_ready, []
+            out.extend(records)
+            return out
+        return self._dispatch(item)
+
+    def _dispatch(self, item: WalMessage) -> list[ChangeRecord]:
         message = item.message
         if isinstance(message, (Insert, Update, Delete)):
             return self._row_change(message, item.data_start)
@@ -128,10 +145,15 @@ class StreamingProcessor:
         if isinstance(message, Commit):
             return self._commit(message)
         if isinstance(message, Relation):
-            self.resolver.on_relation(message)
+            table = self.resolver.on_relation(message)
             if self.signal_table is not None and (message.namespace, message.name) == self.signal_table:
                 self.signal_relation_id = message.relation_id
                 self._signal_columns = tuple(c.name for c in message.columns)
+            shapes = self.shapes
+            if shapes is not None and table is not None:
+                kind = shapes.change(message)
+                if kind is not None:
+                    self._schema_pending.append((kind, table))  # placed at the change it was sent for
             return []
         if isinstance(message, TypeMessage):
             return []
@@ -257,6 +279,39 @@ class StreamingProcessor:
         record.ordinal = tx.ordinal
         tx.ordinal += 1
         return record
+
+    # -- schema changes --------------------------------------------------------------------------
+    def _place_schema_changes(self, lsn: int) -> None:
+        """The pending Relation messages' schema change records, placed at ``lsn``.
+
+        pgoutput sends a Relation message (after the Type messages of its types) just before the
+        change it was sent for, and the walsender sends it without an LSN of its own (0: it does so
+        for every message but the last of a change's). So the message is placed at that change: its
+        LSN, in its transaction, at the ordinals just before the change's records."""
+        for kind, table in self._schema_pending:
+            self._schema_ready.append(self._schema_change(kind, table, lsn))
+        self._schema_pending = []
+
+    def _schema_change(self, kind: str, table: TableSchema, lsn: int) -> ChangeRecord:
+        """The schema change record of a Relation message placed at ``lsn``: in its transaction (its
+        commit LSN, the next ordinal), with the source block the table's row events there carry.
+        (pgoutput sends Relation messages inside transactions; one outside is placed at ``lsn`` alone.)"""
+        tx = self._tx
+        events = self.events
+        selected = self.resolver.factory.rules.selected
+        if tx is None:
+            ts_us = self.last_commit_ts_us if self.last_commit_ts_us is not None else events.clock_ns() // 1000
+            source = events.source(schema=table.schema_name, table=table.table_name, ts_us=ts_us, lsn=lsn,
+                                   last_commit_lsn=self.last_commit_lsn)
+            record = schema_change_record(events, kind, table.description, source, selected=selected)
+            record.lsn = record.commit_lsn = lsn
+            record.source_ts_us = ts_us
+            return record
+        source = events.source(
+            schema=table.schema_name, table=table.table_name, ts_us=tx.commit_ts_us, tx_id=tx.xid, lsn=lsn,
+            last_commit_lsn=self.last_commit_lsn, origin=tx.origin, origin_lsn=tx.origin_lsn,
+        )
+        return self._positioned(schema_change_record(events, kind, table.description, source, selected=selected), tx, lsn)
 
     # -- transaction metadata --------------------------------------------------------------------
     def _begin(self, tx: _Transaction, lsn: int) -> ChangeRecord:

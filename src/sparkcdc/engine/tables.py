@@ -92,6 +92,7 @@ class TableResolver:
             described.append(ColumnDescription(
                 name, column_type(self.catalog, type_oid, modifier), not_null, default, position, attnum,
                 declared_type or self.catalog.format_type(type_oid, modifier), has_missing, missing,
+                catalog_column.identity if catalog_column else "",
             ))
         identity = {"d": info.primary_key, "i": info.replica_identity_index, "n": ()}.get(info.replica_identity)
         return TableDescription(schema, table, tuple(described), info.key_columns, info.oid, info.replica_identity, identity)

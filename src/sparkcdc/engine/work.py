@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from functools import partial
+from itertools import chain
 from typing import Any
 
 from ..debezium.config import ConnectorConfig
@@ -56,7 +57,14 @@ def read_work(config: ConnectorConfig, work: Any, *, run_id: str, lines: bool = 
 
         batches = counted_chunk(metrics_location(config), work, read_encoded_chunk(config, work, run_id=run_id, serializer=serializer,
                                                                                     lines=lines, line_end=line_end), _batch_size)
-        return batches if work.kind == "initial" else _marked(batches, work.kind)
+        if work.kind != "initial":
+            return _marked(batches, work.kind)
+        if work.chunk_index == 0 and config.get_bool("include.schema.changes"):
+            # The table's CREATE schema change record, before its rows (not counted as one of them).
+            from .snapshot_reader import chunk_schema_changes
+
+            return chain(encode(chunk_schema_changes(config, work, run_id=run_id), serializer), batches)
+        return batches
     if isinstance(work, NotificationPiece):
         return encode(notification_records(work), serializer)
     raise TypeError(f"not a planned piece of work: {type(work).__name__}")
@@ -68,6 +76,9 @@ def read_work_records(config: ConnectorConfig, work: Any, *, run_id: str) -> Ite
 
     A snapshot chunk is read through the Python converters (the server-rendered path makes JSON);
     a blocking or incremental chunk's rows are marked with their kind, as :func:`read_work` marks them.
+    A snapshot chunk gives no schema change record here, and a stream range's (``include.schema.changes``)
+    are records without a ``TableSchema``, which the ``changes`` layout leaves out as it leaves out
+    heartbeats: it carries row changes only.
     """
     if isinstance(work, StreamRange):
         return _stream_records(config, work, run_id)
