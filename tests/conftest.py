@@ -102,7 +102,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 _LOG_OFFSET = pytest.StashKey[int]()
 
 #: Test modules that SIGKILL pipelines over and over (minutes each): left out of `make test-fast`.
-_KILL_TEST_MODULES = frozenset({"test_kill_restart.py", "test_apply_kill.py", "test_incremental_snapshot_kill.py"})
+_KILL_TEST_MODULES = frozenset({"test_kill_restart.py", "test_apply_kill.py", "test_incremental_snapshot_kill.py",
+                                "test_schema_evolution.py", "test_schema_change_topic.py"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
