@@ -202,3 +202,26 @@ def test_scd2_history_follows_too(target, db, unique_name):
 ])
 def test_what_a_postgresql_mirror_widens(old, new, verdict):
     assert pg_type_verdict(old, new) == verdict
+
+
+def test_a_widened_key_is_widened_in_the_tombstones_too(target, db, unique_name):
+    db.execute(f'CREATE SCHEMA "{unique_name}"')
+    narrow = [col("id", pa.int32(), "integer", 1, nullable=False), *BASE[1:]]
+    spec, _ = prepare(target, unique_name, narrow)
+    apply(target, spec, narrow, [{"id": 1, "name": "a"}], 1)
+    wide = [col("id", pa.int64(), "bigint", 1, nullable=False), *BASE[1:]]
+    spec, evolution = prepare(target, unique_name, wide)
+    assert [type(op).__name__ for op in evolution.operations] == ["WidenColumn"]
+    tombstones = db.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'id'",
+                            (f'"{unique_name}".items__sparkcdc_tombstones',)).fetchone()[0]
+    assert tombstones == "bigint"
+    big = 2**40
+    apply(target, spec, wide, [{"id": big, "name": "big"}], 2)
+    fields = [pa.field(c.name, c.arrow_type) for c in wide] + [
+        pa.field("__is_delete", pa.bool_()), pa.field("__is_truncate", pa.bool_()), pa.field("__unchanged", pa.list_(pa.string())),
+        *(pa.field(name, pa.int64()) for name in DEFAULT_SEQUENCE)]
+    delete = pa.Table.from_pylist([{"id": big, "__is_delete": True, "__is_truncate": False, "__unchanged": [], "__commit_lsn": 900,
+                                    "__lsn": 900, "__ordinal": 0}], schema=pa.schema(fields))
+    changes = fold_changes(spec, delete, tombstones=target.tombstones(spec, [(big,)]))
+    assert target.apply(changes, pipeline_id="p", batch_id=3)
+    assert db.execute(f'SELECT count(*) FROM "{unique_name}".items__sparkcdc_tombstones WHERE id = %s', (big,)).fetchone()[0] == 1

@@ -200,6 +200,13 @@ class PostgresTarget(PreparedTables[_Table]):
                 # (a default, which the table keeps for the rows it holds), then dropped: later rows
                 # carry their own values.
                 cur.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} DROP DEFAULT").format(ident, sql.Identifier(operation.column.name)))
+            if isinstance(operation, WidenColumn) and operation.name in spec.keys:
+                # The tombstones are keyed like the table: a widened key is widened there too.
+                schema, name = split_target(spec.target)
+                cur.execute("SELECT to_regclass(%s) IS NOT NULL", (sql.Identifier(schema, name + TOMBSTONE_SUFFIX).as_string(cur),))
+                row = cur.fetchone()
+                if row and row[0]:
+                    cur.execute(_alter_sql(sql.Identifier(schema, name + TOMBSTONE_SUFFIX), operation))
         evolution.report(spec.target, f"in {self.description}", spec.spec.qualified_table)
         return evolution
 
