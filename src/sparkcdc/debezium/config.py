@@ -87,6 +87,11 @@ class ConnectorConfig:
         if "kafka" in split_list(self.raw.get("signal.enabled.channels")) and not self.raw.get("signal.kafka.bootstrap.servers"):
             raise ConfigError("signal.kafka.bootstrap.servers", "is required with the kafka signal channel (signal.enabled.channels)")
         self._check_select_overrides()
+        from .transforms import transform_chain
+
+        #: ``transforms=`` and ``predicates=`` (:mod:`sparkcdc.debezium.transforms`): checked here,
+        #: before anything connects; run on every record sparkcdc emits.
+        self.transforms = transform_chain(self.raw, strict=strict, warnings=self.warnings)
 
     def _apply_statuses(self, strict: bool) -> None:
         """Refusals first (before any value check), then aliases, deprecated values and warnings."""

@@ -501,10 +501,11 @@ _ALL = [
     _P("snapshot.custom.class", status=REFUSED,
        doc="a Java Snapshotter class (replaced by snapshot.mode.custom.name); sparkcdc cannot load Java classes"),
     # Kafka Connect settings a connector configuration often carries
-    _P("transforms", status=REFUSED,
-       doc="single message transforms are Java classes sparkcdc cannot run; apply them as DataFrame transformations "
-           "(typed per-table views, apply_changes)"),
-    _P("predicates", status=REFUSED, doc="predicates of single message transforms, which sparkcdc refuses (transforms)"),
+    _P("transforms", kind="list",
+       doc="single message transforms, run as Kafka Connect runs them on every record sparkcdc emits (topic files, "
+           "Kafka, lines, columns); the changes layout, typed views and apply_changes read records before them "
+           "(docs/transforms.md lists the classes and their options)"),
+    _P("predicates", kind="list", doc="predicates of the transforms (transforms.<alias>.predicate), as Kafka Connect's"),
 ]
 
 PROPERTIES: dict[str, Property] = {p.name: p for p in _ALL}
@@ -534,8 +535,9 @@ FAMILIES: list[Family] = [
            "has no effect here: sparkcdc writes Kafka Connect JsonConverter JSON with its defaults"),
     Family(re.compile(r"converters?\..+"), "converter.*, converters.*", WARNED,
            "has no effect here: settings of custom converters, which sparkcdc refuses (converters)"),
-    Family(re.compile(r"transforms\..+|predicates\..+"), "transforms.*, predicates.*", WARNED,
-           "has no effect here: settings of single message transforms, which sparkcdc refuses (transforms)"),
+    Family(re.compile(r"transforms\..+|predicates\..+"), "transforms.<alias>.*, predicates.<alias>.*",
+           doc="type, predicate, negate and the class's options; an option the class does not have is reported with "
+               "the closest one it has (refused under sparkcdc.strict)"),
     Family(re.compile(r"offset\..+"), "offset.*", WARNED,
            "has no effect here: offsets live in the Spark checkpoint (sparkcdc run --checkpoint)"),
     Family(re.compile(r"schema\.history\.internal(\..+)?"), "schema.history.internal.*", WARNED,

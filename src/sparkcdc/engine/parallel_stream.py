@@ -64,6 +64,7 @@ from .offsets import SourceOffset
 from .signals import signal_table_of
 from .state_store import StreamState, StreamStateStore
 from .stream_slots import stream_slot
+from .work import emitted
 
 __all__ = [
     "DECODE_PROCESSES", "DecodingProcessFailed", "PieceEncoder", "check_parallel_decoding", "read_stream_range_parallel",
@@ -198,7 +199,7 @@ def _heartbeat_piece(config: ConnectorConfig, run_id: str, encoder: PieceEncoder
     name: a connection, opened only for a batch that carries a heartbeat)."""
     admin, _, events, _ = stream_processor(config, run_id)
     try:
-        header, retained = encoder.encode([events.heartbeat()])
+        header, retained = encoder.encode(emitted(config, [events.heartbeat()]))
     finally:
         admin.close()
     return header, partial(encoder.deliver, retained)
@@ -479,7 +480,7 @@ def _decode_loop(pieces: Any, results: Any, config: ConnectorConfig, run_id: str
             if control:
                 process_items(processor, frames.take(control), failure_mode, messages=messages)  # state only: no records
             last_before = counter.last
-            header, retained = encoder.encode(counter.count(_records(processor, frames, failure_mode, messages)))
+            header, retained = encoder.encode(emitted(config, counter.count(_records(processor, frames, failure_mode, messages))))
             if header:
                 waiting.append(retained)
             last = counter.last if counter.last is not last_before else None

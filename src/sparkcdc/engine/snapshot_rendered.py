@@ -47,6 +47,7 @@ from .snapshot_reader import (
     open_chunk,
     opened_chunk_records,
 )
+from .work import emitted
 
 __all__ = ["RecordTemplates", "TemplateError", "read_encoded_chunk", "rendered_chunk_batches", "rendered_query"]
 
@@ -440,14 +441,16 @@ def read_encoded_chunk(
         if opened is None:
             return
         table, first_of_table = opened
-        query = rendered_query(table, chunk) if config.get_bool("sparkcdc.snapshot.render.sql") and chunk.query is None else None
+        # The server renders the records' JSON as the connector makes them; transforms need records.
+        rendered = config.get_bool("sparkcdc.snapshot.render.sql") and chunk.query is None and not config.transforms
+        query = rendered_query(table, chunk) if rendered else None
         if query is not None:
             yield from rendered_chunk_batches(
                 tx, config, serializer, events, table, chunk, query, first_of_table=first_of_table, batch_rows=batch_rows,
                 batch_bytes=batch_bytes, clock_ns=clock_ns, lines=lines, line_end=line_end,
             )
         else:
-            records = opened_chunk_records(tx, config, events, chunk, table, first_of_table)
+            records = emitted(config, opened_chunk_records(tx, config, events, chunk, table, first_of_table))
             if lines:
                 yield from encode_lines(records, serializer, batch_rows, batch_bytes, line_end=line_end)
             else:

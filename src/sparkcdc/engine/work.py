@@ -11,7 +11,7 @@ so every path produces the same bytes from the same plan.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from itertools import chain
 from typing import Any
@@ -29,7 +29,7 @@ from .planner import StreamRange
 from .snapshot_plan import SnapshotChunk
 from .state_store import StreamStateStore
 
-__all__ = ["read_stream_encoded", "read_work", "read_work_records", "serializer_for"]
+__all__ = ["emitted", "read_stream_encoded", "read_work", "read_work_records", "serializer_for"]
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,14 @@ log = logging.getLogger(__name__)
 def serializer_for(config: ConnectorConfig) -> JsonSerializer:
     """The JsonConverter settings of the configuration (``key/value.converter.schemas.enable``)."""
     return JsonSerializer(key_schemas=config.key_schemas_enable, value_schemas=config.value_schemas_enable, header_schemas=True)
+
+
+def emitted(config: ConnectorConfig, records: Iterable[ChangeRecord]) -> Iterable[ChangeRecord]:
+    """``records`` as they leave the connector: through the configuration's transforms
+    (``transforms=``), where it has any. Every path from records to output calls this once, and
+    the typed ``changes`` layout never does (it reads records as the connector makes them)."""
+    chain = config.transforms
+    return chain.apply(records) if chain else records
 
 
 def read_work(config: ConnectorConfig, work: Any, *, run_id: str, lines: bool = False, line_end: bytes = b"") -> Iterator[EncodedBatch]:
@@ -51,7 +59,7 @@ def read_work(config: ConnectorConfig, work: Any, *, run_id: str, lines: bool = 
     serializer = serializer_for(config)
     encode = partial(encode_lines, line_end=line_end) if lines else encode_records
     if isinstance(work, StreamRange):
-        return encode(_stream_records(config, work, run_id), serializer)
+        return encode(emitted(config, _stream_records(config, work, run_id)), serializer)
     if isinstance(work, SnapshotChunk):
         from .snapshot_rendered import read_encoded_chunk
 
@@ -63,10 +71,10 @@ def read_work(config: ConnectorConfig, work: Any, *, run_id: str, lines: bool = 
             # The table's CREATE schema change record, before its rows (not counted as one of them).
             from .snapshot_reader import chunk_schema_changes
 
-            return chain(encode(chunk_schema_changes(config, work, run_id=run_id), serializer), batches)
+            return chain(encode(emitted(config, chunk_schema_changes(config, work, run_id=run_id)), serializer), batches)
         return batches
     if isinstance(work, NotificationPiece):
-        return encode(notification_records(work), serializer)
+        return encode(emitted(config, notification_records(work)), serializer)
     raise TypeError(f"not a planned piece of work: {type(work).__name__}")
 
 
