@@ -408,6 +408,14 @@ class OracleSession:
             if state is None or state[0] != "streaming":
                 status["text"] = f"walsender of slot {self.slot!r} is in state {state and state[0]!r}"
                 return False
+            if self.properties.get("transforms", "").strip():
+                # Transforms reshape, reroute or drop snapshot records: they cannot be counted as
+                # such; the snapshot's own metrics say when it has emitted everything.
+                no_data = self.properties.get("snapshot.mode", "initial") in ("no_data", "never")
+                if not no_data and not self._mbean_attribute("snapshot", "SnapshotCompleted"):
+                    status["text"] = "snapshot metrics do not report SnapshotCompleted"
+                    return False
+                return True
             expected = int(self._mbean_attribute("snapshot", "TotalNumberOfEventsSeen") or 0)
             received = sum(1 for r in self.records if _is_snapshot_record(r))
             if received < expected:
