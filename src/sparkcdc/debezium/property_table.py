@@ -158,6 +158,12 @@ def _plugin(raw: str) -> str | None:
     return f"{raw.strip()!r} is not supported: sparkcdc decodes pgoutput only (set plugin.name=pgoutput or remove it)"
 
 
+def _stream_params(raw: str) -> str | None:
+    from .stream_params import stream_params_problem
+
+    return stream_params_problem(raw)
+
+
 def _connector_class(raw: str) -> str | None:
     if raw.strip() in (_CONNECTOR_CLASS, "PostgresConnector"):
         return None
@@ -259,9 +265,10 @@ _ALL = [
     _P("slot.failover", "false", "bool", status=REFUSED, quiet=("false",),
        doc="failover slots need PostgreSQL 17 and sparkcdc does not create them; a slot that is not synchronised "
            "to the standby would silently lose changes at failover"),
-    _P("slot.stream.params", status=REFUSED,
-       doc="sparkcdc starts pgoutput with its own options (proto_version, publication_names, messages) and passes "
-           "no other plugin parameters; ignoring them (e.g. origin=none) would change which changes are captured"),
+    _P("slot.stream.params", check=_stream_params,
+       doc="name=value;... passed to pgoutput when the stream starts: origin=none (only changes made on this server, "
+           "not those a replication origin applied) or origin=any, PostgreSQL 16+ (refused on an older server before "
+           "streaming); any other parameter is refused, naming it (sparkcdc chooses pgoutput's others itself)"),
     _P("slot.max.retries", "6", "int", check=_non_negative),
     _P("slot.retry.delay.ms", "10000", "int", check=_non_negative,
        doc="the wait between attempts to reconnect to the slot when the server went away"),

@@ -28,6 +28,7 @@ from typing import Any
 from ..debezium.config import ConnectorConfig
 from ..debezium.events import EventFactory
 from ..debezium.records import ChangeRecord
+from ..debezium.stream_params import origin_of
 from ..debezium.table import TableSchemaFactory
 from ..errors import ServerError
 from ..lsn import format_lsn
@@ -190,6 +191,7 @@ def replication_reader(config: ConnectorConfig, source: StreamSlot, start_lsn: i
         (source.publication,),
         proto_version=1,
         messages=True,
+        origin=origin_of(config.raw),  # slot.stream.params (the planner checked the server has it)
         status_interval=config.get_int("status.update.interval.ms") / 1000,
     )
     delay = config.get_int("slot.retry.delay.ms") / 1000

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..debezium.config import ConnectorConfig
+from ..debezium.stream_params import check_server_supports
 from ..errors import PipelineError, ServerError
 from ..lsn import format_lsn
 from ..postgres.catalog import Catalog
@@ -150,6 +151,8 @@ class ConnectorPlanner:
         return self._initial
 
     def _set_up(self) -> None:
+        # slot.stream.params: origin needs a PostgreSQL 16 pgoutput; refused before anything is set up or read
+        check_server_supports(self.config.raw, self.admin.info.server_version)
         self.tables = captured_tables(self.admin, self.config)
         apply_replica_identities(self.admin, self.config, self.tables)
         published = list(self.tables)
