@@ -195,6 +195,7 @@ class OutputCheck:
     ops: Counter[str] = field(default_factory=Counter)
     ids: dict[str, bytearray] = field(default_factory=dict)  # op -> one byte per id: times seen
     samples: list[dict] = field(default_factory=list)
+    unwrapped: bool = False  # the values are ExtractNewRecordState's rows with add.fields=op
 
     def ids_exactly(self, op: str, count: int) -> bool:
         """Every id 1..count seen exactly once with ``op``, and no other."""
@@ -212,25 +213,35 @@ class OutputCheck:
                 found.append(f"op {op!r}: the ids are not exactly 1..{count:,}, each once")
         for line in self.samples:
             payload = json.loads(line["value"])["payload"]
-            if payload["op"] not in expected or set(payload["after"]) != {"id", "qty", "label", "price", "created", "active"}:
+            if self.unwrapped:  # ExtractNewRecordState with add.fields=op: the row, and its op as __op
+                good = payload.get("__op") in expected and set(payload) == {*_BENCH_COLUMNS, "__op"}
+            else:
+                good = payload["op"] in expected and set(payload["after"]) == _BENCH_COLUMNS
+            if not good:
                 found.append(f"unexpected sampled event: {json.dumps(payload)[:300]}")
         return found
+
+
+_BENCH_COLUMNS = {"id", "qty", "label", "price", "created", "active"}
 
 
 _OP = b'\\"op\\":\\"'  # "op":" inside the value's JSON text, as it is escaped in the line
 _AFTER_ID = b'\\"after\\":{\\"id\\":'
 _RAW_OP, _RAW_AFTER_ID = b'"op":"', b'"after":{"id":'  # the same in a value as Kafka holds it
+_UNWRAPPED_OP, _UNWRAPPED_ID = b'\\"__op\\":\\"', b'\\"payload\\":{\\"id\\":'  # the same after unwrap (add.fields=op)
 
 
-def check_output(output: Path, id_limit: int, sample_every: int = 10_000) -> OutputCheck:
+def check_output(output: Path, id_limit: int, sample_every: int = 10_000, *, unwrapped: bool = False) -> OutputCheck:
     """Count the lines of the topic files under ``output`` (plain or zstd) without parsing them all: each line's ``op``
     and ``after.id`` are found by byte search (the last ``op`` of a line is the payload's), and one
-    line in ``sample_every`` is parsed in full."""
-    check = OutputCheck()
+    line in ``sample_every`` is parsed in full. ``unwrapped``: the values are ExtractNewRecordState's
+    rows with ``add.fields=op`` (``__op`` and the row's ``id`` are searched instead)."""
+    check = OutputCheck(unwrapped=unwrapped)
+    op_mark, id_mark = (_UNWRAPPED_OP, _UNWRAPPED_ID) if unwrapped else (_OP, _AFTER_ID)
     for path in published_files(output):
         with open_topic_file(path) as handle:
             for raw in io.BufferedReader(handle, 1 << 20):  # type: ignore[arg-type]
-                _count(check, raw, id_limit, _OP, _AFTER_ID)
+                _count(check, raw, id_limit, op_mark, id_mark)
                 if check.lines % sample_every == 1:
                     check.samples.append(json.loads(raw))
     return check

@@ -81,6 +81,9 @@ from sparkcdc.postgres import create_logical_slot, get_slot  # noqa: E402
 
 TARGET = 2.5  # issue 13: at least 2.5x Debezium's steady rate in processing time
 DEBEZIUM_PUBLICATION = "bench_debezium"
+#: The most common transform line of Debezium configurations: flat rows, with the operation as ``__op``.
+UNWRAP = {"transforms": "unwrap", "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+          "transforms.unwrap.add.fields": "op"}
 NOTE = "Note on the streaming figures: see the note under the first recorded run (2026-11-22) for where the time goes."
 
 
@@ -88,8 +91,8 @@ class SparkcdcPipeline:
     """One sparkcdc configuration with its output (topic files, or a Kafka cluster) and checkpoint."""
 
     def __init__(self, cluster: ThrowawayCluster, work: Path, run: int, tables: list[str], kafka: str | None = None,
-                 slots: int = 1, *, zstd: bool = False, decode_processes: int = 1) -> None:
-        kind = "kafka" if kafka else "zstd" if zstd else "stream" if slots == 1 else f"slots{slots}"
+                 slots: int = 1, *, zstd: bool = False, decode_processes: int = 1, unwrap: bool = False) -> None:
+        kind = "kafka" if kafka else "zstd" if zstd else "unwrap" if unwrap else "stream" if slots == 1 else f"slots{slots}"
         kind += f"_decode{decode_processes}" if decode_processes > 1 else ""
         self.name = f"sparkcdc_{kind}_{run}"
         props = sparkcdc_properties(cluster, self.name, "no_data")
@@ -100,6 +103,9 @@ class SparkcdcPipeline:
             props["sparkcdc.stream.slots.assignment"] = ",".join(f"public.{table}:{i % slots}" for i, table in enumerate(tables))
         if zstd:
             props["sparkcdc.output.topic.files.compression"] = "zstd"
+        if unwrap:
+            props.update(UNWRAP)
+        self.unwrap = unwrap
         if decode_processes > 1 and kafka is None:
             props["sparkcdc.stream.decode.processes"] = str(decode_processes)
         if kafka is not None:
@@ -128,7 +134,7 @@ class SparkcdcPipeline:
             drop_slot_when_free(conn, slot)
         inserts = changes * 5 // 6
         expected = {"c": inserts, "u": changes - inserts}
-        check = (check_output(self.output, inserts) if self.kafka is None
+        check = (check_output(self.output, inserts, unwrapped=self.unwrap) if self.kafka is None
                  else check_values(_topic_values(self.kafka, [f"{self.name}.public.{t}" for t in self.tables]), inserts))
         problems = check.problems({op: count for op, count in expected.items() if count})
         if result.records != changes:
@@ -191,6 +197,8 @@ def main() -> None:
                         help="also drain with sparkcdc.stream.slots=N (N > 1; needs --tables >= N) and compare with one slot")
     parser.add_argument("--decode-processes", type=int, default=1,
                         help="also drain into zstd topic files with sparkcdc.stream.decode.processes=N (N > 1)")
+    parser.add_argument("--unwrap", action="store_true", help="also drain with transforms=unwrap (ExtractNewRecordState, "
+                        "add.fields=op) and compare with the plain drain of the same run")
     parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
     args = parser.parse_args()
     changes = args.changes
@@ -209,6 +217,7 @@ def main() -> None:
     zstd_runs: list[SparkcdcRun] = []
     decode_runs: list[SparkcdcRun] = []
     slot_runs: list[SparkcdcRun] = []
+    unwrap_runs: list[SparkcdcRun] = []
     with (ThrowawayCluster() as cluster, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
           tempfile.TemporaryDirectory(prefix="sparkcdc-bench-stream-") as tmp, contextlib.ExitStack() as stack,
           MachineCpu() as cpu):
@@ -225,6 +234,7 @@ def main() -> None:
         zstd_pipelines = []
         decode_pipelines: list[SparkcdcPipeline] = []
         slot_pipelines = []
+        unwrap_pipelines: list[SparkcdcPipeline] = []
         began = time.perf_counter()
         for run in range(args.repeat):
             create_logical_slot(conn, f"debezium_stream_{run}")
@@ -239,10 +249,13 @@ def main() -> None:
             if args.decode_processes > 1:
                 decode_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, zstd=True, decode_processes=args.decode_processes))
                 decode_pipelines[-1].prepare(conn)
+            if args.unwrap:
+                unwrap_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, unwrap=True))
+                unwrap_pipelines[-1].prepare(conn)
             if args.slots > 1:
                 slot_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, slots=args.slots))
                 slot_pipelines[-1].prepare(conn)
-        slot_count = args.repeat * (2 + (kafka is not None) + args.zstd + (args.decode_processes > 1)
+        slot_count = args.repeat * (2 + (kafka is not None) + args.zstd + (args.decode_processes > 1) + args.unwrap
                                     + (args.slots if args.slots > 1 else 0))
         print(f"slots: {slot_count} created in {time.perf_counter() - began:.1f} s")
         began = time.perf_counter()
@@ -265,6 +278,10 @@ def main() -> None:
                     ours = pipelines[run].drain(conn, changes)
                     our_runs.append(ours)
                     print(_progress(run, "sparkcdc", changes, ours))
+            if unwrap_pipelines:
+                ours = unwrap_pipelines[run].drain(conn, changes)
+                unwrap_runs.append(ours)
+                print(_progress(run, "sparkcdc transforms=unwrap", changes, ours))
             if zstd_pipelines:
                 ours = zstd_pipelines[run].drain(conn, changes)
                 zstd_runs.append(ours)
@@ -294,6 +311,20 @@ def main() -> None:
                   f"headers), {args.repeat} drains each; load average {load_before} before, {load_after} after"),
         note=NOTE,
     )
+    if unwrap_runs:
+        plain = median(our_runs, key=lambda r: r.processing_seconds)
+        unwrapped = median(unwrap_runs, key=lambda r: r.processing_seconds)
+        print(f"sparkcdc transforms=unwrap / without = {plain.processing_seconds / unwrapped.processing_seconds:.2f} processing rate "
+              f"({changes / unwrapped.processing_seconds:,.0f} vs {changes / plain.processing_seconds:,.0f} events/s), "
+              f"{plain.wall_seconds / unwrapped.wall_seconds:.2f} wall")
+        report_comparison(
+            "stream-unwrap", changes, debezium_runs, unwrap_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record, cpu=cpu,
+            workload=(f"the same {changes:,} changes and Debezium runs (no transform) as the `stream` entry recorded with it; "
+                      "sparkcdc `run --once --output` with transforms=unwrap (io.debezium.transforms.ExtractNewRecordState, "
+                      "add.fields=op): flat rows with __op; output checked like the plain files (ids once per op)"),
+            note=(f"transforms=unwrap against no transform, same run: {plain.processing_seconds / unwrapped.processing_seconds:.2f}x "
+                  "the plain drain's processing rate (median drains)."),
+        )
     if zstd_runs:
         report_comparison(
             "stream-zstd", changes, debezium_runs, zstd_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record, cpu=cpu,
