@@ -276,7 +276,12 @@ _ALL = [
     _P("publication.autocreate.mode", "all_tables", "enum", ("all_tables", "disabled", "filtered", "no_tables")),
     _P("publish.via.partition.root", "false", "bool"),
     _P("replica.identity.autoset.values"),
-    _P("offset.mismatch.strategy", "no_validation", "enum", ("no_validation", "trust_offset", "trust_slot", "trust_greater_lsn")),
+    _P("offset.mismatch.strategy", "no_validation", "enum", ("no_validation", "trust_offset", "trust_slot", "trust_greater_lsn"),
+       doc="a restarted query whose checkpoint and slot disagree: slot ahead: no_validation reads from the checkpoint "
+           "and the server skips to the slot (warned), trust_offset refuses, trust_slot and trust_greater_lsn resume from "
+           "the slot; checkpoint ahead: trust_offset and trust_greater_lsn advance the slot to it at the start (not with "
+           "lsn.flush.mode=manual), no_validation and trust_slot leave the slot until a batch commits. A slot that is "
+           "gone: trust_slot and trust_greater_lsn create it and go on from it, the others refuse"),
     _P("status.update.interval.ms", "10000", "int", check=_positive),
     _P("lsn.flush.mode", "connector", "enum", ("manual", "connector", "connector_and_driver"),
        doc="connector: the slot advances when Spark has committed a batch, to the batch's end, which already covers "

@@ -52,6 +52,7 @@ from .metric_reports import (
     write_json,
 )
 from .notifications import Notifier, notification_pieces
+from .offset_mismatch import resume_of, trusts_slot
 from .offsets import SnapshotSpec, SourceOffset
 from .schema_changes import table_digest
 from .setup import apply_replica_identities, captured_tables, ensure_stream_publications
@@ -102,6 +103,9 @@ class ConnectorPlanner:
         self.heartbeat = HeartbeatTimer(config.get_int("heartbeat.interval.ms"))
         self.max_batch_bytes = config.get_int("sparkcdc.max.batch.wal.bytes")
         self.available_now_target: int | None = None
+        #: offset.mismatch.strategy: a slot behind the checkpoint that the strategy does not advance at the
+        #: start is not confirmed when batches are planned, only when one commits (see _check_slot).
+        self._confirm_held = False
         self._export: ExportedSnapshotSlot | None = None
         self._export_spec: SnapshotSpec | None = None
         # include.schema.changes: the shapes of the initial snapshot's tables, in its snapshot (see engine/schema_changes.py)
@@ -270,7 +274,8 @@ class ConnectorPlanner:
         if not self._streaming_delayed:
             self._streaming_delayed = True
             time.sleep(self.config.get_int("streaming.delay.ms") / 1000)
-        self._advance_slot(start.lsn)  # ``start`` ends a committed batch (see docs/spark-source.md)
+        if not self._confirm_held:
+            self._advance_slot(start.lsn)  # ``start`` ends a committed batch (see docs/spark-source.md)
         if self._planned is not None and self._planned[0] == start_raw:
             return self._planned[1]
         base = max(start.lsn, self._floor_lsn)
@@ -404,25 +409,45 @@ class ConnectorPlanner:
         state = self.state_store.read(start.lsn)
         if state is not None and state.stream_from_lsn is not None:
             self._floor_lsn = max(self._floor_lsn, state.stream_from_lsn)
-        for name, found in slots.items():
-            self._check_slot(name, found, start)
+        checkpoint = max(start.lsn, self._floor_lsn)
+        for index, (name, found) in enumerate(slots.items()):
+            read_from = self._check_slot(index, name, found, start, checkpoint)
+            self._floor_lsn = max(self._floor_lsn, read_from)  # the first batch's end is not before any stream's start
         return None
 
-    def _check_slot(self, name: str, slot: SlotState | None, start: SourceOffset) -> None:
-        """A restarted query's slot against its checkpoint: it must exist and not be past it."""
+    def _check_slot(self, index: int, name: str, slot: SlotState | None, start: SourceOffset, checkpoint: int) -> int:
+        """A restarted query's slot against its checkpoint, as offset.mismatch.strategy says (see
+        engine/offset_mismatch.py); where stream ``index`` reads from."""
+        strategy = self.config.text("offset.mismatch.strategy")
         if slot is None:
-            raise SlotMismatchError(
-                f"slot {name!r} does not exist, but the checkpoint resumes from {format_lsn(start.lsn)}: the changes "
-                "since then are lost; use snapshot.mode=when_needed to take a new snapshot, or start with a new checkpoint"
-            )
+            if not trusts_slot(strategy):
+                raise SlotMismatchError(
+                    f"slot {name!r} does not exist, but the checkpoint resumes from {format_lsn(start.lsn)}: the changes "
+                    "since then are lost; use snapshot.mode=when_needed to take a new snapshot, "
+                    "offset.mismatch.strategy=trust_slot to go on from a new slot, or start with a new checkpoint"
+                )
+            log.warning("slot %r does not exist: creating it and resuming from its start, the changes since the checkpoint's "
+                        "%s are skipped (offset.mismatch.strategy=%s)", name, format_lsn(start.lsn), strategy)
+            create_logical_slot(self.admin, name)
+            slot = get_slot(self.admin, name)
+            assert slot is not None
         confirmed = slot.confirmed_flush_lsn or 0
-        if confirmed > max(start.lsn, self._floor_lsn):
-            strategy = self.config.get("offset.mismatch.strategy")
-            message = (f"slot {name!r} is at {format_lsn(confirmed)}, ahead of the checkpoint's "
-                       f"{format_lsn(start.lsn)}: the changes in between cannot be read again")
-            if strategy == "trust_offset":
-                raise SlotMismatchError(message + " (offset.mismatch.strategy=trust_offset)")
-            log.warning("%s; continuing from the slot (offset.mismatch.strategy=%s)", message, strategy)
+        resume = resume_of(strategy, name, checkpoint, confirmed, may_advance=self.config.get("lsn.flush.mode") != "manual")
+        if resume.error is not None:
+            raise SlotMismatchError(resume.error)
+        if resume.note is not None:
+            (log.warning if resume.skipped else log.info)("%s", resume.note)
+        if resume.advance_slot_to is not None:
+            self._advance_one(name, resume.advance_slot_to)
+        elif confirmed < checkpoint:
+            self._confirm_held = True  # the slot is not moved at the start: it is confirmed when a batch commits
+        if resume.read_from > checkpoint:
+            # This stream's first batch reads from the slot (batch_reader.first_stream_lsn): its state says so.
+            store = self.state_stores[index]
+            state = store.read(start.lsn)
+            store.write(start.lsn, replace(state, stream_from_lsn=max(resume.read_from, state.stream_from_lsn or 0))
+                        if state is not None else StreamState(None, None, stream_from_lsn=resume.read_from))
+        return resume.read_from
 
     def _insert_lsn(self) -> int:
         return current_wal_insert_lsn(self.admin)
@@ -504,6 +529,7 @@ class ConnectorPlanner:
         for name, channel in self.channels.items():
             channel.acknowledge((end.signal_cursor or {}).get(name))
         if self.streams:
+            self._confirm_held = False
             self._advance_slot(end.lsn)
             self.state_store.prune(end.lsn)
             prune_stream_reports(self.metrics_location, end.lsn)
