@@ -8,6 +8,8 @@ value mapping and a deprecation warning, and an honoured one is read by the code
 
 from __future__ import annotations
 
+import ast
+import functools
 import re
 import warnings
 from dataclasses import FrozenInstanceError
@@ -20,7 +22,7 @@ from sparkcdc.cli.app import app
 from sparkcdc.debezium import config as config_module
 from sparkcdc.debezium.config import ConfigError, ConfigWarning, ConnectorConfig, report_warnings
 from sparkcdc.debezium.property_docs import render_table, replace_table
-from sparkcdc.debezium.property_table import ALIAS, FAMILIES, HONOURED, PROPERTIES, REFUSED, STATUSES, WARNED, Property
+from sparkcdc.debezium.property_table import ALIAS, FAMILIES, HONOURED, PROPERTIES, REFUSED, STATUSES, WARNED, Property, family_of
 from sparkcdc.debezium.settings import attribute_name
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,7 +109,9 @@ def test_a_warned_family_warns(family) -> None:
             "key.converter, value.converter": "value.converter", "header.converter, *.converter.*": "value.converter.replace.null.with.default",
             "converter.*, converters.*": "converters.x.type", "transforms.*, predicates.*": "transforms.unwrap.type",
             "offset.*": "offset.storage.file.filename", "schema.history.internal.*": "schema.history.internal.kafka.topic",
-            "internal.*": "internal.key.converter"}[family.shown]
+            "internal.*": "internal.key.converter", "errors.deadletterqueue.*": "errors.deadletterqueue.topic.name",
+            "producer.override.*, consumer.override.*, admin.override.*": "producer.override.linger.ms",
+            "openlineage.integration.*": "openlineage.integration.job.namespace", "database.*": "database.ApplicationName"}[family.shown]
     assert family.pattern.fullmatch(name)
     config = _config(**{name: "io.confluent.connect.avro.AvroConverter"})
     assert _warnings_about(config, name) == [f"{name}: {family.doc}"]
@@ -165,9 +169,31 @@ def test_deprecated_snapshot_modes_are_aliases(old: str, current: str) -> None:
         f"snapshot.mode={old} is deprecated: use snapshot.mode={current} (it is read as that)"]
 
 
+_SKIPPED = {"property_table.py", "property_docs.py", "settings.py"}
+
+
+@functools.cache
 def _source_without_the_table() -> str:
-    skip = {"property_table.py", "property_docs.py", "settings.py"}
-    return "\n".join(p.read_text(encoding="utf-8") for p in SRC.rglob("*.py") if p.name not in skip)
+    return "\n".join(p.read_text(encoding="utf-8") for p in SRC.rglob("*.py") if p.name not in _SKIPPED)
+
+
+@functools.cache
+def _string_literals() -> frozenset[str]:
+    """Every string constant of the code outside the table (regular expressions and prefixes included)."""
+    found: set[str] = set()
+    for path in SRC.rglob("*.py"):
+        if path.name not in _SKIPPED:
+            found |= {node.value for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                      if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    return frozenset(found)
+
+
+#: Honoured properties that no code needs to read, because every value asks for what sparkcdc does
+#: by construction; each with the reason (and where it is shown).
+SATISFIED_BY_DESIGN = {
+    "exactly.once.support": "every output sparkcdc writes is exactly once (tests/spark/test_kafka_sink.py, "
+                            "test_topic_files_sink.py, the apply kill tests)",
+}
 
 
 @pytest.mark.parametrize("name", [p.name for p in PROPERTIES.values() if p.status == HONOURED])
@@ -178,7 +204,72 @@ def test_an_honoured_property_is_read_by_the_code(name: str) -> None:
     prop = PROPERTIES[name]
     # A property with a single behaviour (plugin.name=pgoutput, snapshot.query.mode=select_all): its check is what it does.
     checked_by_the_table = (prop.check is not None and prop.kind != "int") or bool(prop.refused_values)
-    assert read or checked_by_the_table, f"{name} is marked honoured but nothing reads it"
+    assert read or checked_by_the_table or name in SATISFIED_BY_DESIGN, f"{name} is marked honoured but nothing reads it"
+
+
+# A member of each honoured family, set in a configuration where it applies (a new honoured family
+# needs a row here).
+FAMILY_MEMBERS: dict[str, dict[str, str]] = {
+    "column.truncate.to.<n>.chars": {"column.truncate.to.12.chars": r"public\.t\.c"},
+    "column.mask.with.<n>.chars": {"column.mask.with.8.chars": r"public\.t\.c"},
+    "column.mask.hash.<algorithm>.with.salt.<salt>, column.mask.hash.v2.<algorithm>.with.salt.<salt>":
+        {"column.mask.hash.v2.SHA-256.with.salt.CzQMA0cB5K": r"public\.t\.c"},
+    "snapshot.select.statement.overrides.<schema>.<table>": {"snapshot.select.statement.overrides.public.orders": "SELECT 1",
+                                                             "snapshot.select.statement.overrides": "public.orders"},
+    "sparkcdc.output.kafka.client.*": {"sparkcdc.output.kafka.client.security.protocol": "ssl"},
+    "signal.consumer.*": {"signal.consumer.security.protocol": "ssl"},
+    "transforms.<alias>.*, predicates.<alias>.*": {"transforms.route.regex": "(.*)", "transforms": "route",
+                                                   "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+                                                   "transforms.route.replacement": "$1"},
+    "topic.creation.default.*": {"topic.creation.default.cleanup.policy": "compact"},
+    "topic.creation.<group>.*": {"topic.creation.logs.retention.ms": "1000", "topic.creation.groups": "logs",
+                                 "topic.creation.logs.include": r"srv\.logs\..*"},
+}
+
+
+def _reads(literal: str, name: str) -> bool:
+    """Whether code holding ``literal`` reads ``name``: a regular expression matching it whole, or its
+    prefix (the rest of the name is the parameter), at least up to the family's second dot."""
+    if literal.endswith(".") and literal.count(".") >= 2 and name.startswith(literal):
+        return True
+    if "\\" not in literal:
+        return False  # only a pattern with escaped dots is taken for a regular expression
+    try:
+        return re.fullmatch(literal, name) is not None
+    except re.error:
+        return False
+
+
+def test_every_honoured_family_has_a_tested_member() -> None:
+    assert set(FAMILY_MEMBERS) == {f.shown for f in FAMILIES if f.status == HONOURED}
+    for shown, properties in FAMILY_MEMBERS.items():
+        member = next(iter(properties))
+        assert family_of(member) is not None and family_of(member).shown == shown, member
+
+
+@pytest.mark.parametrize("shown", [f.shown for f in FAMILIES if f.status == HONOURED])
+def test_an_honoured_family_is_read_by_the_code(shown: str) -> None:
+    """The docs' "0 accepted and unread" for families: code outside the table matches a member's name
+    (a pattern or the family's prefix of its own), and the configuration takes it without a warning."""
+    properties = FAMILY_MEMBERS[shown]
+    member = next(iter(properties))
+    readers = [literal for literal in _string_literals() if _reads(literal, member)]
+    assert readers, f"{shown} is marked honoured but no code outside the table matches {member}"
+    config = _config(**properties)
+    assert not config.warnings
+
+
+def test_docs_list_no_property_accepted_and_unread() -> None:
+    """What docs/properties.md calls honoured is read (the two tests above), and every other status
+    says what happens: a warning (no effect), an error, or the property it is read as."""
+    text = (REPO / "docs" / "properties.md").read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert len(rows) >= len(PROPERTIES) + len(FAMILIES)
+    for row in rows:
+        status = re.split(r"(?<!\\)\|", row)[3].strip()
+        assert status.split(" ")[0] in STATUSES, row
+        if status.startswith(WARNED):
+            assert "no effect" in row, row
 
 
 def test_settings_are_typed_frozen_and_take_the_tables_defaults() -> None:

@@ -78,7 +78,7 @@ def test_repeated_and_unknown_properties_are_warnings(tmp_path: Path) -> None:
     assert loaded.config.get("slot.name") == "b"
     assert loaded.warnings == [
         "slot.name is set on line 5 and again on line 6; the last value wins",
-        "slot.nmae (line 7): not a property sparkcdc knows; it is ignored (a typo?)",
+        "slot.nmae (line 7): is not a property sparkcdc knows; did you mean slot.name? (ignored)",
     ]
 
 

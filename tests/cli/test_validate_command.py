@@ -76,7 +76,7 @@ def test_unknown_properties_are_warned_about_but_valid(tmp_path: Path) -> None:
     path.write_text(VALID + "slot.nmae=x\n")
     result = RUNNER.invoke(app, ["validate", str(path)], env=WIDE)
     assert result.exit_code == 0
-    assert "warning: slot.nmae (line 14): not a property sparkcdc knows" in result.output
+    assert "warning: slot.nmae (line 14): is not a property sparkcdc knows; did you mean slot.name?" in result.output
 
 
 def test_console_script_is_declared() -> None:

@@ -60,6 +60,11 @@ ConfigArgument = Annotated[
     typer.Argument(metavar="CONFIG", help="Connector configuration: .properties, .json (Kafka Connect REST body or flat) or .yaml",
                    show_default=False),
 ]
+StrictOption = Annotated[
+    bool,
+    typer.Option("--strict", help="A property name sparkcdc does not know (or a transform option its class does not have) is "
+                                  "an error naming it and the closest known name, not a warning (as sparkcdc.strict=true)."),
+]
 
 
 def _stdout() -> Console:
@@ -117,9 +122,9 @@ def _is_database_error(exc: BaseException) -> bool:
     return driver is not None and isinstance(exc, driver.Error)
 
 
-def _load(path: Path) -> LoadedConfig:
+def _load(path: Path, strict: bool = False) -> LoadedConfig:
     with _reported():
-        loaded = load_config(path)
+        loaded = load_config(path, strict=strict)
     print_problems(_stderr(), [], loaded.warnings)
     # They are printed above (with their lines); the library would otherwise warn again when the
     # Spark source builds the same configuration.
@@ -163,9 +168,10 @@ def validate(
     config: ConfigArgument,
     connect: Annotated[bool, typer.Option("--connect", help="Also connect (read-only) and check the server, tables, "
                                           "publication and slot. Changes nothing in the database.")] = False,
+    strict: StrictOption = False,
 ) -> None:
     """Check a connector configuration; exit 0 when valid, 2 on a configuration error (1: server problems, with --connect)."""
-    loaded = _load(config)
+    loaded = _load(config, strict)
     out = _stdout()
     out.print(config_summary(loaded))
     if not connect:
@@ -281,6 +287,7 @@ def run(
     progress: Annotated[bool, typer.Option("--progress/--no-progress",
                                            help="Show the snapshot's progress per table, then a streaming status line "
                                                 "(live on a terminal, a log line every 10 s otherwise).")] = True,
+    strict: StrictOption = False,
 ) -> None:
     """Run the pipeline. SIGINT/SIGTERM stop it cleanly after the current micro-batch; a second signal exits immediately.
 
@@ -299,9 +306,13 @@ def run(
     if master is not None and remote is not None:
         _fail(EXIT_CONFIG, "--master and --remote exclude each other: a Spark Connect server runs the query on its own master")
     spark_conf = _conf_pairs(conf or ())
-    loaded = _load(config)
+    loaded = _load(config, strict)
     runner = _import_runner()
     err = _stderr()
+    if kafka is None:  # only --kafka creates topics
+        from ..debezium.topic_creation import unused_without_kafka
+
+        print_problems(err, [], unused_without_kafka(loaded.config.raw, "topic_files" if output is not None else "changes"))
 
     def stopping(signum: int) -> None:
         err.print(f"stopping after the current micro-batch ({signal.Signals(signum).name}); send it again to exit immediately", soft_wrap=True)

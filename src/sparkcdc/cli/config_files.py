@@ -27,7 +27,6 @@ import yaml
 from ..debezium.config import ConfigError, ConnectorConfig
 from ..errors import ConfigurationError
 from .properties import PropertiesSyntaxError, parse_properties
-from .rules import unknown_properties
 
 __all__ = ["ConfigFileError", "LoadedConfig", "RawConfig", "expand_env", "load_config", "read_config_file"]
 
@@ -76,12 +75,16 @@ class LoadedConfig:
     warnings: list[str]
 
 
-def load_config(path: Path | str, environ: Mapping[str, str] | None = None) -> LoadedConfig:
-    """Read, expand and validate a configuration file; raises :class:`ConfigFileError`."""
+def load_config(path: Path | str, environ: Mapping[str, str] | None = None, *, strict: bool = False) -> LoadedConfig:
+    """Read, expand and validate a configuration file; raises :class:`ConfigFileError`.
+
+    A name sparkcdc does not know is a warning with the closest known name (the configuration's
+    own report, with the file's line), or with ``strict`` (``--strict``, or ``sparkcdc.strict=true``
+    in the file) an error."""
     raw = read_config_file(path)
     properties = expand_env(raw, os.environ if environ is None else environ)
     try:
-        config = ConnectorConfig(properties)
+        config = ConnectorConfig(properties, strict=strict)
     except ConfigError as exc:
         message = str(exc).removeprefix(f"{exc.property}: ")
         raise raw.error(exc.property, message) from None
@@ -92,9 +95,6 @@ def load_config(path: Path | str, environ: Mapping[str, str] | None = None) -> L
         line = raw.lines.get(token.split("=", 1)[0])
         noted.append((line or 0, f"{token} (line {line}){message[len(token):]}" if line else message))
     warnings += [message for _, message in sorted(noted, key=lambda entry: entry[0])]
-    for name in unknown_properties(properties):
-        where = f" (line {raw.lines[name]})" if name in raw.lines else ""
-        warnings.append(f"{name}{where}: not a property sparkcdc knows; it is ignored (a typo?)")
     return LoadedConfig(raw.path, properties, config, dict(raw.lines), warnings)
 
 

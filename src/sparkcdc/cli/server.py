@@ -5,6 +5,8 @@ What they read, its SQL and why the connection is read-only: :mod:`sparkcdc.post
 
 from __future__ import annotations
 
+import math
+
 import psycopg
 
 from ..debezium.config import ConnectorConfig
@@ -14,6 +16,12 @@ from ..postgres import server_facts
 __all__ = ["connect_read_only"]
 
 
-def connect_read_only(config: ConnectorConfig, *, connect_timeout: int = 10) -> psycopg.Connection:
-    """An autocommit connection to the configured database in which every transaction is read-only."""
+def connect_read_only(config: ConnectorConfig, *, connect_timeout: int | None = None) -> psycopg.Connection:
+    """An autocommit connection to the configured database in which every transaction is read-only.
+
+    It waits ``connect_timeout`` seconds for the server, by default ``connection.validation.timeout.ms``
+    (what Debezium waits for its connection check when a connector is validated), in whole seconds:
+    libpq's ``connect_timeout`` has no finer unit."""
+    if connect_timeout is None:
+        connect_timeout = max(1, math.ceil(config.get_int("connection.validation.timeout.ms") / 1000))
     return server_facts.connect_read_only(conninfo_from_config(config), connect_timeout=connect_timeout)

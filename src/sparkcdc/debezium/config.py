@@ -7,7 +7,9 @@ everything before anything touches the database. Every error names the property.
 What each property does here is written once, in :mod:`sparkcdc.debezium.property_table`: this
 module applies it. Older names and values are translated to the current ones, and what sparkcdc
 accepts but does not act on is listed in :attr:`ConnectorConfig.warnings` (see
-:func:`report_warnings`), so that no setting is silently ignored.
+:func:`report_warnings`), so that no setting is silently ignored. So is a name sparkcdc does not know
+at all (a typo, most likely), with the known name closest to it; ``sparkcdc.strict=true`` (or
+``strict=True``) makes that an error instead.
 """
 
 from __future__ import annotations
@@ -19,7 +21,18 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
-from .property_table import ALIAS, PROPERTIES, REFUSED, WARNED, Property, compile_patterns, family_of, split_list
+from .property_table import (
+    ALIAS,
+    PROPERTIES,
+    REFUSED,
+    SANITIZE_PATTERN,
+    WARNED,
+    Property,
+    closest_known,
+    compile_patterns,
+    family_of,
+    split_list,
+)
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -60,14 +73,21 @@ class ConnectorConfig:
     """Validated connector properties: raw strings plus typed accessors with Debezium's defaults."""
 
     def __init__(self, properties: Mapping[str, Any], *, strict: bool = False) -> None:
-        """``strict`` rejects properties sparkcdc does not know (otherwise they are kept, unused).
+        """``strict`` (or ``sparkcdc.strict=true``) rejects property names sparkcdc does not know;
+        otherwise each is reported in ``warnings`` with the closest known name, and kept, unused.
 
         ``raw`` is the configuration as given plus what its aliases translate to (so that building a
-        configuration again from ``raw`` gives the same one); ``warnings`` says what was translated
-        or is accepted without effect.
+        configuration again from ``raw`` gives the same one: ``strict=True`` is kept there as
+        ``sparkcdc.strict=true``); ``warnings`` says what was translated, is accepted without effect,
+        or is not known.
         """
         self.raw: dict[str, str] = {str(k): _as_text(v) for k, v in properties.items()}
         self.warnings: list[str] = []
+        if strict:
+            self.raw["sparkcdc.strict"] = "true"
+        #: Unknown names (and transform options) are errors, not warnings.
+        self.strict = (self.raw.get("sparkcdc.strict") or "").strip().lower() == "true"
+        strict = self.strict
         self._apply_statuses(strict)
         for name, prop in PROPERTIES.items():
             value = self.raw.get(name)
@@ -92,6 +112,10 @@ class ConnectorConfig:
         #: ``transforms=`` and ``predicates=`` (:mod:`sparkcdc.debezium.transforms`): checked here,
         #: before anything connects; run on every record sparkcdc emits.
         self.transforms = transform_chain(self.raw, strict=strict, warnings=self.warnings)
+        from .topic_creation import topic_creation
+
+        #: Kafka Connect's ``topic.creation.*``: how the kafka layout creates a topic it does not find.
+        self.topic_creation = topic_creation(self.raw, self.warnings)
 
     def _apply_statuses(self, strict: bool) -> None:
         """Refusals first (before any value check), then aliases, deprecated values and warnings."""
@@ -103,10 +127,14 @@ class ConnectorConfig:
             if prop is None:
                 family = family_of(name)
                 if family is None:
-                    if strict:
-                        raise ConfigError(name, "is not a property sparkcdc knows")
+                    self._unknown(name, strict)
                 elif family.status == WARNED and not family.is_quiet(value):
-                    self.warnings.append(f"{name}: {family.doc}")
+                    # A catch-all family (database.*, signal.*) also takes the typos of its properties' names:
+                    # one that is very close to a property is reported as that (refused under strict).
+                    guess = closest_known(name, 0.85, families=False)
+                    if guess and strict:
+                        raise ConfigError(name, f"is not a property sparkcdc knows; did you mean {guess}?")
+                    self.warnings.append(f"{name}: {family.doc}" + (f"; did you mean {guess}?" if guess else ""))
                 continue
             if prop.status == REFUSED and not prop.is_quiet(value):
                 raise ConfigError(name, prop.doc)
@@ -135,6 +163,26 @@ class ConnectorConfig:
             targets = ", ".join(prop.alias_of)
             self.warnings.append(f"{name} is deprecated: use {targets} ({name}={value} is read as "
                                  + ", ".join(f"{t}={self.raw[t]}" for t in prop.alias_of) + ")")
+
+    def _unknown(self, name: str, strict: bool) -> None:
+        """A name neither the table nor a family knows: reported with the closest known name (as the
+        transform chain reports an option its class does not have), refused when ``strict``."""
+        guess = closest_known(name)
+        message = "is not a property sparkcdc knows" + (f"; did you mean {guess}?" if guess else "")
+        if strict:
+            raise ConfigError(name, message)
+        self.warnings.append(f"{name}: {message} (ignored)")
+
+    def is_secret(self, name: str) -> bool:
+        """Whether ``name``'s value is never shown: a password property, or a name ``custom.sanitize.pattern``
+        matches (case-insensitively, in full, as Debezium masks them)."""
+        if PROPERTIES.get(name, Property(name)).kind == "password":
+            return True
+        return self._sanitize.fullmatch(name) is not None
+
+    @cached_property
+    def _sanitize(self) -> re.Pattern[str]:
+        return re.compile(self.get("custom.sanitize.pattern") or SANITIZE_PATTERN, re.IGNORECASE)
 
     def _check_select_overrides(self) -> None:
         """Debezium applies ``snapshot.select.statement.overrides.<table>`` to listed tables only."""
@@ -232,7 +280,7 @@ class ConnectorConfig:
         return self.get_bool("value.converter.schemas.enable")
 
     def __repr__(self) -> str:
-        shown = {k: ("********" if PROPERTIES.get(k, Property(k)).kind == "password" else v) for k, v in self.raw.items()}
+        shown = {k: ("********" if self.is_secret(k) else v) for k, v in self.raw.items()}
         return f"ConnectorConfig({shown!r})"
 
 

@@ -28,7 +28,7 @@ def _default(prop: Property) -> str:
         return "(required)"
     if prop.required_with:
         return f"(required with `{prop.required_with[0]}={prop.required_with[1]}`)"
-    return f"`{prop.default}`" if prop.default not in (None, "") else ""
+    return f"`{_cell(prop.default)}`" if prop.default not in (None, "") else ""
 
 
 def _status(prop: Property) -> str:

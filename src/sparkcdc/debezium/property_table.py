@@ -19,13 +19,15 @@ without a word (``tasks.max=1``, ``slot.failover=false``).
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = [
     "ALIAS", "FAMILIES", "HONOURED", "PROPERTIES", "REFUSED", "STATUSES", "WARNED", "Family", "Property",
-    "compile_patterns", "split_list",
+    "closest", "closest_known", "compile_patterns", "split_list",
 ]
 
 HONOURED, ALIAS, WARNED, REFUSED = "honoured", "alias", "warned", "refused"
@@ -170,6 +172,14 @@ def _connector_class(raw: str) -> str | None:
     return f"{raw.strip()!r} is not the Debezium PostgreSQL connector ({_CONNECTOR_CLASS})"
 
 
+def _regex(raw: str) -> str | None:
+    try:
+        re.compile(raw)
+    except re.error as exc:
+        return f"{raw!r} is not a valid regular expression: {exc}"
+    return None
+
+
 def _topic_naming(raw: str) -> str | None:
     if raw.strip() == _TOPIC_NAMING:
         return None
@@ -230,6 +240,19 @@ _QUEUE = ("has no effect here: Debezium's in-memory queue between the log reader
           "in Spark micro-batches, sized by sparkcdc.max.batch.wal.bytes and the trigger interval")
 _JAVA_CUSTOM = "has no effect here: it names a Java implementation for a custom mode, and sparkcdc refuses custom modes"
 _CUSTOM_REFUSED = "custom implementations are Java classes; sparkcdc cannot load them"
+#: Debezium's default custom.sanitize.pattern: names of properties whose values are never shown.
+SANITIZE_PATTERN = (r".*secret$|.*password$|.*sasl\.jaas\.config$|.*basic\.auth\.user\.info|.*registry\.auth\.client-secret|"
+                    r".*credentials\.json$|.*connectionstring$|.*connection\.string$")
+_TABLE_MAPPING = "io.debezium.relational.ConcurrentMapTableMappingStorage"
+_SOURCE_INFO = "io.debezium.connector.postgresql.PostgresSourceInfoStructMaker"
+_TX_FACTORY = "io.debezium.pipeline.txmetadata.DefaultTransactionMetadataFactory"
+_CONNECT_RETRIES = ("has no effect here: Kafka Connect's retries of a failed conversion, transformation or send; a failing record "
+                    "stops sparkcdc (errors.tolerance=none), and `sparkcdc run` restarts after retriable server errors only "
+                    "(errors.max.retries, retriable.restart.connector.wait.ms)")
+_CONNECT_ERROR_LOG = ("has no effect here: a failing record stops sparkcdc with an error naming its table, topic and LSN; "
+                      "there are no tolerated errors to log (errors.tolerance=none)")
+_TRANSACTION_BOUNDARY = ("has no effect here: with sparkcdc.output.layout=kafka each reader task commits one Kafka transaction per "
+                         "micro-batch (what poll is closest to); the trigger interval sets how often")
 
 _P = Property
 _ALL = [
@@ -258,6 +281,9 @@ _ALL = [
     _P("database.query.timeout.ms", "600000", "int", check=_non_negative,
        doc="statement_timeout of sparkcdc's SQL connections (set-up, planning, catalog, heartbeats; 0: none); "
            "not of the snapshot's COPY reads nor of the replication stream"),
+    _P("connection.validation.timeout.ms", "60000", "int", check=_positive,
+       doc="how long `sparkcdc validate --connect` and `sparkcdc status` wait for their connection to the server "
+           "(rounded up to whole seconds: libpq's connect_timeout)"),
     _P("topic.prefix", required=True, check=_topic_prefix),
     # slot and publication
     _P("slot.name", "debezium", check=_slot_name),
@@ -287,6 +313,12 @@ _ALL = [
        doc="connector: the slot advances when Spark has committed a batch, to the batch's end, which already covers "
            "WAL that carried nothing captured (what connector_and_driver adds in Debezium), so both behave alike; "
            "manual: sparkcdc never advances the slot"),
+    _P("lsn.flush.timeout.ms", "30000", "int", check=_positive,
+       doc="how long the driver keeps trying to confirm a committed batch's end to the slot (pg_replication_slot_advance, "
+           "retried while the last batch's walsender still holds the slot) before lsn.flush.timeout.action applies"),
+    _P("lsn.flush.timeout.action", "fail", "enum", ("fail", "warn", "ignore"),
+       doc="fail: the query stops with an error naming the slot; warn: a warning is logged and the slot is confirmed with "
+           "a later batch; ignore: the same, without the warning"),
     # filters
     _P("schema.include.list", kind="regex_list"),
     _P("schema.exclude.list", kind="regex_list"),
@@ -361,6 +393,12 @@ _ALL = [
        doc="has no effect here: the snapshot reads by COPY, which streams a chunk's rows without a round trip per "
            "batch; the rows one Spark task reads are set by sparkcdc.snapshot.chunk.rows"),
     _P("snapshot.max.threads", "1", "int", check=_positive),
+    _P("snapshot.max.threads.multiplier", "1", "int", check=_positive, status=WARNED, quiet=("1",),
+       doc="has no effect here: a table's snapshot chunks are sized by sparkcdc.snapshot.chunk.rows (the rows one Spark "
+           "task reads), not counted per thread"),
+    _P("legacy.snapshot.max.threads", "false", "bool", status=WARNED, quiet=("false",),
+       doc="has no effect here: sparkcdc's snapshot always splits tables into chunks read by Spark tasks "
+           "(sparkcdc.snapshot.chunk.rows); there is no table-per-thread algorithm"),
     _P("snapshot.delay.ms", "0", "int", check=_non_negative, doc="the driver waits this long before taking a snapshot"),
     _P("snapshot.tables.order.by.row.count", "disabled", "enum", ("disabled", "ascending", "descending"),
        status=WARNED, quiet=("disabled",),
@@ -389,6 +427,9 @@ _ALL = [
     _P("incremental.snapshot.chunk.size", "1024", "int", check=_positive,
        doc="rows per incremental snapshot chunk: one chunk is read per micro-batch"),
     _P("incremental.snapshot.watermarking.strategy", "insert_insert", "enum", ("insert_insert", "insert_delete")),
+    _P("incremental.snapshot.allow.schema.changes", "false", "bool", status=WARNED, quiet=("true",),
+       doc="has no effect here: schema changes are always allowed during an incremental snapshot (a chunk's window holds "
+           "no lock on its table, and a chunk is read as the table is when it is read)"),
     _P("read.only", "false", "bool",
        doc="incremental snapshots write no watermark rows: the chunk's snapshot (pg_current_snapshot) tells which "
            "streamed changes it contains"),
@@ -426,9 +467,43 @@ _ALL = [
     _P("retriable.restart.connector.wait.ms", "10000", "int", check=_non_negative,
        doc="the wait before sparkcdc run restarts after a retriable error"),
     _P("extended.headers.enabled", "true", "bool"),
+    _P("guardrail.collections.max", "0", "int", check=_non_negative,
+       doc="the most tables a connector captures (0: no limit), counted when a query sets up (a new query, or a restart "
+           "from its checkpoint); more: guardrail.collections.limit.action"),
+    _P("guardrail.collections.limit.action", "warn", "enum", ("warn", "fail"),
+       doc="warn: a warning names the number of captured tables and the limit, and the query goes on; fail: the query "
+           "stops before it reads anything, naming guardrail.collections.max"),
+    _P("custom.sanitize.pattern", SANITIZE_PATTERN, check=_regex,
+       doc="properties whose name matches (case-insensitively, in full) show ******** instead of their value wherever "
+           "sparkcdc shows a configuration (a ConnectorConfig's repr, `sparkcdc validate`); password properties always do"),
+    _P("executor.shutdown.timeout.ms", "4000", "int", check=_non_negative, status=WARNED,
+       doc="has no effect here: Debezium's task executor; sparkcdc's work runs in Spark tasks, which stop with the query"),
+    _P("query.fetch.size", "0", "int", check=_non_negative, status=WARNED, quiet=("0",),
+       doc="has no effect here: the stream reads the replication protocol and snapshots read by COPY; nothing is fetched "
+           "through JDBC (the rows one snapshot task reads: sparkcdc.snapshot.chunk.rows)"),
+    _P("statistics.metrics.enabled", "true", "bool", status=WARNED, quiet=("false",),
+       doc="has no effect here: Debezium 3.x's statistics (MilliSecondsBehindSource quantiles) are not served; the "
+           "metrics sparkcdc serves are in docs/metrics.md"),
+    _P("memory.management.schemas.class", _TABLE_MAPPING, status=WARNED, quiet=(_TABLE_MAPPING,),
+       doc="has no effect here: a Java storage class for Debezium's in-memory table schemas; sparkcdc keeps each table's "
+           "schema per pgoutput Relation message"),
+    _P("memory.management.tables.class", _TABLE_MAPPING, status=WARNED, quiet=(_TABLE_MAPPING,),
+       doc="has no effect here: a Java storage class for Debezium's in-memory tables; sparkcdc keeps each table's "
+           "schema per pgoutput Relation message"),
+    _P("sourceinfo.struct.maker", _SOURCE_INFO, status=REFUSED, quiet=(_SOURCE_INFO,),
+       doc="another Java class would shape the source block differently, and sparkcdc cannot load one; it writes the "
+           "PostgreSQL connector's own source block"),
+    _P("transaction.metadata.factory", _TX_FACTORY, status=REFUSED, quiet=(_TX_FACTORY,),
+       doc="another Java class would shape transaction metadata differently, and sparkcdc cannot load one; it writes "
+           "Debezium's default transaction metadata (provide.transaction.metadata)"),
+    _P("openlineage.integration.enabled", "false", "bool", status=WARNED, quiet=("false",),
+       doc="has no effect here: sparkcdc emits no OpenLineage events"),
     _P("include.schema.comments", "false", "bool", status=WARNED, quiet=("false",),
        doc="has no effect here: column comments are not added to the schemas"),
     # sparkcdc's own (Spark runtime)
+    _P("sparkcdc.strict", "false", "bool",
+       doc="true: a property name sparkcdc does not know, a transform option its class does not have, is an error naming "
+           "it and the closest known name, instead of a warning (the command line's --strict sets it)"),
     _P("sparkcdc.state.location", doc="directory for the streaming state handed between micro-batches"),
     _P("sparkcdc.output.topic.files",
        doc="with sparkcdc.output.layout=topic_files: the topic files directory the reader tasks write into "
@@ -518,6 +593,35 @@ _ALL = [
            "Kafka, lines, columns); the changes layout, typed views and apply_changes read records before them "
            "(docs/transforms.md lists the classes and their options)"),
     _P("predicates", kind="list", doc="predicates of the transforms (transforms.<alias>.predicate), as Kafka Connect's"),
+    _P("errors.tolerance", "none", "enum", ("none", "all"),
+       refused_values=(("all", "would skip records that fail to convert, transform or be written, without a word; sparkcdc "
+                               "stops at the first failing record, naming it (errors.tolerance=none)"),),
+       doc="none: a failing record stops the run, naming it; all (skip failing records) is refused"),
+    _P("errors.log.enable", "false", "bool", status=WARNED, quiet=("false",), doc=_CONNECT_ERROR_LOG),
+    _P("errors.log.include.messages", "false", "bool", status=WARNED, quiet=("false",), doc=_CONNECT_ERROR_LOG),
+    _P("errors.retry.timeout", "0", "int", status=WARNED, quiet=("0",), doc=_CONNECT_RETRIES),
+    _P("errors.retry.delay.max.ms", "60000", "int", check=_non_negative, status=WARNED, doc=_CONNECT_RETRIES),
+    _P("exactly.once.support", "requested", "enum", ("requested", "required"),
+       doc="both are met: every output sparkcdc writes is written exactly once (topic files, the kafka layout's "
+           "transactions, apply_changes); with the columns, lines and changes layouts, your sink decides"),
+    _P("transaction.boundary", "poll", "enum", ("poll", "interval", "connector"), status=WARNED, quiet=("poll",),
+       doc=_TRANSACTION_BOUNDARY),
+    _P("transaction.boundary.interval.ms", status=WARNED, doc=_TRANSACTION_BOUNDARY),
+    _P("offsets.storage.topic", status=WARNED,
+       doc="has no effect here: offsets live in the Spark checkpoint (sparkcdc run --checkpoint)"),
+    _P("config.action.reload", "restart", "enum", ("restart", "none"), status=WARNED, quiet=("none",),
+       doc="has no effect here: sparkcdc reads its configuration (and ${env:...} references) once, when a run starts"),
+    _P("tasks.max.enforce", "true", "bool", status=WARNED, quiet=("true",),
+       doc="has no effect here: the PostgreSQL connector runs one task; sparkcdc's parallelism is Spark's"),
+    _P("connector.plugin.version", status=WARNED,
+       doc="has no effect here: a Kafka Connect plugin version; sparkcdc has one implementation of the connector"),
+    _P("topic.creation.groups", kind="list",
+       doc="with sparkcdc.output.layout=kafka: the groups of topic.creation.<group>.* settings, as Kafka Connect's (a topic "
+           "takes the first listed group whose include matches and exclude does not, else topic.creation.default.*); "
+           "other layouts create no topics and warn"),
+    _P("topic.creation.enable", "true", "bool",
+       doc="with sparkcdc.output.layout=kafka (Kafka Connect's worker setting): false leaves topic.creation.* unused, and "
+           "missing topics are created with sparkcdc.output.kafka.topic.*"),
 ]
 
 PROPERTIES: dict[str, Property] = {p.name: p for p in _ALL}
@@ -525,7 +629,11 @@ PROPERTIES: dict[str, Property] = {p.name: p for p in _ALL}
 FAMILIES: list[Family] = [
     Family(re.compile(r"column\.truncate\.to\.(\d+)\.chars"), "column.truncate.to.<n>.chars"),
     Family(re.compile(r"column\.mask\.with\.(\d+)\.chars"), "column.mask.with.<n>.chars"),
-    Family(re.compile(r"column\.mask\.hash\.([^.]+(?:-[^.]+)*)\.with\.salt\.(.+)"), "column.mask.hash.<algorithm>.with.salt.<salt>"),
+    Family(re.compile(r"column\.mask\.hash\.(?:v2\.)?([^.]+)\.with\.salt\.(.+)"),
+           "column.mask.hash.<algorithm>.with.salt.<salt>, column.mask.hash.v2.<algorithm>.with.salt.<salt>",
+           doc="the salt, then the value, digested with the Java algorithm (MD5, SHA-1, SHA-256, SHA-512, SHA3-256...), in "
+               "lower-case hex cut to the column's length: the value as Java serialises a String (v1), or its UTF-8 bytes "
+               "(v2, what Debezium does on Java 18 and later, whose default charset is UTF-8)"),
     Family(re.compile(r"snapshot\.select\.statement\.overrides\..+"), "snapshot.select.statement.overrides.<schema>.<table>",
            doc="applies when the table is listed in snapshot.select.statement.overrides (as in Debezium)"),
     Family(re.compile(r"sparkcdc\.output\.kafka\.client\..+"), "sparkcdc.output.kafka.client.*",
@@ -550,6 +658,26 @@ FAMILIES: list[Family] = [
     Family(re.compile(r"transforms\..+|predicates\..+"), "transforms.<alias>.*, predicates.<alias>.*",
            doc="type, predicate, negate and the class's options; an option the class does not have is reported with "
                "the closest one it has (refused under sparkcdc.strict)"),
+    Family(re.compile(r"topic\.creation\.default\..+"), "topic.creation.default.*",
+           doc="with sparkcdc.output.layout=kafka: partitions, replication.factor and any topic-level setting (cleanup.policy, "
+               "compression.type, retention.ms...) of the topics the reader tasks create, as Kafka Connect's default group; "
+               "partitions and replication.factor stand for sparkcdc.output.kafka.topic.partitions / .replication.factor "
+               "(the two may not disagree); other layouts create no topics and warn"),
+    Family(re.compile(r"topic\.creation\.[^.]+\..+"), "topic.creation.<group>.*",
+           doc="with sparkcdc.output.layout=kafka: a group of topic.creation.groups: include and exclude (regular expression "
+               "lists over topic names), partitions and replication.factor (else the default group's) and topic-level "
+               "settings, as Kafka Connect's; other layouts create no topics and warn"),
+    Family(re.compile(r"errors\.deadletterqueue\..+"), "errors.deadletterqueue.*", WARNED,
+           "has no effect here (nor in Kafka Connect for a source connector): dead-letter queues take the records a sink "
+           "tolerated; a failing record stops sparkcdc (errors.tolerance=none)"),
+    Family(re.compile(r"(producer|consumer|admin)\.override\..+"), "producer.override.*, consumer.override.*, admin.override.*",
+           WARNED, "has no effect here: Kafka Connect's per-connector client settings; the kafka layout's clients take "
+                   "sparkcdc.output.kafka.client.* (librdkafka names), the kafka signal channel's signal.consumer.*"),
+    Family(re.compile(r"openlineage\.integration\..+"), "openlineage.integration.*", WARNED,
+           "has no effect here: settings of OpenLineage events, which sparkcdc does not emit"),
+    Family(re.compile(r"database\..+"), "database.*", WARNED,
+           "has no effect here: Debezium hands database.* settings it does not know to the pgjdbc driver; sparkcdc connects "
+           "with libpq, configured by the database.* properties of this table"),
     Family(re.compile(r"offset\..+"), "offset.*", WARNED,
            "has no effect here: offsets live in the Spark checkpoint (sparkcdc run --checkpoint)"),
     Family(re.compile(r"schema\.history\.internal(\..+)?"), "schema.history.internal.*", WARNED,
@@ -561,3 +689,25 @@ FAMILIES: list[Family] = [
 def family_of(name: str) -> Family | None:
     """The parameterised family ``name`` belongs to (the first that matches), if any."""
     return next((family for family in FAMILIES if family.pattern.fullmatch(name)), None)
+
+
+def closest(name: str, known: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The known name most like ``name`` (a typo's likely intent), if one is close enough.
+
+    One measure for every report of an unknown name (a property here, a transform's option in
+    :mod:`sparkcdc.debezium.transforms.chain`), so that they all suggest alike."""
+    matches = difflib.get_close_matches(name, list(known), n=1, cutoff=cutoff)
+    return matches[0] if matches else None
+
+
+#: What an unknown name is compared with: every property and every family as the docs show it.
+_KNOWN_NAMES = (*PROPERTIES, *(shown.strip() for family in FAMILIES for shown in family.shown.split(",")))
+
+
+@lru_cache(maxsize=1024)
+def closest_known(name: str, cutoff: float = 0.6, *, families: bool = True) -> str | None:
+    """The property (or, with ``families``, family as the docs show it) a name sparkcdc does not know
+    most likely means.
+
+    Cached: the library path builds the same configuration many times (every Spark callback)."""
+    return closest(name, _KNOWN_NAMES if families else [known for known in PROPERTIES if known != name], cutoff)

@@ -55,7 +55,7 @@ from .notifications import Notifier, notification_pieces
 from .offset_mismatch import resume_of, trusts_slot
 from .offsets import SnapshotSpec, SourceOffset
 from .schema_changes import table_digest
-from .setup import apply_replica_identities, captured_tables, ensure_stream_publications
+from .setup import apply_replica_identities, captured_tables, check_guardrail, ensure_stream_publications
 from .signal_channels import enabled_channels, polled_channels
 from .signals import Signal, signal_table_of
 from .snapshot_plan import SnapshotChunk, plan_snapshot_chunks
@@ -158,6 +158,7 @@ class ConnectorPlanner:
         # slot.stream.params: origin needs a PostgreSQL 16 pgoutput; refused before anything is set up or read
         check_server_supports(self.config.raw, self.admin.info.server_version)
         self.tables = captured_tables(self.admin, self.config)
+        check_guardrail(self.config, self.tables)  # guardrail.collections.max, before anything is set up or read
         apply_replica_identities(self.admin, self.config, self.tables)
         published = list(self.tables)
         if self.signal_table is not None and self.signal_table not in published:
@@ -542,19 +543,31 @@ class ConnectorPlanner:
             self._advance_one(name, lsn)
 
     def _advance_one(self, name: str, lsn: int) -> None:
+        """Confirm ``lsn`` to the slot ``name``, trying for ``lsn.flush.timeout.ms`` while the slot is held
+        (the last batch's walsender may still be exiting after its task closed it); then
+        ``lsn.flush.timeout.action``: fail, or leave the slot where it is (a later batch confirms it)."""
         slot = get_slot(self.admin, name)
         if slot is None or (slot.confirmed_flush_lsn or 0) >= lsn:
             return
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + self.config.get_int("lsn.flush.timeout.ms") / 1000
         while True:
             try:
                 advance_slot(self.admin, name, lsn)
                 return
-            except SlotInUseError:
-                # The last batch's walsender may still be exiting after its task closed it.
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+            except SlotInUseError as exc:
+                if time.monotonic() <= deadline:
+                    time.sleep(0.05)
+                    continue
+                action = self.config.get("lsn.flush.timeout.action")
+                if action == "fail":
+                    raise SlotInUseError(f"slot {name!r} could not be confirmed up to {format_lsn(lsn)} within "
+                                         f"lsn.flush.timeout.ms={self.config.get('lsn.flush.timeout.ms')}: {exc} (with "
+                                         "lsn.flush.timeout.action=warn or ignore the query goes on and a later batch "
+                                         "confirms it)", sqlstate=exc.sqlstate, slot=name) from exc
+                if action == "warn":
+                    log.warning("slot %s: not confirmed up to %s within lsn.flush.timeout.ms=%s (%s); a later batch confirms it",
+                                name, format_lsn(lsn), self.config.get("lsn.flush.timeout.ms"), exc)
+                return
 
     # -- teardown --------------------------------------------------------------------------------
     def _close_snapshot(self) -> None:

@@ -19,6 +19,7 @@ Behaviour confirmed against Debezium 3.6.3 (see docs/debezium-oracle-notes.md):
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 
@@ -39,7 +40,10 @@ from ..postgres.replication import quote_ident
 from .filters import TableFilter
 from .stream_slots import assign_tables, stream_slots
 
-__all__ = ["SetupError", "apply_replica_identities", "captured_tables", "ensure_publication_for", "ensure_stream_publications", "publish_operations"]
+__all__ = ["SetupError", "apply_replica_identities", "captured_tables", "check_guardrail", "ensure_publication_for",
+           "ensure_stream_publications", "publish_operations"]
+
+log = logging.getLogger(__name__)
 
 
 class SetupError(ServerError):
@@ -57,6 +61,19 @@ def captured_tables(conn: psycopg.Connection, config: ConnectorConfig) -> list[t
 
         tables.sort(key=order)  # stable: name order within one pattern
     return tables
+
+
+def check_guardrail(config: ConnectorConfig, tables: Sequence[tuple[str, str]]) -> None:
+    """``guardrail.collections.max`` (0: no limit) against the captured ``tables``: over it, a warning
+    or (``guardrail.collections.limit.action=fail``) an error naming the property, before anything is read."""
+    limit = config.get_int("guardrail.collections.max")
+    if limit <= 0 or len(tables) <= limit:
+        return
+    message = (f"the connector captures {len(tables)} tables, more than guardrail.collections.max={limit} "
+               f"(first: {', '.join(f'{s}.{t}' for s, t in tables[:3])}...); narrow the table filters or raise the limit")
+    if config.get("guardrail.collections.limit.action") == "fail":
+        raise ConfigError("guardrail.collections.max", message)
+    log.warning("%s", message)
 
 
 def publish_operations(config: ConnectorConfig) -> list[str] | None:

@@ -9,6 +9,11 @@ table, ``snapshot.select.statement.overrides.<schema>.<table>``, takes the table
 list of ``snapshot.select.statement.overrides`` (a value: its case is kept). What cannot be
 recovered, the salt of ``column.mask.hash.<algorithm>.with.salt.<salt>``, is warned about when Spark
 lowered it: such a property belongs in ``sparkcdc.config``, whose content keeps its case.
+
+Spark adds options of its own to the map a data source gets: ``path`` (``load(path)``, ``start(path)``)
+and, for a writer, ``checkpointLocation`` and ``queryName``. They are Spark's, not the connector's,
+and are left out here; every other name goes to :class:`ConnectorConfig`, which reports a name it does
+not know (with the closest known one) or, under ``sparkcdc.strict``, refuses it.
 """
 
 from __future__ import annotations
@@ -21,9 +26,11 @@ from typing import Any
 from ..debezium.config import PROPERTIES, ConfigError, ConnectorConfig, report_warnings
 from ..debezium.property_table import split_list
 
-__all__ = ["CONFIG_OPTION", "config_from_options", "options_for", "properties_from_options"]
+__all__ = ["CONFIG_OPTION", "SPARK_OPTIONS", "config_from_options", "options_for", "properties_from_options"]
 
 CONFIG_OPTION = "sparkcdc.config"
+#: Options Spark itself puts in a data source's options (lower case, as PySpark hands them over).
+SPARK_OPTIONS = frozenset({"path", "checkpointlocation", "queryname"})
 _CANONICAL = {name.lower(): name for name in PROPERTIES}
 _OVERRIDES = "snapshot.select.statement.overrides"
 _SALT = re.compile(r"column\.mask\.hash\..+?\.with\.salt\.(.+)", re.IGNORECASE)
@@ -39,7 +46,7 @@ def properties_from_options(options: Mapping[str, str]) -> tuple[dict[str, str],
 
     ``sparkcdc.config`` (JSON) wins over plain options of the same property.
     """
-    plain = {key: value for key, value in options.items() if key.lower() != CONFIG_OPTION}
+    plain = {key: value for key, value in options.items() if key.lower() != CONFIG_OPTION and key.lower() not in SPARK_OPTIONS}
     given: dict[str, str] = {}
     for key, value in options.items():
         if key.lower() == CONFIG_OPTION:

@@ -171,6 +171,7 @@ class PostgresCdcDataSource(DataSource):
         config = config_from_options(self.options)
         layout = config.get("sparkcdc.output.layout")
         _refuse_other_layouts_settings(config, layout)
+        _warn_unused_topic_creation(config, layout)
         check_parallel_streaming(config)  # refused on the driver as the query is built, not in the planner's worker
         check_parallel_decoding(config)
         if layout == "changes":
@@ -206,6 +207,18 @@ def _refuse_other_layouts_settings(config: Any, layout: str | None) -> None:
     if layout != "kafka" and given:
         raise ConfigurationError(f"only the kafka layout produces to Kafka from the reader, and the layout is {layout}: drop "
                                  f"the property or set sparkcdc.output.layout=kafka", prop=given[0])
+
+
+def _warn_unused_topic_creation(config: Any, layout: str | None) -> None:
+    """Kafka Connect's ``topic.creation.*`` in a Debezium configuration read with a layout that creates
+    no topics: reported (a configuration brought from Debezium often carries them), not refused."""
+    from ..debezium.config import report_warnings
+    from ..debezium.topic_creation import unused_without_kafka
+
+    unused = unused_without_kafka(config.raw, layout)
+    if unused:
+        config.warnings.extend(unused)
+        report_warnings(config)
 
 
 def register(spark: SparkSession) -> None:

@@ -20,11 +20,10 @@ predicate named but not defined.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from ..property_table import split_list
+from ..property_table import closest, split_list
 from ..records import ChangeRecord
 from .base import Option, Options, Predicate, Transform, TransformConfigError
 from .registry import PREDICATES, TRANSFORMS, UNAVAILABLE
@@ -82,12 +81,6 @@ class TransformChain:
                     break
             if current is not None:
                 yield current
-
-
-def closest(name: str, known: Iterable[str]) -> str | None:
-    """The known name most like ``name`` (a typo's likely intent), if one is close enough."""
-    matches = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return matches[0] if matches else None
 
 
 def _unknown_option(prop: str, option: str, known: Iterable[str], strict: bool, warnings: list[str], what: str) -> None:

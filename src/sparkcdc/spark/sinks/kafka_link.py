@@ -16,7 +16,7 @@ import logging
 import re
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,6 +105,9 @@ class KafkaLink:
       ``transaction.timeout.ms``, ``linger.ms``); ``enable.idempotence`` and ``acks=all`` are required.
     - ``client_config``: settings every client gets (security, SASL, ...).
     - ``timeout``: seconds for each exchange outside producing records.
+    - ``topic_config``: how a missing topic is created; ``topic_groups``: (group, config) pairs, in
+      order, where a topic the group ``matches(topic)`` takes that config instead (Kafka Connect's
+      ``topic.creation.groups``: the first matching group wins).
 
     It holds only settings (it pickles into Spark tasks); clients are made by the methods.
     """
@@ -117,6 +120,7 @@ class KafkaLink:
         producer_config: Mapping[str, Any] | None = None,
         client_config: Mapping[str, Any] | None = None,
         topic_config: TopicConfig | Mapping[str, Any] | None = None,
+        topic_groups: Sequence[tuple[Any, TopicConfig]] = (),
         timeout: float = 30.0,
         pipeline_property: str = "pipeline_id",
     ) -> None:
@@ -129,6 +133,7 @@ class KafkaLink:
         self.pipeline_id = pipeline_id
         self.fence_topic = fence_topic_name(pipeline_id)
         self.topic_config = TopicConfig.of(topic_config)
+        self.topic_groups = tuple(topic_groups)
         self.timeout = timeout
         self.client_config = {str(k): v for k, v in (client_config or {}).items()}
         self.client_config["bootstrap.servers"] = bootstrap_servers
@@ -221,17 +226,22 @@ class KafkaLink:
             raise self.kafka_error(f"no broker answered within {self.timeout}s", exc, batch_id) from exc
         return {name for name, topic in metadata.topics.items() if topic.error is None}
 
+    def topic_config_for(self, topic: str) -> TopicConfig:
+        """How ``topic`` is created: its first matching group's config, else the link's."""
+        return next((config for group, config in self.topic_groups if group.matches(topic)), self.topic_config)
+
     def ensure_topics(self, admin: AdminClient, known: set[str], topics: list[str], batch_id: int | None,
                       config: TopicConfig | None = None) -> None:
-        """Create the ``topics`` missing from ``known`` (with ``config``, default the link's), then add them to it."""
-        config = config or self.topic_config
+        """Create the ``topics`` missing from ``known`` (with ``config``, default each topic's
+        :meth:`topic_config_for`), then add them to it."""
         missing = [t for t in topics if t not in known]
         if missing:
-            new = [NewTopic(t, config.partitions, config.replication_factor, config=config.topic_settings()) for t in missing]
+            configs = {t: config or self.topic_config_for(t) for t in missing}
+            new = [NewTopic(t, c.partitions, c.replication_factor, config=c.topic_settings()) for t, c in configs.items()]
             for topic, future in admin.create_topics(new, operation_timeout=self.timeout, request_timeout=self.timeout).items():
                 try:
                     future.result(self.timeout)
-                    log.info("Kafka sink %s: created topic %s (%s)", self.pipeline_id, topic, config)
+                    log.info("Kafka sink %s: created topic %s (%s)", self.pipeline_id, topic, configs[topic])
                 except KafkaException as exc:
                     if exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
                         continue

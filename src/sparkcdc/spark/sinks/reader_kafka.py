@@ -86,13 +86,32 @@ def kafka_link(config: ConnectorConfig) -> KafkaLink:
                                  prop="sparkcdc.output.kafka.bootstrap.servers")
     pipeline = config.get("sparkcdc.output.kafka.pipeline.id") or config.get("topic.prefix")
     client = {match.group(1): value for match, value in config.items_matching(_CLIENT_SETTING)}
-    topics = TopicConfig(partitions=config.get_int("sparkcdc.output.kafka.topic.partitions"),
-                         replication_factor=config.get_int("sparkcdc.output.kafka.topic.replication.factor"),
-                         compact=config.get_bool("sparkcdc.output.kafka.topic.compact"))
+    topics, groups = _topic_configs(config)
     # one family of settings for every client; the producer's defaults give way to them too (linger.ms, compression)
     return KafkaLink(servers, pipeline_id=pipeline, client_config=client, producer_config=client, topic_config=topics,
-                     timeout=config.get_int("sparkcdc.output.kafka.timeout.ms") / 1000,
+                     topic_groups=groups, timeout=config.get_int("sparkcdc.output.kafka.timeout.ms") / 1000,
                      pipeline_property="sparkcdc.output.kafka.pipeline.id")
+
+
+def _topic_configs(config: ConnectorConfig) -> tuple[TopicConfig, list[tuple[Any, TopicConfig]]]:
+    """How missing topics are created: ``sparkcdc.output.kafka.topic.*`` with Kafka Connect's default
+    group (``topic.creation.default.*``: the same sizes, any topic-level setting), and each group of
+    ``topic.creation.groups`` (sizes it leaves out: the default's)."""
+    creation = config.topic_creation
+    default = creation.default
+    compact = config.get_bool("sparkcdc.output.kafka.topic.compact")
+    if compact and (default.config.get("cleanup.policy") or "compact").strip().lower() != "compact":
+        raise ConfigurationError(f"asks for cleanup.policy=compact, but topic.creation.default.cleanup.policy is "
+                                 f"{default.config['cleanup.policy']}: give one of them", prop="sparkcdc.output.kafka.topic.compact")
+    partitions = default.partitions if default.partitions is not None else config.get_int("sparkcdc.output.kafka.topic.partitions")
+    replication = (default.replication_factor if default.replication_factor is not None
+                   else config.get_int("sparkcdc.output.kafka.topic.replication.factor"))
+    topics = TopicConfig(partitions=partitions, replication_factor=replication, compact=compact, config=dict(default.config))
+    groups = [(group, TopicConfig(partitions=partitions if group.partitions is None else group.partitions,
+                                  replication_factor=replication if group.replication_factor is None else group.replication_factor,
+                                  config=dict(group.config)))
+              for group in creation.groups]
+    return topics, groups
 
 
 def fence_key(pipeline_id: str, index: int) -> bytes:
