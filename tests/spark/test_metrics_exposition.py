@@ -79,3 +79,60 @@ def test_reports_out_of_reach_are_named_with_the_property(tmp_path: Path, caplog
     (state / "metrics" / "connector.json").write_text('{"captured_tables": ["public.t"]}')
     collector.refresh()  # mounted after all: found
     assert collector.snapshot()["sparkcdc"]["metric_reports_found"] is True and gauge() == 1.0
+
+
+def _samples(collector: MetricsCollector) -> list[tuple[str, dict[str, str], float]]:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(PrometheusExposition(collector))  # type: ignore[arg-type]
+    text = generate_latest(registry).decode()
+    return [(s.name, s.labels, s.value) for f in text_string_to_metric_families(text) for s in f.samples]
+
+
+def test_custom_metric_tags_label_every_sample(tmp_path: Path) -> None:
+    """custom.metric.tags (Debezium appends them to the MBean names): every sample carries them as labels,
+    after its own, the key as a JMX exporter makes it a label name; the JSON attributes name the MBeans."""
+    properties = {"topic.prefix": "dbserver1", "database.hostname": "localhost", "database.user": "u", "database.dbname": "d",
+                  "slot.name": "s", "sparkcdc.state.location": str(tmp_path),
+                  "custom.metric.tags": "database=salesdb-streaming, table-group = inventory,env=prod"}
+    collector = MetricsCollector(properties, poll_server=False)
+    collector.model.fold_snapshot({"snapshot": "x", "started_ms": 0, "tables": ["public.customers"]}, [
+        {"table": "public.customers", "rows": 7, "chunk_count": 1, "done": True, "updated_ms": 1}])
+    collector.slot = {"wal_status": "reserved", "retained_bytes": 10, "pending_bytes": 0, "safe_wal_size": None}
+    tags = {"database": "salesdb-streaming", "table_group": "inventory", "env": "prod"}
+    samples = _samples(collector)
+    assert {name for name, _, _ in samples} >= {"debezium_metrics_RowsScanned", "debezium_metrics_MilliSecondsBehindSource",
+                                                "sparkcdc_slot_retained_wal_bytes", "sparkcdc_slot_wal_status"}
+    for name, labels, _ in samples:
+        assert {k: labels.get(k) for k in tags} == tags, name
+    rows = {"plugin": "postgres", "name": "dbserver1", "context": "snapshot", "table": "public.customers", **tags}
+    assert ("debezium_metrics_RowsScanned", rows, 7.0) in samples
+    figures = collector.snapshot()
+    assert figures["tags"] == {"database": "salesdb-streaming", "table-group": "inventory", "env": "prod"}
+    assert figures["mbeans"]["streaming"] == ("debezium.postgres:type=connector-metrics,context=streaming,server=dbserver1,"
+                                              "database=salesdb-streaming,table-group=inventory,env=prod")
+    untagged = MetricsCollector({**properties, "custom.metric.tags": ""}, poll_server=False)
+    assert all(not set(labels) & set(tags) for _, labels, _ in _samples(untagged))
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("k1", "'k1' is not a key=value pair"),
+    ("k1=v1=x", "is not a key=value pair"),
+    ("context=x", "would be the label 'context'"),
+    ("a:b=1", "cannot be part of an MBean name"),
+    ("a-b=1,a_b=2", "would both be the label 'a_b'"),
+])
+def test_custom_metric_tags_that_cannot_be_labels_are_refused(value: str, message: str) -> None:
+    from sparkcdc.debezium.config import ConfigError, ConnectorConfig
+
+    with pytest.raises(ConfigError) as raised:
+        ConnectorConfig({"topic.prefix": "p", "database.hostname": "h", "database.user": "u", "database.dbname": "d",
+                         "custom.metric.tags": value})
+    assert raised.value.property == "custom.metric.tags" and message in str(raised.value)
+
+
+def test_a_tag_given_twice_keeps_its_last_value_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    collector = MetricsCollector({"topic.prefix": "p", "database.hostname": "h", "database.user": "u", "database.dbname": "d",
+                                  "sparkcdc.state.location": str(tmp_path), "custom.metric.tags": "env=a,region=x,env=b"},
+                                 poll_server=False)
+    assert collector.tags == {"env": "b", "region": "x"}
+    assert "given twice" in caplog.text

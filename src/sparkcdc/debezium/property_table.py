@@ -166,6 +166,12 @@ def _stream_params(raw: str) -> str | None:
     return stream_params_problem(raw)
 
 
+def _metric_tags(raw: str) -> str | None:
+    from .metric_tags import metric_tags_problem
+
+    return metric_tags_problem(raw)
+
+
 def _connector_class(raw: str) -> str | None:
     if raw.strip() in (_CONNECTOR_CLASS, "PostgresConnector"):
         return None
@@ -467,6 +473,12 @@ _ALL = [
     _P("retriable.restart.connector.wait.ms", "10000", "int", check=_non_negative,
        doc="the wait before sparkcdc run restarts after a retriable error"),
     _P("extended.headers.enabled", "true", "bool"),
+    _P("custom.metric.tags", check=_metric_tags,
+       doc="k1=v1,k2=v2: Debezium appends them to its metrics' MBean names; here each is a label of every sample of the "
+           "Prometheus exposition (sparkcdc run --metrics-port, CdcMetricsListener.serve), named as a JMX exporter names "
+           "labels (characters a label name cannot hold become _), and the JSON attributes carry the tags and the MBean "
+           "names; a key an MBean name cannot hold, or one that would be plugin, name, context, table or wal_status, is "
+           "refused"),
     _P("guardrail.collections.max", "0", "int", check=_non_negative,
        doc="the most tables a connector captures (0: no limit), counted when a query sets up (a new query, or a restart "
            "from its checkpoint); more: guardrail.collections.limit.action"),

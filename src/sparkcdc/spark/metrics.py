@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from ..debezium.config import ConnectorConfig
+from ..debezium.metric_tags import PROPERTY as TAGS_PROPERTY
+from ..debezium.metric_tags import mbean_name, metric_tags, prometheus_labels
 from ..engine.metric_reports import metrics_location, read_json, stream_report_lsn
 from ..engine.metrics import ATTRIBUTES, SNAPSHOT, STREAMING, ConnectorMetrics
 from ..engine.stream_slots import stream_slots
@@ -63,6 +65,11 @@ class MetricsCollector:
             config = ConnectorConfig(config)
         self.config = config
         self.location = metrics_location(config, state_location)
+        notes: list[str] = []
+        #: custom.metric.tags: appended to Debezium's MBean names there, labels of every sample here.
+        self.tags = metric_tags(config.get(TAGS_PROPERTY), notes)
+        for note in notes:
+            log.warning("%s", note)
         #: The Spark Connect server the query runs on (``sparkcdc run --remote``): the reports are then
         #: written on the server's side, and this process sees them only through a shared file system.
         self.remote = remote
@@ -223,13 +230,16 @@ class MetricsCollector:
 
     # -- reading ---------------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
-        """Everything, as plain data: ``snapshot`` and ``streaming`` (Debezium's attributes by name)
-        and ``sparkcdc`` (the extras)."""
+        """Everything, as plain data: ``snapshot`` and ``streaming`` (Debezium's attributes by name),
+        ``sparkcdc`` (the extras), ``tags`` (custom.metric.tags) and ``mbeans`` (the MBean name
+        Debezium gives each context's attributes, the tags appended)."""
         now = _now_ms()
         with self._lock:
             return {
                 SNAPSHOT: self.model.snapshot_attributes(now),
                 STREAMING: self.model.streaming_attributes(now),
+                "tags": dict(self.tags),
+                "mbeans": {context: mbean_name(context, self.model.connector_name, self.tags) for context in (SNAPSHOT, STREAMING)},
                 "sparkcdc": {
                     "slot_retained_wal_bytes": self.slot.get("retained_bytes"),
                     "slot_pending_wal_bytes": self.slot.get("pending_bytes"),
@@ -278,6 +288,10 @@ class PrometheusExposition:
 
         figures = self.collector.snapshot()
         name = self.collector.model.connector_name
+        # custom.metric.tags: labels of every sample, after sparkcdc's own (as the key properties of
+        # Debezium's MBean names, which a JMX exporter turns into labels)
+        tags = prometheus_labels(self.collector.tags)
+        tag_names, tag_values = list(tags), list(tags.values())
         labels = ["plugin", "name", "context"]
         # One family per name, its samples of both contexts (a name's HELP and TYPE appear once).
         families: dict[str, Any] = {}
@@ -289,13 +303,13 @@ class PrometheusExposition:
             family = families.get(metric)
             if family is None:
                 extra = ["table"] if attribute.name == "RowsScanned" else []
-                family = families[metric] = UnknownMetricFamily(metric, attribute.meaning, labels=[*labels, *extra])
+                family = families[metric] = UnknownMetricFamily(metric, attribute.meaning, labels=[*labels, *extra, *tag_names])
             values = figures[attribute.context]
             if attribute.name == "RowsScanned":
                 for table, rows in values["RowsScanned"].items():
-                    family.add_metric([PLUGIN, name, attribute.context, table], float(rows))
+                    family.add_metric([PLUGIN, name, attribute.context, table, *tag_values], float(rows))
             else:
-                family.add_metric([PLUGIN, name, attribute.context], float(values[attribute.name]))
+                family.add_metric([PLUGIN, name, attribute.context, *tag_values], float(values[attribute.name]))
         yield from families.values()
         extras = figures["sparkcdc"]
         gauges = (
@@ -314,15 +328,15 @@ class PrometheusExposition:
         )
         for metric, meaning, value in gauges:
             if value is not None:
-                gauge = GaugeMetricFamily(metric, meaning, labels=["name"])
-                gauge.add_metric([name], float(value))
+                gauge = GaugeMetricFamily(metric, meaning, labels=["name", *tag_names])
+                gauge.add_metric([name, *tag_values], float(value))
                 yield gauge
         status = extras["slot_wal_status"]
         if status is not None:
             gauge = GaugeMetricFamily("sparkcdc_slot_wal_status", "the slot's wal_status (pg_replication_slots): 1 for the current one",
-                                      labels=["name", "wal_status"])
+                                      labels=["name", "wal_status", *tag_names])
             for state in WAL_STATUSES:
-                gauge.add_metric([name, state], 1.0 if state == status else 0.0)
+                gauge.add_metric([name, state, *tag_values], 1.0 if state == status else 0.0)
             yield gauge
 
 
