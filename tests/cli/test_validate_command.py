@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -103,3 +104,52 @@ def test_real_process_exit_codes(tmp_path: Path) -> None:
     unset = subprocess.run([*command, str(good)], capture_output=True, text=True, timeout=60,
                            env={k: v for k, v in env.items() if k != "SPARKCDC_TEST_PW"})
     assert unset.returncode == 2 and "database.password: environment variable 'SPARKCDC_TEST_PW'" in unset.stderr
+
+
+def test_a_v2_hash_property_is_known(tmp_path: Path) -> None:
+    """``column.mask.hash.v2.<algorithm>.with.salt.<salt>`` (Debezium's UTF-8 hashing) is a property, not a typo."""
+    path = tmp_path / "c.properties"
+    path.write_text(VALID + "column.mask.hash.v2.SHA-256.with.salt.CzQMA0cB5K=public\\\\.orders\\\\.email\n")
+    result = RUNNER.invoke(app, ["validate", "--strict", str(path)], env=WIDE)
+    assert result.exit_code == 0, result.output
+    assert "warning" not in result.output and "column.mask.hash.v2" not in result.output
+
+
+def test_strict_refuses_an_unknown_name_naming_the_closest(tmp_path: Path) -> None:
+    path = tmp_path / "c.properties"
+    path.write_text(VALID + "column.mask.hash.SHA-256.with.slat.x=public\\\\.orders\\\\.email\ntable.exclude.lst=public\\\\.x\n")
+    warned = RUNNER.invoke(app, ["validate", str(path)], env=WIDE)
+    assert warned.exit_code == 0
+    assert "warning: table.exclude.lst (line 15): is not a property sparkcdc knows; did you mean table.exclude.list? (ignored)" \
+        in warned.output
+    refused = RUNNER.invoke(app, ["validate", "--strict", str(path)], env=WIDE)
+    assert refused.exit_code == EXIT_CONFIG
+    assert re.search(rf"{re.escape(str(path))}:14: column\.mask\.hash\.SHA-256\.with\.slat\.x: is not a property sparkcdc knows; "
+                     r"did you mean column\.mask\.hash\.(v2\.)?<algorithm>\.with\.salt\.<salt>\?", " ".join(refused.output.split()))
+    # the property says the same as the option
+    path.write_text(path.read_text() + "sparkcdc.strict=true\n")
+    assert RUNNER.invoke(app, ["validate", str(path)], env=WIDE).exit_code == EXIT_CONFIG
+
+
+def test_run_strict_refuses_before_spark_starts(tmp_path: Path, monkeypatch) -> None:
+    import sparkcdc.cli.app as cli
+
+    monkeypatch.setattr(cli, "_import_runner", lambda: (_ for _ in ()).throw(AssertionError("Spark must not start")))
+    path = tmp_path / "c.properties"
+    path.write_text(VALID + "snapshot.mod=never\n")
+    result = RUNNER.invoke(app, ["run", "--strict", str(path), "--output", str(tmp_path / "out"), "--checkpoint",
+                                 str(tmp_path / "ck"), "--once"], env=WIDE)
+    assert result.exit_code == EXIT_CONFIG, result.output
+    assert "snapshot.mod: is not a property sparkcdc knows; did you mean snapshot.mode?" in " ".join(result.output.split())
+
+
+def test_the_connection_check_waits_connection_validation_timeout(monkeypatch) -> None:
+    from sparkcdc.cli import server
+    from sparkcdc.debezium.config import ConnectorConfig
+
+    waited: list[int] = []
+    monkeypatch.setattr(server.server_facts, "connect_read_only", lambda conninfo, connect_timeout: waited.append(connect_timeout))
+    base = {"database.hostname": "h", "database.user": "u", "database.dbname": "d", "topic.prefix": "p"}
+    server.connect_read_only(ConnectorConfig(base))
+    server.connect_read_only(ConnectorConfig(base | {"connection.validation.timeout.ms": "2500"}))
+    assert waited == [60, 3]  # Debezium's default 60 s; libpq counts whole seconds

@@ -34,7 +34,12 @@ OPTIONS = {
     "truncate": lambda t: {"column.truncate.to.5.chars": rf"public\.{t}_a\.name,public\.{t}_b\.code"},
     "mask": lambda t: {"column.mask.with.8.chars": rf"public\.{t}_a\.card", "column.mask.with.3.chars": rf"public\.{t}_b\.secret"},
     "hash_sha256": lambda t: {"column.mask.hash.SHA-256.with.salt.CzQMA0cB5K": rf"public\.{t}_a\.(secret|card)"},
-    "hash_md5": lambda t: {"column.mask.hash.MD5.with.salt.salt": rf"public\.{t}_b\.secret"},
+    # name: NOT NULL varchar(20), whose fallback in a delete's old row ('') is hashed too
+    "hash_md5": lambda t: {"column.mask.hash.MD5.with.salt.salt": rf"public\.{t}_b\.secret,public\.{t}_a\.name"},
+    # v2 digests the value's UTF-8 bytes, not its Java serialization (text, char(16) and varchar(20) columns)
+    "hash_v2_sha256": lambda t: {"column.mask.hash.v2.SHA-256.with.salt.CzQMA0cB5K": rf"public\.{t}_a\.(secret|card)"},
+    "hash_v2_md5": lambda t: {"column.mask.hash.v2.MD5.with.salt.salt": rf"public\.{t}_a\.(card|name),public\.{t}_b\.secret"},
+    "hash_v2_sha3_512": lambda t: {"column.mask.hash.v2.sha3-512.with.salt.s": rf"public\.{t}_a\.secret"},  # Java's name, any case
     "propagate_column": lambda t: {"column.propagate.source.type": rf"public\.{t}_a\.(name|amount|card|id)"},
     "propagate_datatype": lambda t: {"datatype.propagate.source.type": r".+\.VARCHAR,.+\.NUMERIC,.+\.TEXT"},
     "message_key_columns": lambda t: {"message.key.columns": rf"public\.{t}_a:name,id;public\.{t}_b:code"},

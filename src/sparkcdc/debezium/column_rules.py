@@ -8,8 +8,12 @@ fields only: Debezium leaves key fields alone (checked against Debezium 3.6.3).
 
 Hashing reproduces Debezium exactly: ``column.mask.hash.<algorithm>.with.salt.<salt>`` digests the
 salt followed by the Java serialization of the value (``ObjectOutputStream.writeObject(String)``,
-Debezium's "V1" strategy), ``column.mask.hash.v2...`` the value's UTF-8 bytes; the lower-case hex
-digest is cut to the column's length when the column has one.
+Debezium's "V1" strategy), ``column.mask.hash.v2...`` the value's bytes (``String.getBytes()``: UTF-8,
+Java's default charset since Java 18); the lower-case hex digest is cut to the column's length when
+the column has one. The algorithm is a Java ``MessageDigest`` name (``SHA-256``, ``SHA3-512``,
+``SHA-512/256``, any case). Debezium applies truncation and hashing after a value's conversion, so a
+NOT NULL column's fallback (the empty string a delete's old row has for a column it does not carry)
+is truncated and hashed too: :meth:`ColumnRules.fallback_transform`.
 """
 
 from __future__ import annotations
@@ -56,8 +60,15 @@ def _modified_utf8(value: str) -> bytes:
     return bytes(out)
 
 
+#: Java MessageDigest names (upper case) hashlib spells otherwise.
+_JAVA_DIGESTS = {"SHA": "sha1", "SHA-512/224": "sha512_224", "SHA-512/256": "sha512_256", "SHA3-224": "sha3_224",
+                 "SHA3-256": "sha3_256", "SHA3-384": "sha3_384", "SHA3-512": "sha3_512"}
+
+
 def _digest_name(algorithm: str) -> str:
-    return algorithm.replace("-", "").lower()
+    """hashlib's name for a Java MessageDigest algorithm (Java takes its names in any case)."""
+    upper = algorithm.upper()
+    return _JAVA_DIGESTS.get(upper) or upper.replace("-", "").lower()
 
 
 class ColumnRules:
@@ -102,6 +113,26 @@ class ColumnRules:
             p.fullmatch(qualified_type) for p in self._propagate_types
         )
 
+    def fallback_transform(self, qualified_column: str, column_length: int) -> Callable[[Any], Any] | None:
+        """Truncation and hashing of an already converted value (a NOT NULL column's fallback), as the
+        column's converter applies them after conversion; None when neither applies to the column."""
+        steps: list[Converter] = []
+        for length, patterns in self._truncate:
+            if any(p.fullmatch(qualified_column) for p in patterns):
+                steps.append(_truncating(_same, length))
+        for utf8, algorithm, salt, patterns in self._hash:
+            if any(p.fullmatch(qualified_column) for p in patterns):
+                steps.append(_hashing(_same, algorithm, salt, utf8, column_length if 0 < column_length < _UNKNOWN_LENGTH else None))
+        if not steps:
+            return None
+
+        def transform(value: Any) -> Any:
+            for step in steps:
+                value = step(value)
+            return value
+
+        return transform
+
     def value_transform(
         self, qualified_column: str, convert: Converter, column_length: int
     ) -> tuple[Converter, dict[str, str], str | None]:
@@ -132,6 +163,10 @@ def _truncating(inner: Converter, length: int) -> Converter:
         return value[:length] if isinstance(value, str) else value
 
     return convert
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def _constant(masked: str) -> Converter:

@@ -385,6 +385,10 @@ class TableSchemaFactory:
         field, plan = self._field(column, mapping, convert, parameters, renderer)
         if mask is not None:
             plan = _FieldPlan(plan.name, plan.position, convert, mask, mask)
+        elif plan.null_value is not None:
+            fallback = self.rules.fallback_transform(qualified, column_length(column.type))
+            if fallback is not None:  # Debezium truncates and hashes the fallback value too
+                plan = replace(plan, null_value=fallback(plan.null_value))
         return field, plan
 
     def _field(
