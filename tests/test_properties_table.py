@@ -106,7 +106,7 @@ def test_a_warned_property_warns_naming_itself(name: str) -> None:
 @pytest.mark.parametrize("family", [f for f in FAMILIES if f.status == WARNED], ids=lambda f: f.shown)
 def test_a_warned_family_warns(family) -> None:
     name = {"signal.*": "signal.emit.failure.max.retries", "notification.*": "notification.custom.setting", "driver.*": "driver.loglevel",
-            "key.converter, value.converter": "value.converter", "header.converter, *.converter.*": "value.converter.replace.null.with.default",
+            "key.converter.*, value.converter.*, header.converter.*": "value.converter.schema.registry.url",
             "converter.*, converters.*": "converters.x.type", "transforms.*, predicates.*": "transforms.unwrap.type",
             "offset.*": "offset.storage.file.filename", "schema.history.internal.*": "schema.history.internal.kafka.topic",
             "internal.*": "internal.key.converter", "errors.deadletterqueue.*": "errors.deadletterqueue.topic.name",

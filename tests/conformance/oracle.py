@@ -116,7 +116,8 @@ class OracleRecord:
 
     @property
     def value_payload(self) -> Any:
-        return None if self.value is None else self.value["payload"]
+        """The value's ``payload``; ``None`` for a tombstone and for a value that has none (a CloudEvent)."""
+        return self.value.get("payload") if isinstance(self.value, dict) else None
 
     @property
     def op(self) -> str | None:
@@ -225,6 +226,9 @@ def debezium_properties(
     if tables is not None:
         props["table.include.list"] = ",".join(tables)
     props.update({str(k): str(v) for k, v in overrides.items()})
+    for part in ("key", "value", "header"):
+        if f"{part}.converter" in overrides:  # Kafka Connect's name; the embedded engine reads <part>.converter.class
+            props[f"{part}.converter.class"] = props[f"{part}.converter"]
     return props
 
 
@@ -408,9 +412,9 @@ class OracleSession:
             if state is None or state[0] != "streaming":
                 status["text"] = f"walsender of slot {self.slot!r} is in state {state and state[0]!r}"
                 return False
-            if self.properties.get("transforms", "").strip():
-                # Transforms reshape, reroute or drop snapshot records: they cannot be counted as
-                # such; the snapshot's own metrics say when it has emitted everything.
+            if self.properties.get("transforms", "").strip() or self.properties.get("value.converter.class", JSON_CONVERTER) != JSON_CONVERTER:
+                # Transforms (and a value converter other than JSON's) reshape, reroute or drop snapshot
+                # records: they cannot be counted as such; the snapshot's own metrics say when it has emitted everything.
                 no_data = self.properties.get("snapshot.mode", "initial") in ("no_data", "never")
                 if not no_data and not self._mbean_attribute("snapshot", "SnapshotCompleted"):
                     status["text"] = "snapshot metrics do not report SnapshotCompleted"

@@ -112,6 +112,11 @@ class ConnectorConfig:
         #: ``transforms=`` and ``predicates=`` (:mod:`sparkcdc.debezium.transforms`): checked here,
         #: before anything connects; run on every record sparkcdc emits.
         self.transforms = transform_chain(self.raw, strict=strict, warnings=self.warnings)
+        from .converters import converters_of
+
+        #: ``key.converter``, ``value.converter`` and ``header.converter`` with their settings
+        #: (:mod:`sparkcdc.debezium.converters`): checked here; the serializer writes what they say.
+        self.converters = converters_of(self.raw, self.warnings)
         from .topic_creation import topic_creation
 
         #: Kafka Connect's ``topic.creation.*``: how the kafka layout creates a topic it does not find.
@@ -273,11 +278,11 @@ class ConnectorConfig:
 
     @cached_property
     def key_schemas_enable(self) -> bool:
-        return self.get_bool("key.converter.schemas.enable")
+        return self.converters.key_schemas
 
     @cached_property
     def value_schemas_enable(self) -> bool:
-        return self.get_bool("value.converter.schemas.enable")
+        return self.converters.value_schemas
 
     def __repr__(self) -> str:
         shown = {k: ("********" if self.is_secret(k) else v) for k, v in self.raw.items()}

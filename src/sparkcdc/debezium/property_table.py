@@ -192,6 +192,40 @@ def _topic_naming(raw: str) -> str | None:
     return f"{raw.strip()!r} is a Java class sparkcdc cannot load; only {_TOPIC_NAMING} is supported"
 
 
+def _converter(part: str) -> Callable[[str], str | None]:
+    """The check of ``<part>.converter`` (and ``.class``): JsonConverter, CloudEvents for values."""
+    def check(raw: str) -> str | None:
+        from .converters import converter_problem
+
+        return converter_problem(part, raw)
+    return check
+
+
+def _metadata_source(raw: str) -> str | None:
+    from .converters import metadata_source_problem
+
+    return metadata_source_problem(raw)
+
+
+_NO_REGISTRY = ("needs a schema registry, and none runs beside sparkcdc (a registry's schema ids would name schemas nobody can "
+                "resolve); sparkcdc writes CloudEvents in JSON: use json")
+_NUMERIC = ("NUMERIC is not implemented: sparkcdc writes decimals as JsonConverter's default, BASE64 (a decimal column's "
+            "default in the schema would need its own scale)")
+_NULL_DEFAULT = "false is not implemented: a null field that has a default is written as the default, JsonConverter's default"
+
+
+def _json_settings(prefix: str, what: str) -> list[Property]:
+    """JsonConverter's settings under ``prefix`` (``key.converter.``, CloudEvents' ``value.converter.json.``)."""
+    return [
+        Property(f"{prefix}schemas.cache.size", "1000", "int", status=WARNED, quiet=("1000",),
+                 doc=f"has no effect here: the size of {what}'s schema cache; sparkcdc renders each schema once, without a bound"),
+        Property(f"{prefix}decimal.format", "BASE64", "enum", ("base64", "numeric"), refused_values=(("numeric", _NUMERIC),),
+                 doc=f"{what}: BASE64 only (NUMERIC is refused)"),
+        Property(f"{prefix}replace.null.with.default", "true", "bool", refused_values=(("false", _NULL_DEFAULT),),
+                 doc=f"{what}: true only (false is refused)"),
+    ]
+
+
 # -- alias translations ------------------------------------------------------------------------------
 
 
@@ -580,9 +614,60 @@ _ALL = [
            "(changes) each table's row changes as typed Arrow blocks, no JSON (what table_changes and apply_changes read fastest); "
            "(kafka) the reader tasks produce the records to Kafka exactly once themselves (sparkcdc.output.kafka.*) and the rows "
            "count them (index, topic, records, skipped)"),
-    # converter settings (Kafka Connect JsonConverter)
+    # converters (docs/converters.md): Kafka Connect's JsonConverter, Debezium's CloudEventsConverter for values
+    _P("key.converter", _JSON_CONVERTER, check=_converter("key"),
+       doc="org.apache.kafka.connect.json.JsonConverter only; a converter that needs a schema registry (Avro, Protobuf, "
+           "JSON Schema) or any other class is refused, naming it"),
+    _P("value.converter", _JSON_CONVERTER, check=_converter("value"),
+       doc="org.apache.kafka.connect.json.JsonConverter or io.debezium.converters.CloudEventsConverter (JSON envelope and "
+           "data, as Debezium writes them: docs/converters.md); a converter that needs a schema registry (Avro, Protobuf, "
+           "JSON Schema) or any other class is refused, naming it"),
+    _P("header.converter", _JSON_CONVERTER, check=_converter("header"),
+       doc="org.apache.kafka.connect.json.JsonConverter only (headers are written with their schemas); any other class "
+           "(SimpleHeaderConverter among them) is refused, naming it"),
+    _P("key.converter.class", _JSON_CONVERTER, check=_converter("key"),
+       doc="Debezium's embedded engine's name of key.converter (the same values; the two must agree)"),
+    _P("value.converter.class", _JSON_CONVERTER, check=_converter("value"),
+       doc="Debezium's embedded engine's name of value.converter (the same values; the two must agree)"),
+    _P("header.converter.class", _JSON_CONVERTER, check=_converter("header"),
+       doc="Debezium's embedded engine's name of header.converter (the same values; the two must agree)"),
     _P("key.converter.schemas.enable", "true", "bool"),
-    _P("value.converter.schemas.enable", "true", "bool"),
+    _P("value.converter.schemas.enable", "true", "bool",
+       doc="JsonConverter's; with CloudEventsConverter it has no effect (as in Debezium: value.converter.json.schemas.enable "
+           "says whether data carries its schema), and a value other than true is warned about"),
+    _P("header.converter.schemas.enable", "true", "bool",
+       refused_values=(("false", "false is not implemented: sparkcdc writes headers with their schemas (the typed views "
+                                 "read the __debezium.oldkey header so)"),),
+       doc="true only (false is refused)"),
+    *_json_settings("key.converter.", "JsonConverter"),
+    *_json_settings("value.converter.", "JsonConverter"),
+    *_json_settings("header.converter.", "JsonConverter"),
+    _P("value.converter.serializer.type", "json", "enum", ("json", "avro"), refused_values=(("avro", "avro " + _NO_REGISTRY),),
+       doc="CloudEventsConverter: the envelope in JSON (avro is refused)"),
+    _P("value.converter.data.serializer.type", "json", "enum", ("json", "avro"),
+       refused_values=(("avro", "avro " + _NO_REGISTRY),), doc="CloudEventsConverter: the data attribute in JSON (avro is refused)"),
+    _P("value.converter.json.schemas.enable", "true", "bool",
+       doc="CloudEventsConverter: whether the data attribute is {\"schema\", \"payload\"} (true) or the bare before and after"),
+    *_json_settings("value.converter.json.", "the JsonConverter of CloudEventsConverter's data"),
+    _P("value.converter.extension.attributes.enable", "true", "bool",
+       doc="CloudEventsConverter: whether the iodebezium* attributes (op, every source field, the transaction) are written"),
+    _P("value.converter.metadata.source", "value,id:generate,type:generate,traceparent:header,dataSchemaName:generate",
+       check=_metadata_source,
+       doc="CloudEventsConverter: value with id:generate and type:generate; header (global, or for id or type) is refused: "
+           "it reads headers that Kafka's HeaderFrom or InsertHeader would add, and no transform sparkcdc runs adds them"),
+    _P("value.converter.opentelemetry.tracing.attributes.enable", "false", "bool",
+       refused_values=(("true", "true takes each CloudEvent's traceparent from a 'traceparent' header, which no transform "
+                                "sparkcdc runs adds: Debezium's converter would fail on every change event"),),
+       doc="CloudEventsConverter: false only (true is refused)"),
+    _P("value.converter.schema.data.name.source.header.enable", "false", "bool",
+       doc="CloudEventsConverter: with metadata.source's dataSchemaName:header it is refused (no transform sparkcdc runs adds "
+           "a dataSchemaName header); otherwise it has no effect, as in Debezium, and is warned about"),
+    _P("value.converter.schema.name.adjustment.mode", "none", "enum", ("none", "avro", "avro_unicode"), status=WARNED,
+       quiet=("none",), doc="has no effect here (nor in Debezium with serializer.type=json): it adjusts the names of the "
+                            "CloudEvents Avro schemas, and the JSON envelope has none"),
+    _P("value.converter.schema.cloudevents.name", status=WARNED,
+       doc="has no effect here (nor in Debezium with serializer.type=json): it names the CloudEvents Avro schema, and the "
+           "JSON envelope has none"),
     # older names (Debezium 1.x, the PostgreSQL connector manual in reference/seeds)
     _P("database.server.name", check=_topic_prefix, status=ALIAS, alias_of=("topic.prefix",), translate=_same_value("topic.prefix"),
        doc="removed in Debezium 2.0; its value is the topic prefix"),
@@ -660,11 +745,9 @@ FAMILIES: list[Family] = [
            "notification.enabled.channels and notification.sink.topic.name"),
     Family(re.compile(r"driver\..+"), "driver.*", WARNED,
            "has no effect here: pgjdbc driver settings; sparkcdc connects with libpq (database.* properties)"),
-    Family(re.compile(r"(key|value)\.converter"), "key.converter, value.converter", WARNED,
-           "has no effect here: sparkcdc writes Kafka Connect JsonConverter JSON (the *.converter.schemas.enable "
-           "properties choose the envelope)", quiet=(_JSON_CONVERTER,)),
-    Family(re.compile(r"(key|value|header)\.converter(\..+)?"), "header.converter, *.converter.*", WARNED,
-           "has no effect here: sparkcdc writes Kafka Connect JsonConverter JSON with its defaults"),
+    Family(re.compile(r"(key|value|header)\.converter\..+"), "key.converter.*, value.converter.*, header.converter.*", WARNED,
+           "has no effect here: not a setting of any converter sparkcdc runs (Kafka's converters ignore settings they do not "
+           "have; CloudEventsConverter's avro.* ones serve its refused Avro serializers)"),
     Family(re.compile(r"converters?\..+"), "converter.*, converters.*", WARNED,
            "has no effect here: settings of custom converters, which sparkcdc refuses (converters)"),
     Family(re.compile(r"transforms\..+|predicates\..+"), "transforms.<alias>.*, predicates.<alias>.*",

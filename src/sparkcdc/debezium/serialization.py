@@ -29,12 +29,19 @@ def escape_json_text(text: bytes) -> bytes:
 
 
 class JsonSerializer:
-    """Serializes keys, values and headers as JsonConverter does for the given ``schemas.enable``."""
+    """Serializes keys, values and headers as JsonConverter does for the given ``schemas.enable``.
 
-    def __init__(self, *, key_schemas: bool = True, value_schemas: bool = True, header_schemas: bool = True) -> None:
+    ``value_converter``, when given, makes the values instead (Debezium's CloudEvents,
+    :class:`~sparkcdc.debezium.cloudevents.CloudEventsConverter`): its ``encode(record)`` returns a
+    value's bytes, or None for null. Keys and headers stay JsonConverter's.
+    """
+
+    def __init__(self, *, key_schemas: bool = True, value_schemas: bool = True, header_schemas: bool = True,
+                 value_converter: Any = None) -> None:
         self.key_schemas = key_schemas
         self.value_schemas = value_schemas
         self.header_schemas = header_schemas
+        self.value_converter = value_converter
         self._prefixes: dict[int, tuple[ConnectSchema, bytes]] = {}
         self._quoted_prefixes: dict[int, tuple[ConnectSchema, bytes]] = {}
         self._constant_headers: dict[int, tuple[Header, bytes | None]] = {}
@@ -102,11 +109,28 @@ class JsonSerializer:
         out.append(b'}"')
         return len(prefix) + len(body) + 2
 
+    def quoted_value_into(self, out: list[bytes], record: ChangeRecord) -> int:
+        """:meth:`quoted_into` for a record's value, made by the value converter where there is one."""
+        converter = self.value_converter
+        if converter is None:
+            return self.quoted_into(out, record.value, record.value_schema, with_schema=self.value_schemas)
+        text = converter.encode(record)
+        if text is None:
+            out.append(b"null")
+            return 4
+        body = escape_json_text(text)
+        out.append(b'"')
+        out.append(body)
+        out.append(b'"')
+        return len(body) + 2
+
     def record(self, record: ChangeRecord) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]:
         """Key, value and headers of a record in one call (what sinks use per record)."""
+        converter = self.value_converter
         return (
             self.encode(record.key, record.key_schema, with_schema=self.key_schemas),
-            self.encode(record.value, record.value_schema, with_schema=self.value_schemas),
+            self.encode(record.value, record.value_schema, with_schema=self.value_schemas) if converter is None
+            else converter.encode(record),
             self.headers(record),
         )
 
@@ -114,6 +138,10 @@ class JsonSerializer:
         return self.encode(record.key, record.key_schema, with_schema=self.key_schemas)
 
     def value(self, record: ChangeRecord) -> bytes | None:
+        converter = self.value_converter
+        if converter is not None:
+            result: bytes | None = converter.encode(record)
+            return result
         return self.encode(record.value, record.value_schema, with_schema=self.value_schemas)
 
     def header(self, header: Header) -> bytes | None:

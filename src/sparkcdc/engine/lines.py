@@ -43,6 +43,9 @@ def encode_lines(
     """
     quoted_into, headers_of = serializer.quoted_into, serializer.headers
     key_schemas, value_schemas = serializer.key_schemas, serializer.value_schemas
+    # Values another converter makes (CloudEvents) go through the serializer's record call; JsonConverter's stay inline.
+    converted = serializer.value_converter is not None
+    quoted_value_into = serializer.quoted_value_into
     unused = Constant(None)
     end_length = len(line_end)
     remaining = iter(records)
@@ -70,7 +73,10 @@ def encode_lines(
             pieces.append(_OPEN)
             length = _OPEN_LENGTH + quoted_into(pieces, record.key, record.key_schema, with_schema=key_schemas)
             pieces.append(_BEFORE_VALUE)
-            length += _BEFORE_VALUE_LENGTH + quoted_into(pieces, record.value, record.value_schema, with_schema=value_schemas)
+            if converted:
+                length += _BEFORE_VALUE_LENGTH + quoted_value_into(pieces, record)
+            else:
+                length += _BEFORE_VALUE_LENGTH + quoted_into(pieces, record.value, record.value_schema, with_schema=value_schemas)
             lsn_text = b"null" if record_lsn is None else b"%d" % record_lsn
             commit_lsn_text = b"null" if record_commit_lsn is None else b"%d" % record_commit_lsn
             ordinal_text = _ORDINAL_TEMPLATE % record_ordinal

@@ -441,8 +441,10 @@ def read_encoded_chunk(
         if opened is None:
             return
         table, first_of_table = opened
-        # The server renders the records' JSON as the connector makes them; transforms need records.
-        rendered = config.get_bool("sparkcdc.snapshot.render.sql") and chunk.query is None and not config.transforms
+        # The server renders the records' JSON as the connector makes them (JsonConverter values);
+        # transforms and another value converter (CloudEvents) need records.
+        rendered = (config.get_bool("sparkcdc.snapshot.render.sql") and chunk.query is None and not config.transforms
+                    and config.converters.plain_json_values)
         query = rendered_query(table, chunk) if rendered else None
         if query is not None:
             yield from rendered_chunk_batches(

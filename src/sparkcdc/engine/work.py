@@ -35,8 +35,16 @@ log = logging.getLogger(__name__)
 
 
 def serializer_for(config: ConnectorConfig) -> JsonSerializer:
-    """The JsonConverter settings of the configuration (``key/value.converter.schemas.enable``)."""
-    return JsonSerializer(key_schemas=config.key_schemas_enable, value_schemas=config.value_schemas_enable, header_schemas=True)
+    """The serializer of the configuration's converters: JsonConverter's ``schemas.enable`` for keys,
+    values and headers, and Debezium's CloudEvents for values with ``value.converter=CloudEventsConverter``."""
+    converters = config.converters
+    value_converter = None
+    if converters.cloudevents is not None:
+        from ..debezium.cloudevents import CloudEventsConverter
+
+        value_converter = CloudEventsConverter(converters.cloudevents)
+    return JsonSerializer(key_schemas=converters.key_schemas, value_schemas=converters.value_schemas,
+                          header_schemas=converters.header_schemas, value_converter=value_converter)
 
 
 def emitted(config: ConnectorConfig, records: Iterable[ChangeRecord]) -> Iterable[ChangeRecord]:
