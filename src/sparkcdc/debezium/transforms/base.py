@@ -111,9 +111,14 @@ class Options:
             elif option.required:
                 raise TransformConfigError(prefix + option.name, "is required")
         self.raw_given = dict(given)
+        self._warnings = warnings
 
     def error(self, option: str, message: str) -> TransformConfigError:
         return TransformConfigError(self.prefix + option, message)
+
+    def warn(self, option: str, message: str) -> None:
+        """Reports what an accepted option does differently here (with the configuration's warnings)."""
+        self._warnings.append(f"{self.prefix}{option}: {message}")
 
     def given(self, name: str) -> bool:
         return name in self.explicit
