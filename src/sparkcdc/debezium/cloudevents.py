@@ -92,7 +92,7 @@ class CloudEventsConverter:
     def __init__(self, settings: CloudEventsSettings) -> None:
         self.settings = settings
         self._plans: dict[int, tuple[ConnectSchema, _Plan | None]] = {}
-        self._second = -1
+        self._second: int | None = None  # the second the last time fell in, and its text
         self._second_text = ""
 
     def encode(self, record: ChangeRecord) -> bytes | None:
