@@ -40,6 +40,16 @@ def _parse(text: Column, schema: T.StructType, wrapped: bool) -> Column:
     return F.from_json(text, T.StructType([T.StructField("payload", schema, True)])).getField("payload")
 
 
+def _parse_value(text: Column, schema: T.StructType, view: TableView) -> Column:
+    """A change event's value: JsonConverter's envelope, or a CloudEvent whose ``data`` holds before
+    and after (value.converter=CloudEventsConverter; its ``{"schema", "payload"}`` as ``json.schemas.enable`` says)."""
+    if not view.cloudevents:
+        return _parse(text, schema, view.value_schemas_enable)
+    data = T.StructType([T.StructField("payload", schema, True)]) if view.value_schemas_enable else schema
+    parsed = F.from_json(text, T.StructType([T.StructField("data", data, True)])).getField("data")
+    return parsed.getField("payload") if view.value_schemas_enable else parsed
+
+
 def _layout_of(frame: DataFrame) -> str:
     """The layout a frame of the source was read with, from its columns (an analysis); "columns" in
     a Declarative Pipelines query function, where Spark refuses analyses."""
@@ -103,7 +113,7 @@ def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[
         & F.col("op").isin(*CHANGE_OPS) & F.col("value").isNotNull()
     )
     parsed = events.select(
-        _parse(F.col("value"), _envelope_type(readers), view.value_schemas_enable).alias("__value"),
+        _parse_value(F.col("value"), _envelope_type(readers), view).alias("__value"),
         (_parse(F.col("key"), _key_type(readers), view.key_schemas_enable) if has_key else F.lit(None)).alias("__key"),
         # Headers are always serialized with their schema (as Debezium's JsonConverter for headers does).
         (_parse(F.expr(f"CAST(try_element_at(filter(headers, __h -> __h.key = {sql_literal(_OLD_KEY_HEADER)}), 1).value AS STRING)"),

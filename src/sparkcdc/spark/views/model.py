@@ -90,7 +90,9 @@ class TableView:
     schema_name: str = ""
     table_name: str = ""
     key_schemas_enable: bool = False
-    value_schemas_enable: bool = False
+    value_schemas_enable: bool = False  # under CloudEvents: whether its data attribute carries its schema
+    #: The values are Debezium's CloudEvents (value.converter=CloudEventsConverter): before and after are in ``data``.
+    cloudevents: bool = False
     replica_identity: str = "d"  # pg_class.relreplident when described: d, n, f or i
     relation_id: int = 0  # the source table's pg_class.oid (0: not known)
     #: A merged view's columns of older versions that were left out because which column they are
@@ -179,6 +181,7 @@ def view_of(
                 attnum=0 if column is None else column.attnum,
             )
         )
+    cloudevents = config.converters.cloudevents
     clashing = [c.name for c in view_columns if c.name in _METADATA_NAMES]
     if clashing:
         raise UnsupportedColumnError(f"table {qualified}: column(s) {', '.join(clashing)} clash with the view's metadata columns")
@@ -190,7 +193,8 @@ def view_of(
         schema_name=description.schema,
         table_name=description.name,
         key_schemas_enable=config.key_schemas_enable,
-        value_schemas_enable=config.value_schemas_enable,
+        value_schemas_enable=config.value_schemas_enable if cloudevents is None else cloudevents.data_schemas,
+        cloudevents=cloudevents is not None,
         replica_identity=replica_identity,
         relation_id=description.relation_id,
     )
