@@ -112,6 +112,11 @@ class ConnectorConfig:
         #: ``transforms=`` and ``predicates=`` (:mod:`sparkcdc.debezium.transforms`): checked here,
         #: before anything connects; run on every record sparkcdc emits.
         self.transforms = transform_chain(self.raw, strict=strict, warnings=self.warnings)
+        from .post_processors import post_processors
+
+        #: ``post.processors=`` (:mod:`sparkcdc.debezium.post_processors`): checked here; run on the
+        #: streamed change events before anything else sees them (sparkcdc.engine.reselect).
+        self.post_processors = post_processors(self.raw, strict=strict, warnings=self.warnings)
         from .converters import converters_of
 
         #: ``key.converter``, ``value.converter`` and ``header.converter`` with their settings
@@ -125,8 +130,11 @@ class ConnectorConfig:
     def _apply_statuses(self, strict: bool) -> None:
         """Refusals first (before any value check), then aliases, deprecated values and warnings."""
         given = dict(self.raw)
+        from .post_processors import owned_names
+
+        owned = owned_names(given)  # a post processor's settings under its deprecated <name>. prefix
         for name, value in given.items():
-            if value == "":
+            if value == "" or name in owned:
                 continue
             prop = PROPERTIES.get(name)
             if prop is None:

@@ -690,6 +690,13 @@ _ALL = [
            "Kafka, lines, columns); the changes layout, typed views and apply_changes read records before them "
            "(docs/transforms.md lists the classes and their options)"),
     _P("predicates", kind="list", doc="predicates of the transforms (transforms.<alias>.predicate), as Kafka Connect's"),
+    _P("post.processors", kind="list",
+       doc="Debezium's post processors, run on the streamed change events before anything else sees them (transforms, "
+           "the changes layout, views, apply_changes): io.debezium.processors.reselect.ReselectColumnsPostProcessor, which "
+           "reads columns that arrive as the unavailable-value (TOAST) placeholder or null again, by key, from the table "
+           "as it is when the batch is read (as Debezium: the current row, not the row as of the change); other classes are "
+           "refused, naming them; not with sparkcdc.stream.decode.processes > 1. Settings: post.processors.<name>.*, or "
+           "the deprecated <name>.* (warned, as Debezium does)"),
     _P("errors.tolerance", "none", "enum", ("none", "all"),
        refused_values=(("all", "would skip records that fail to convert, transform or be written, without a word; sparkcdc "
                                "stops at the first failing record, naming it (errors.tolerance=none)"),),
@@ -753,6 +760,11 @@ FAMILIES: list[Family] = [
     Family(re.compile(r"transforms\..+|predicates\..+"), "transforms.<alias>.*, predicates.<alias>.*",
            doc="type, predicate, negate and the class's options; an option the class does not have is reported with "
                "the closest one it has (refused under sparkcdc.strict)"),
+    Family(re.compile(r"post\.processors\..+"), "post.processors.<name>.*",
+           doc="type and the reselect post processor's options: reselect.columns.include.list / exclude.list "
+               "(schema.table:column regexes), reselect.unavailable.values (true), reselect.null.values (true), "
+               "reselect.use.event.key (false), reselect.error.handling.mode (warn, fail); an option it does not have is "
+               "reported with the closest one (refused under sparkcdc.strict)"),
     Family(re.compile(r"topic\.creation\.default\..+"), "topic.creation.default.*",
            doc="with sparkcdc.output.layout=kafka: partitions, replication.factor and any topic-level setting (cleanup.policy, "
                "compression.type, retention.ms...) of the topics the reader tasks create, as Kafka Connect's default group; "

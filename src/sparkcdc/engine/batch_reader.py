@@ -41,6 +41,7 @@ from .filters import TableFilter
 from .incremental_reader import chunk_reader
 from .metric_reports import StreamReporter, incremental_summary, metrics_location
 from .offsets import SourceOffset
+from .reselect_reader import PostProcessing, post_processing
 from .signals import signal_table_of
 from .snapshot_window import StreamSignals
 from .state_store import StreamState, StreamStateStore
@@ -77,6 +78,9 @@ def read_stream_range(
     """The records of the batch (start, end] of stream ``stream``, then a heartbeat record if the batch carries one."""
     admin, factory, events, processor = stream_processor(config, run_id)
     try:
+        # post.processors: the events of each run of messages read again from the tables (engine/reselect_reader.py)
+        post = post_processing(config, factory, admin)
+        processor.post = None if post is None else post.candidate
         state = state_store.read(start.lsn)
         processor.last_commit_lsn, processor.last_commit_ts_us = last_commit_of(state, start.lsn)
         processor.signal_table = signal_table_of(config)
@@ -89,7 +93,7 @@ def read_stream_range(
         first_lsn = first_stream_lsn(state, start.lsn)
         report = stream_reporter(config, state_store, start, end, stream)
         if end.lsn > first_lsn:
-            records = _read(config, stream_slot(config, stream), processor, first_lsn, end.lsn, stall_timeout)
+            records = _read(config, stream_slot(config, stream), processor, first_lsn, end.lsn, stall_timeout, post)
             yield from report.count(records if watch is None else watch.filter(records))
         elif watch is not None:
             yield from report.count(watch.filter(()))  # a read-only chunk in a batch without WAL: emitted at once
@@ -147,7 +151,7 @@ def stream_reporter(config: ConnectorConfig, state_store: StreamStateStore, star
 
 def _read(
     config: ConnectorConfig, source: StreamSlot, processor: StreamingProcessor, start_lsn: int, end_lsn: int,
-    stall_timeout: float,
+    stall_timeout: float, post: PostProcessing | None = None,
 ) -> Iterator[ChangeRecord]:
     failure_mode = config.get("event.processing.failure.handling.mode")
     reader = replication_reader(config, source, start_lsn)
@@ -172,7 +176,10 @@ def _read(
             progress_at = time.monotonic()
             cut, done = _cut(items, end_lsn)
             if cut:
-                yield from process_items(processor, cut, failure_mode, messages=source.index == 0)
+                records = process_items(processor, cut, failure_mode, messages=source.index == 0)
+                if post is not None:
+                    post.run()  # before the records leave: what follows sees the values read again
+                yield from records
             if done:
                 return
     finally:

@@ -121,6 +121,9 @@ def check_parallel_decoding(config: ConnectorConfig) -> int:
         raise ConfigError(DECODE_PROCESSES, f"{DECODE_PROCESSES}={count} cannot follow the tables' shapes for include.schema.changes=true "
                                             "(each schema change is known only from the Relation messages before it, in WAL order): "
                                             "drop one of them")
+    if config.post_processors:
+        raise ConfigError(DECODE_PROCESSES, f"{DECODE_PROCESSES}={count} cannot run post.processors (they read rows again through "
+                                            "the stream task's connection, before the records are encoded): drop one of them")
     return count
 
 

@@ -93,6 +93,9 @@ class StreamingProcessor:
         self.shapes: RelationShapes | None = RelationShapes() if config.get_bool("include.schema.changes") else None
         self._schema_pending: list[tuple[str, TableSchema]] = []  # (change type, table) of Relation messages not placed yet
         self._schema_ready: list[ChangeRecord] = []  # placed, to be handed on before the next message's records
+        #: post.processors: called with each create or update event, its table and the row's text values
+        #: (``engine.reselect.Reselector.consider``); None: no post processor.
+        self.post: Any = None
 
     @property
     def in_transaction(self) -> bool:
@@ -104,7 +107,7 @@ class StreamingProcessor:
         """:meth:`process` for many messages; an INSERT without transaction metadata, the commonest
         message there is, is handled inline (the same records :meth:`process` makes, with fewer calls)."""
         out: list[ChangeRecord] = []
-        inline = not self.transaction_metadata and "c" not in self.skipped
+        inline = not self.transaction_metadata and "c" not in self.skipped and self.post is None
         tables = self.resolver.captured_by_relation
         events = self.events  # (methods called through their object, not bound once: compiled, that is a direct call)
         for item in items:
@@ -198,7 +201,7 @@ class StreamingProcessor:
         if isinstance(message, Insert):
             if "c" not in self.skipped:
                 key, after = table.key_and_row(message.new_tuple)
-                self._data(out, table, tx, lsn, "c", key, None, after)
+                self._data(out, table, tx, lsn, "c", key, None, after, (), message.new_tuple)
         elif isinstance(message, Update):
             old, new = message.old_tuple, message.new_tuple
             if old is not None and UNCHANGED_TOAST in new:
@@ -210,9 +213,9 @@ class StreamingProcessor:
             elif "u" not in self.skipped:
                 if old is None:
                     key, after = table.key_and_row(new)
-                    self._data(out, table, tx, lsn, "u", key, None, after)
+                    self._data(out, table, tx, lsn, "u", key, None, after, (), new)
                 else:
-                    self._data(out, table, tx, lsn, "u", table.key(new), table.row(old), table.row(new))
+                    self._data(out, table, tx, lsn, "u", table.key(new), table.row(old), table.row(new), (), new)
         elif "d" not in self.skipped:
             old = message.old_tuple
             key = table.key(old)
@@ -253,23 +256,27 @@ class StreamingProcessor:
                 out.append(self._positioned(self.events.tombstone(table, old_key, header), tx, lsn))
         if "c" not in self.skipped:
             header = (self.events.key_header("__debezium.oldkey", table, old_key),)
-            self._data(out, table, tx, lsn, "c", new_key, None, table.row(new), header)
+            self._data(out, table, tx, lsn, "c", new_key, None, table.row(new), header, new)
 
     def _data(
         self, out: list[ChangeRecord], table: TableSchema, tx: _Transaction, lsn: int, op: str, key: Any, before: Any,
-        after: Any, headers: tuple = (),
+        after: Any, headers: tuple = (), values: tuple | None = None,
     ) -> None:
-        """Appends the record of one data event, preceded by the transaction's BEGIN if it is the first."""
+        """Appends the record of one data event, preceded by the transaction's BEGIN if it is the first;
+        ``values``: the row's text values ``after`` was made from (for the post processors)."""
         block = None
         if self.transaction_metadata:
             if not tx.begin_emitted:
                 out.append(self._begin(tx, lsn))
             block = self._transaction_block(tx, f"{table.schema_name}.{table.table_name}", lsn)
-        out.append(self.events.streamed_change(
+        record = self.events.streamed_change(
             table, op, key, before, after, lsn, self.last_commit_lsn, tx.xid, tx.commit_ts_us, tx.commit_lsn,
             tx.ordinal, tx.origin, tx.origin_lsn, block, headers,
-        ))
+        )
+        out.append(record)
         tx.ordinal += 1
+        if self.post is not None and values is not None:
+            self.post(record, table, values)
 
     def _positioned(self, record: ChangeRecord, tx: _Transaction, lsn: int) -> ChangeRecord:
         record.lsn = lsn
