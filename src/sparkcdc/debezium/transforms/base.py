@@ -154,6 +154,9 @@ class Transform:
     than its job needs (compile per schema with :class:`PerSchema`)."""
 
     OPTIONS: ClassVar[tuple[Option, ...]] = ()
+    #: Options older Debezium releases had and the current one no longer reads (option -> what to
+    #: use instead): reported by the chain as such, not as typos, and refused under strict.
+    REMOVED: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, alias: str, options: Options) -> None:
         self.alias = alias

@@ -151,6 +151,11 @@ def transform_chain(raw: Mapping[str, str], *, strict: bool = False, warnings: l
             raise TransformConfigError(prefix + "type", f"{class_name!r} is a Java class sparkcdc does not have (its transforms "
                                        "are listed in docs/transforms.md)" + (f"; did you mean {guess}?" if guess else ""))
         given = _options_of(raw, prefix)
+        for option in sorted(set(given) & set(kind.REMOVED)):
+            if strict:
+                raise TransformConfigError(prefix + option, kind.REMOVED[option])
+            notes.append(f"{prefix}{option}: {kind.REMOVED[option]}")
+        given = {name: value for name, value in given.items() if name not in kind.REMOVED}
         _report_unknown(prefix, given, kind.OPTIONS, _STEP_OPTIONS, strict, notes, class_name.rsplit(".", 1)[-1])
         predicate: Predicate | None = None
         predicate_alias = (given.get("predicate") or "").strip()
