@@ -308,12 +308,17 @@ def run_conformance_through_spark(
     setup: list[str],
     tables: list[str],
     workload: list[str],
+    is_end: Callable[[OracleRecord], bool] | None = None,
+    normalizer: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     **options: str,
 ) -> tuple[list[OracleRecord], list[OracleRecord]]:
     """:func:`run_conformance`, with sparkcdc run as users run it: ``sparkcdc run --once`` (the
     ``postgres-cdc`` source, the topic-files sink) once for the snapshot, and once more, from the
-    same checkpoint, for the streamed workload; the records are read back from the topic files."""
+    same checkpoint, for the streamed workload; the records are read back from the topic files.
+    ``is_end`` and ``normalizer``: as :func:`run_conformance`'s."""
     from sparkcdc.spark.runner import run_pipeline
+
+    is_end = is_end or _is_end
 
     for statement in setup:
         db.execute(statement)
@@ -327,14 +332,14 @@ def run_conformance_through_spark(
             for statement in workload:
                 db.execute(statement)
             db.execute("SELECT pg_logical_emit_message(true, %s, 'x')", (END_PREFIX,))
-            theirs = _until_end(debezium.wait_for(_ends, timeout=120))
+            theirs = _until_end(debezium.wait_for(lambda records: any(is_end(r) for r in records), timeout=120), is_end)
             run_pipeline(our_props, output=output, checkpoint=checkpoint, once=True)  # the stream, to the end message
     finally:
         db.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s", (f"{name}_s",))
         db.execute("DROP PUBLICATION IF EXISTS " + f'"{name}_s"')
-    ours = _until_end(topic_files_records(output))
+    ours = _until_end(topic_files_records(output), is_end)
     assert theirs, "Debezium captured nothing: the workload does not exercise anything"
-    assert_same_records(theirs, ours)
+    assert_same_records(theirs, ours, normalizer)
     return theirs, ours
 
 

@@ -15,9 +15,12 @@ record that is not a change event). Fields that legitimately differ are blanked,
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
-from .differential import END_PREFIX, by_topic, run_conformance
+import pytest
+
+from .differential import END_PREFIX, by_topic, run_conformance, run_conformance_through_spark
 from .oracle import SNAPSHOT_MARKERS, OracleRecord
 
 CLOUDEVENTS = "io.debezium.converters.CloudEventsConverter"
@@ -153,3 +156,24 @@ def test_cloudevents_after_a_transform(debezium_oracle, pg_cluster, db, unique_n
     _assert_same_bytes(debezium, ours)
     assert {r.topic for r in ours if r.value is not None} == {f"routed.{t}"}
     assert all(r.value["source"] == "/debezium/postgresql/ce-server" for r in ours if r.value is not None)
+
+
+@pytest.mark.slow
+def test_cloudevents_through_spark(spark, debezium_oracle, pg_cluster, db, unique_name: str, tmp_path: Path) -> None:
+    """``sparkcdc run`` with the topic-files sink: the Spark reader tasks write the lines (the snapshot's
+    chunks and the stream), each value a CloudEvent; the server-rendered snapshot path stays out of it."""
+    t = f"ce_spark_{unique_name[-6:].strip('_')}"
+    debezium, ours = run_conformance_through_spark(
+        debezium_oracle, pg_cluster, db, unique_name, tmp_path,
+        # Types PostgreSQL renders as JSON itself (sparkcdc.snapshot.render.sql): that path must stand aside.
+        setup=[f"CREATE TABLE {t} (id int PRIMARY KEY, name text NOT NULL, n bigint, note varchar(20) DEFAULT 'x')",
+               f"INSERT INTO {t} SELECT g, 'row ' || g, g * 10, NULL FROM generate_series(1, 60) g"],
+        tables=[f"public.{t}"],
+        workload=[f"INSERT INTO {t} VALUES (100, 'new', NULL, 'y')", f"UPDATE {t} SET name = 'changed' WHERE id = 100",
+                  f"UPDATE {t} SET id = 101 WHERE id = 100", f"DELETE FROM {t} WHERE id = 101",
+                  "SELECT pg_logical_emit_message(true, 'ce-test', 'a transactional message')"],
+        is_end=_is_end, normalizer=_cloudevents(),
+        **{"value.converter": CLOUDEVENTS, "provide.transaction.metadata": "true"},
+    )
+    _assert_same_bytes(debezium, ours)
+    assert sum(1 for r in ours if r.value is not None and r.value["iodebeziumop"] == "r") == 60
