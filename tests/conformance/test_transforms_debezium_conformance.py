@@ -146,3 +146,55 @@ def test_extract_new_record_state(debezium_oracle, pg_cluster, db, unique_name: 
     rows = [r for r in debezium if r.topic.endswith(f"{t}_a") and isinstance(r.value_payload, dict)]
     assert any(r.value_payload.get("id") == 2 for r in rows), "a snapshot row"
     assert any(r.value_payload.get("id") in (3, 4, 30) for r in rows), "a streamed row"
+
+
+# -- ExtractChangedRecordState --------------------------------------------------------------------------
+
+def _changes_tables(t: str) -> list[str]:
+    return [
+        f"CREATE TABLE {t} (id int PRIMARY KEY, label text DEFAULT 'unset', raw bytea, price numeric(8,3), free numeric, "
+        "doc jsonb, tags text[], ratio double precision, small real, at timestamptz, day date, flag boolean, uid uuid, n bigint)",
+        f"ALTER TABLE {t} REPLICA IDENTITY FULL",
+        f"CREATE TABLE {t}_plain (id int PRIMARY KEY, v text)",
+        f"INSERT INTO {t} VALUES (1, 'one', '\\x0102', 1.5, 2.50, '{{\"a\": 1}}', '{{x,y}}', 0.5, 1.25, '2024-01-01 00:00:00+00', "
+        "'2024-01-01', true, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 10)",
+        f"INSERT INTO {t} (id) VALUES (2)",
+        f"INSERT INTO {t}_plain VALUES (1, 'a')",
+    ]
+
+
+def _changes_workload(t: str) -> list[str]:
+    return [
+        f"UPDATE {t} SET label = 'uno' WHERE id = 1",  # one column changed, the rest compared equal (bytea, jsonb, arrays...)
+        f"UPDATE {t} SET raw = '\\x0103', doc = '{{\"a\": 2}}', tags = '{{x}}', free = 2.5, ratio = 'NaN', small = -0.0 WHERE id = 1",
+        f"UPDATE {t} SET ratio = 'NaN', small = 0.0, n = n WHERE id = 1",  # NaN to NaN, -0.0 to 0.0
+        f"UPDATE {t} SET label = 'unset' WHERE id = 2",  # NULL to the column's default: a change
+        f"UPDATE {t} SET label = NULL, n = 3 WHERE id = 2",  # and back
+        f"UPDATE {t} SET id = 20 WHERE id = 2",  # a key change: delete, tombstone, create
+        f"DELETE FROM {t} WHERE id = 1",
+        f"INSERT INTO {t} (id, label) VALUES (3, 'three')",
+        f"UPDATE {t}_plain SET v = 'b'",  # REPLICA IDENTITY DEFAULT: no before, so no lists
+        "SELECT pg_logical_emit_message(true, 'app', 'a message')",
+        f"TRUNCATE {t}_plain",
+    ]
+
+
+CHANGED_CASES = {
+    "both_headers": {"transforms": "changes", "transforms.changes.type": CHANGED,
+                     "transforms.changes.header.changed.name": "Changed", "transforms.changes.header.unchanged.name": "Unchanged"},
+    "changed_only_then_unwrap_with_tombstones": {
+        "transforms": "changes,unwrap", "transforms.changes.type": CHANGED, "transforms.changes.header.changed.name": "changed",
+        "transforms.unwrap.type": UNWRAP, "transforms.unwrap.delete.tombstone.handling.mode": "rewrite-with-tombstone"},
+}
+
+
+@pytest.mark.parametrize("case", sorted(CHANGED_CASES))
+def test_extract_changed_record_state(debezium_oracle, pg_cluster, db, unique_name: str, case: str) -> None:
+    t = f"ch_{case[:10]}_{unique_name[-3:].strip('_')}"
+    debezium, _ = run_conformance(
+        debezium_oracle, pg_cluster, db, unique_name, setup=_changes_tables(t), tables=[f"public.{t}", f"public.{t}_plain"],
+        workload=_changes_workload(t), **{"skipped.operations": "none", **CHANGED_CASES[case]},
+    )
+    header = "Changed" if case == "both_headers" else "changed"
+    lists = [r.header(header)["payload"] for r in debezium if header in r.header_names and r.topic.endswith(f".{t}")]
+    assert [] in lists and ["label"] in lists, f"empty lists (snapshot, inserts) and a one-column change: {lists}"
