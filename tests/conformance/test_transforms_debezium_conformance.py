@@ -198,3 +198,37 @@ def test_extract_changed_record_state(debezium_oracle, pg_cluster, db, unique_na
     header = "Changed" if case == "both_headers" else "changed"
     lists = [r.header(header)["payload"] for r in debezium if header in r.header_names and r.topic.endswith(f".{t}")]
     assert [] in lists and ["label"] in lists, f"empty lists (snapshot, inserts) and a one-column change: {lists}"
+
+
+# -- HeaderToValue ----------------------------------------------------------------------------------------
+
+HEADER_CASES: dict[str, tuple[dict[str, str], Callable[[dict[str, Any]], dict[str, Any]] | None]] = {
+    "envelope_move": ({
+        "transforms": "h2v", "transforms.h2v.type": HEADER_TO_VALUE, "transforms.h2v.operation": "move",
+        "transforms.h2v.headers": "__debezium.context.connectorName,__debezium.context.taskId",
+        "transforms.h2v.fields": "source.connector_name,task",
+    }, None),
+    "struct_header_copy": ({
+        "transforms": "h2v", "transforms.h2v.type": HEADER_TO_VALUE, "transforms.h2v.operation": "copy",
+        "transforms.h2v.headers": "__debezium.newkey", "transforms.h2v.fields": "new_key",
+    }, None),
+    "after_unwrap_headers": ({
+        "transforms": "unwrap,h2v", "transforms.unwrap.type": UNWRAP,
+        "transforms.unwrap.delete.tombstone.handling.mode": "rewrite-with-tombstone",
+        "transforms.unwrap.add.headers": "op,source.ts_ms,table",
+        "transforms.h2v.type": HEADER_TO_VALUE, "transforms.h2v.operation": "MOVE",
+        "transforms.h2v.headers": "__op,__source_ts_ms", "transforms.h2v.fields": "operation,event_ts",
+    }, _blank_added("", {"source_ts_ms": "event_ts", "op": "operation"})),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HEADER_CASES))
+def test_header_to_value(debezium_oracle, pg_cluster, db, unique_name: str, case: str) -> None:
+    options, normalizer = HEADER_CASES[case]
+    t = f"hv_{case[:10]}_{unique_name[-3:].strip('_')}"
+    debezium, _ = run_conformance(
+        debezium_oracle, pg_cluster, db, unique_name, setup=_unwrap_tables(t), tables=[f"public.{t}_a", f"public.{t}_b"],
+        workload=_unwrap_workload(t), normalizer=normalizer,
+        **{"skipped.operations": "none", "provide.transaction.metadata": "true", **options},
+    )
+    assert any(isinstance(r.value_payload, dict) and ({"task", "new_key", "operation"} & r.value_payload.keys()) for r in debezium)

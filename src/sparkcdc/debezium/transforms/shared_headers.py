@@ -6,7 +6,8 @@ object as the delete, and its transforms add headers with ``record.headers().add
 remove them with ``remove``) instead of copying. So a header a Debezium transform adds to a delete
 also appears on the tombstone right after it, as Debezium 3.6.3 emits it (seen with
 ``ExtractNewRecordState``'s ``add.headers`` under ``rewrite-with-tombstone`` and with
-``ExtractChangedRecordState``'s headers). sparkcdc's headers are immutable tuples, so each such
+``ExtractChangedRecordState``'s headers; ``HeaderToValue`` copies the headers instead, and its
+``move`` leaves the tombstone's alone). sparkcdc's headers are immutable tuples, so each such
 transform replays its own change on the tombstone: :class:`DeleteHeaders` remembers what it did to
 the last delete and does it again to that delete's tombstone.
 """
