@@ -179,8 +179,6 @@ def _metadata_sources(raw: str) -> dict[str, str]:
         source = source.strip().lower()
         if source not in ("generate", "header"):
             raise ValueError(f"{part!r}: the source must be generate or header")
-        if field == "traceparent" and source == "generate":
-            raise ValueError("traceparent can only be read from a header (Debezium cannot generate it): use traceparent:header")
         sources[field] = source
     return sources
 
