@@ -102,7 +102,7 @@ def test_the_default_and_the_embedded_engines_names_are_json() -> None:
 def test_cloudevents_settings_are_read() -> None:
     config = ConnectorConfig(BASE | {"value.converter.class": CLOUDEVENTS, "value.converter.json.schemas.enable": "FALSE",
                                      "value.converter.extension.attributes.enable": "false",
-                                     "value.converter.metadata.source": "VALUE, id:generate,type:Generate,traceparent:header",
+                                     "value.converter.metadata.source": "VALUE, id:generate,type:Generate,traceparent:generate",
                                      "value.converter.serializer.type": "JSON"})
     settings = config.converters.cloudevents
     assert settings is not None and not settings.data_schemas and not settings.extension_attributes
