@@ -177,3 +177,16 @@ def test_cloudevents_through_spark(spark, debezium_oracle, pg_cluster, db, uniqu
     )
     _assert_same_bytes(debezium, ours)
     assert sum(1 for r in ours if r.value is not None and r.value["iodebeziumop"] == "r") == 60
+
+
+def test_a_reshaped_change_event_is_not_a_cloudevent(debezium_oracle, pg_cluster, db, unique_name: str) -> None:
+    """After ExtractNewRecordState a value is the row (a schema named *.Value), no longer an envelope:
+    Debezium's converter writes it as null, and so does sparkcdc."""
+    t = f"ce_unwrap_{unique_name[-6:].strip('_')}"
+    debezium, ours = run_conformance(
+        debezium_oracle, pg_cluster, db, unique_name,
+        setup=_table(t), tables=[f"public.{t}"], workload=_changes(t)[:4],
+        is_end=_is_end, normalizer=_cloudevents(),
+        **{"value.converter": CLOUDEVENTS, "transforms": "unwrap", "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState"},
+    )
+    assert any(r.topic.endswith(t) for r in ours) and all(r.value is None for r in ours)
