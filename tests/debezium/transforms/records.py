@@ -90,3 +90,8 @@ def chain(kind: str, **options: str) -> TransformChain:
 def run(kind: str, record: ChangeRecord, **options: str) -> ChangeRecord | None:
     out = list(chain(kind, **options).apply([record]))
     return out[0] if out else None
+
+
+def row_free_records() -> list[ChangeRecord]:
+    """A heartbeat, a transaction record and a message: records with a struct value that is no row change."""
+    return [heartbeat(), transaction(), message()]
