@@ -232,3 +232,59 @@ def test_header_to_value(debezium_oracle, pg_cluster, db, unique_name: str, case
         **{"skipped.operations": "none", "provide.transaction.metadata": "true", **options},
     )
     assert any(isinstance(r.value_payload, dict) and ({"task", "new_key", "operation"} & r.value_payload.keys()) for r in debezium)
+
+
+# -- TimezoneConverter ------------------------------------------------------------------------------------
+
+def _timezone_tables(t: str) -> list[str]:
+    columns = "id int PRIMARY KEY, at timestamptz, local timestamp, local3 timestamp(3), clock time, zclock timetz, day date"
+    return [
+        f"CREATE TABLE {t}_a ({columns})",
+        f"ALTER TABLE {t}_a REPLICA IDENTITY FULL",
+        f"CREATE TABLE {t}_b ({columns})",
+        # Values on both sides of America/New_York's and Europe/Paris's daylight-saving changes.
+        f"INSERT INTO {t}_a VALUES (1, '2024-03-10 06:30:00+00', '2024-03-10 06:30:00', '2024-03-10 02:30:00.125', '13:14:15.5', "
+        "'13:14:15+02', '2024-05-06'), (2, NULL, NULL, NULL, NULL, NULL, NULL)",
+        f"INSERT INTO {t}_b VALUES (1, '2024-11-03 05:30:00.5+00', '2024-11-03 01:30:00', '1969-12-31 23:59:59.999', '00:00:00', "
+        "'23:59:59.999999-03', '1970-01-01')",
+    ]
+
+
+def _timezone_workload(t: str) -> list[str]:
+    return [
+        f"INSERT INTO {t}_a VALUES (3, '2024-10-27 00:59:59.123456+00', '2024-10-27 02:30:00', '2024-03-31 02:30:00', '23:59:59', "
+        "'01:00:00-03', '2024-12-31')",
+        f"UPDATE {t}_a SET at = '2024-07-01 12:00:00+00', local = '1900-01-01 00:00:00' WHERE id = 1",
+        f"UPDATE {t}_a SET id = 30 WHERE id = 3",
+        f"DELETE FROM {t}_a WHERE id = 1",
+        f"INSERT INTO {t}_b VALUES (2, '2000-02-29 23:00:00+00', '2000-02-29 23:00:00', NULL, NULL, NULL, NULL)",
+        "SELECT pg_logical_emit_message(true, 'app', 'a message')",
+        f"TRUNCATE {t}_b",
+    ]
+
+
+def _timezone(**options: str) -> dict[str, str]:
+    return {"transforms": "tz", "transforms.tz.type": TIMEZONE, **{f"transforms.tz.{k}": v for k, v in options.items()}}
+
+
+TIMEZONE_CASES: dict[str, Callable[[str], dict[str, str]]] = {
+    "region_everything": lambda t: _timezone(**{"converted.timezone": "America/New_York"}),
+    "offset_include": lambda t: _timezone(**{"converted.timezone": "+05:30",
+                                             "include.list": f"source:{t}_b,{t}_a:after.at,{t}_a:local,{t}_a:source.ts_ms,{t}_a:source.ts_us"}),
+    "exclude_connect_mode": lambda t: {
+        "time.precision.mode": "connect",
+        **_timezone(**{"converted.timezone": "Europe/Paris",
+                       "exclude.list": f"topic:test_server.public.{t}_a:before.local,{t}_b:source.ts_ns"})},
+    "nanoseconds_offset": lambda t: {"time.precision.mode": "nanoseconds", **_timezone(**{"converted.timezone": "-03:30"})},
+}
+
+
+@pytest.mark.parametrize("case", sorted(TIMEZONE_CASES))
+def test_timezone_converter(debezium_oracle, pg_cluster, db, unique_name: str, case: str) -> None:
+    t = f"tz_{case[:8]}_{unique_name[-3:].strip('_')}"
+    debezium, _ = run_conformance(
+        debezium_oracle, pg_cluster, db, unique_name, setup=_timezone_tables(t), tables=[f"public.{t}_a", f"public.{t}_b"],
+        workload=_timezone_workload(t), **{"skipped.operations": "none", "provide.transaction.metadata": "true", **TIMEZONE_CASES[case](t)},
+    )
+    converted = [r.value_payload["after"]["at"] for r in debezium if r.op in ("r", "c") and r.value_payload["after"]["at"]]
+    assert converted and not all(text.endswith("Z") for text in converted), f"no timestamp was converted: {converted}"
