@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from .differential import run_conformance
-from .oracle import SNAPSHOT_MARKERS
 
 UNWRAP = "io.debezium.transforms.ExtractNewRecordState"
 CHANGED = "io.debezium.transforms.ExtractChangedRecordState"

@@ -105,14 +105,15 @@ def parse_field_refs(entries: list[str], prefix: str, error: Any) -> tuple[Field
 
 def _told_apart(value: Any) -> bool:
     """Whether a value object is never shared with a converted value that equals it: CPython
-    shares ``True``/``False``, small integers and one-character strings."""
-    if value is None or isinstance(value, bool):
+    shares ``True``/``False``, small integers and one-character strings, and REAL's converter
+    caches its floats (so floats are left out)."""
+    if value is None or isinstance(value, (bool, float)):
         return False
     if isinstance(value, int):
         return not -5 <= value <= 256
     if isinstance(value, str):
         return len(value) > 1
-    return True
+    return isinstance(value, (dict, list))
 
 
 def null_markers(table_schema: Any, row: ConnectSchema | None) -> dict[str, Any]:
@@ -123,8 +124,8 @@ def null_markers(table_schema: Any, row: ConnectSchema | None) -> dict[str, Any]
     the same; but a transform that compares or copies the value itself (``ExtractChangedRecordState``,
     ``add.fields=before.<column>``) sees Debezium's null. sparkcdc's row builder puts the same
     default object in every NULL's place, so a value that *is* that object was a NULL, except
-    where CPython shares the object with equal values anyway (booleans, integers from -5 to 256,
-    one-character strings): those defaults are left out, and such a NULL reads as its default.
+    where the object may be shared with equal values anyway (booleans, integers from -5 to 256,
+    one-character strings, floats): those defaults are left out, and such a NULL reads as its default.
     ``table_schema`` is the record's ``TableSchema`` (None for records sparkcdc's connector did not
     make: no markers)."""
     plans = getattr(table_schema, "value_fields", None)
