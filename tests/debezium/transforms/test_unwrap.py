@@ -7,8 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from sparkcdc.debezium.connect import string
-from sparkcdc.debezium.records import Header
+from sparkcdc.debezium.connect import string, struct
+from sparkcdc.debezium.events import notification_record
+from sparkcdc.debezium.records import ChangeRecord, Header
+from sparkcdc.debezium.schemas import message_key_schema, message_value_schema, transaction_key_schema, transaction_value_schema
 from sparkcdc.debezium.transforms import RecordError, TransformConfigError
 
 from .events import ROW, UNWRAP, chain_of, change, config, heartbeat, run, source, tombstone
@@ -141,3 +143,26 @@ def test_snapshot_source_fields_keep_their_values() -> None:
     snap = change("r", after=ALICE, src=source(snapshot="last"))
     [out] = run(chain_of("u", UNWRAP, **{"add.headers": "snapshot"}), snap)
     assert out.headers[-1].value == "last"
+
+
+def _not_change_events() -> list[ChangeRecord]:
+    tx = ChangeRecord("shop.transaction", {"id": "7:100"}, transaction_key_schema(),
+                      {"status": "BEGIN", "id": "7:100", "event_count": None, "data_collections": None, "ts_ms": 1},
+                      transaction_value_schema())
+    message = ChangeRecord("shop.message", {"prefix": "app"}, message_key_schema(),
+                           {"op": "m", "ts_ms": 1, "source": source(table=""), "transaction": None,
+                            "message": {"prefix": "app", "content": "eA=="}}, message_value_schema("bytes"), op="m")
+    notice = notification_record("shop.notifications", "n1", "Initial Snapshot", "Snapshot", {}, 1, commit_lsn=1, ordinal=0)
+    schema_change = ChangeRecord("shop", {"databaseName": "d"}, None, {"databaseName": "d"},
+                                 struct([("databaseName", string())], name="io.debezium.connector.postgresql.SchemaChangeValue"))
+    return [heartbeat(), tx, message, notice, schema_change]
+
+
+@pytest.mark.parametrize("class_name, options", [
+    (UNWRAP, {"add.fields": "op", "add.headers": "db", "delete.tombstone.handling.mode": "rewrite"}),
+    ("io.debezium.transforms.ExtractChangedRecordState", {"header.changed.name": "c", "header.unchanged.name": "u"}),
+    ("io.debezium.transforms.TimezoneConverter", {"converted.timezone": "+01:00", "include.list": "source:orders,app:ts_ms"}),
+])
+def test_records_that_are_not_change_events_pass_untouched(class_name: str, options: dict[str, str]) -> None:
+    records = _not_change_events()
+    assert all(a is b for a, b in zip(run(chain_of("x", class_name, **options), *records), records, strict=True))
