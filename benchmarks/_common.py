@@ -241,7 +241,7 @@ def check_output(output: Path, id_limit: int, sample_every: int = 10_000, *, unw
     for path in published_files(output):
         with open_topic_file(path) as handle:
             for raw in io.BufferedReader(handle, 1 << 20):  # type: ignore[arg-type]
-                _count(check, raw, id_limit, op_mark, id_mark)
+                _count(check, raw, id_limit, op_mark, id_mark, last_id=unwrapped)
                 if check.lines % sample_every == 1:
                     check.samples.append(json.loads(raw))
     return check
@@ -255,12 +255,13 @@ def check_values(values: Iterable[bytes], id_limit: int) -> OutputCheck:
     return check
 
 
-def _count(check: OutputCheck, raw: bytes, id_limit: int, op_mark: bytes, id_mark: bytes) -> None:
+def _count(check: OutputCheck, raw: bytes, id_limit: int, op_mark: bytes, id_mark: bytes, *, last_id: bool = False) -> None:
+    """``last_id``: the id is the last match of ``id_mark`` (an unwrapped value's payload comes after the key's)."""
     check.lines += 1
     at = raw.rfind(op_mark)
     op = raw[at + len(op_mark):at + len(op_mark) + 1].decode() if at >= 0 else "?"
     check.ops[op] += 1
-    at = raw.find(id_mark)
+    at = raw.rfind(id_mark) if last_id else raw.find(id_mark)
     if at >= 0:
         start = at + len(id_mark)
         end = raw.find(b",", start)
