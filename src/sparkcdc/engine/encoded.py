@@ -14,13 +14,14 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, islice
-from typing import NamedTuple, Union, overload
+from typing import Final, NamedTuple, Union, overload
 
 from ..debezium.records import ChangeRecord
 from ..debezium.serialization import JsonSerializer
 
 __all__ = [
-    "BATCH_BYTES", "OFFSET_LIMIT", "Constant", "EncodedBatch", "EncodedRecord", "Headers", "Joined", "cells", "encode_records", "joined",
+    "BATCH_BYTES", "NO_PARTITION", "OFFSET_LIMIT", "Constant", "EncodedBatch", "EncodedRecord", "Headers", "Joined", "cells",
+    "encode_records", "joined",
 ]
 
 #: The most bytes of keys and values a batch should hold. A bigger buffer is past glibc's largest
@@ -79,6 +80,11 @@ class Joined(Sequence[bytes]):
         return self.data[self.offsets[index]:self.offsets[index + 1]]
 
 
+#: The partition column of a batch none of whose records has a partition chosen by a transform (the
+#: common case: each output partitions by key as Kafka's producer does).
+NO_PARTITION: Final = Constant(None)
+
+
 def joined(data: bytes, lengths: Sequence[int]) -> Joined | list[bytes | None]:
     """``data`` cut into items of ``lengths`` as a :class:`Joined`, or as a list when it is too long
     for 32-bit offsets."""
@@ -110,16 +116,20 @@ class EncodedBatch:
     #: What ends each item of ``line`` (``b"\n"``: the lines as a topic file holds them, so a run of
     #: them is written as the one buffer it already is), or nothing.
     line_end: bytes = b""
+    #: The Kafka partition a transform chose for each record (``PartitionRouting``, the outbox router's
+    #: ``partition`` placement), None for the output's own choice by key; :data:`NO_PARTITION` when no
+    #: record of the batch has one. Only the ``kafka`` layout writes it (topic files have no partitions).
+    partition: list[int | None] | Constant = NO_PARTITION
 
     def records(self) -> Iterator[EncodedRecord]:
         """The batch row by row (a batch built with key and value: not the lines-only kind)."""
         if self.key is None or self.value is None:
             raise ValueError("this encoded batch was built with lines only: it has no keys and values to list")
         size = self.size
-        columns = [cells(c, size) for c in (self.topic, self.headers, self.op, self.lsn, self.commit_lsn, self.snapshot)]
+        columns = [cells(c, size) for c in (self.topic, self.headers, self.op, self.lsn, self.commit_lsn, self.snapshot, self.partition)]
         for i, (key, value, ordinal) in enumerate(zip(self.key, self.value, self.ordinal, strict=True)):
-            topic, headers, op, lsn, commit_lsn, snapshot = (column[i] for column in columns)
-            yield EncodedRecord(topic, key, value, headers, op, lsn, commit_lsn, ordinal, snapshot)  # type: ignore[arg-type]
+            topic, headers, op, lsn, commit_lsn, snapshot, partition = (column[i] for column in columns)
+            yield EncodedRecord(topic, key, value, headers, op, lsn, commit_lsn, ordinal, snapshot, partition)  # type: ignore[arg-type]
 
 
 class EncodedRecord(NamedTuple):
@@ -134,6 +144,7 @@ class EncodedRecord(NamedTuple):
     commit_lsn: int | None
     ordinal: int
     snapshot: str | None
+    partition: int | None = None
 
 
 def cells(column: Sequence[object] | Constant, size: int) -> Sequence[object]:
@@ -173,6 +184,7 @@ def encode_records(
             encoded += done
         if not taken:
             return
+        partitions = [r.partition for r in taken]
         yield EncodedBatch(
             len(taken),
             [r.topic for r in taken],
@@ -188,4 +200,5 @@ def encode_records(
             [r.tx_id for r in taken],
             [r.source_ts_us for r in taken],
             [r.snapshot for r in taken],
+            partition=NO_PARTITION if partitions.count(None) == len(partitions) else partitions,
         )

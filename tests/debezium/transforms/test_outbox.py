@@ -206,3 +206,24 @@ def test_the_event_type_column_is_accepted_with_a_warning() -> None:
     transform_chain({"transforms": "o", "transforms.o.type": ROUTER, "transforms.o.table.field.event.type": "kind"}, warnings=warnings)
     assert any(w.startswith("transforms.o.table.field.event.type: Debezium 3.6's EventRouter puts the event type in no record")
                for w in warnings)
+
+
+def test_the_envelope_is_kept_per_version_and_a_payload_that_does_not_fit_it_stops() -> None:
+    options = {"table.expand.json.payload": "true", "table.field.event.schema.version": "ver",
+               "table.fields.additional.placement": "body:envelope"}
+    a1, a2 = change("c", after=row(payload='{"a": 1}')), change("c", after=row(payload='{"a": 2}', aggregatetype="Other"))
+    null_payload = change("c", after=row(payload=None, aggregatetype="Other"))
+    out = list(router(**options).apply([a1, a2, null_payload]))
+    assert out[0].value_schema is out[1].value_schema is out[2].value_schema  # one per version, named by its first event
+    assert out[1].value_schema.name == "shop.public.outbox.Order.Value"  # type: ignore[union-attr]
+    with pytest.raises(RecordError, match="the envelope of version 3 was made for another payload schema"):
+        list(router(**options).apply([a1, change("c", after=row(payload='{"b": 1}'))]))
+    # without a version option, one envelope per payload schema
+    out = list(router(**{"table.expand.json.payload": "true", "table.fields.additional.placement": "body:envelope"}).apply(
+        [a1, change("c", after=row(payload='{"b": 1}', aggregatetype="Other"))]))
+    assert [r.value_schema.name for r in out] == ["shop.public.outbox.Order.Value", "shop.public.outbox.Other.Value"]  # type: ignore[union-attr]
+
+
+def test_an_empty_bytea_payload_is_no_tombstone() -> None:
+    out = one([change("c", after=row(bin=""))], **{"route.tombstone.on.empty.payload": "true", "table.field.event.payload": "bin"})
+    assert out.value == "" and out.value_schema is not None  # type: ignore[union-attr]

@@ -14,12 +14,15 @@ test_transforms_routing_conformance.py):
 * ``table.fields.additional.placement`` (``column:placement[:alias]``, placement ``header``,
   ``envelope`` or ``partition``, any case): ``header`` appends a header; ``envelope`` makes the value a
   struct ``{payload, <alias>...}`` named ``<the row's envelope name without .Envelope>.<routed
-  value>.Value`` (Debezium keeps the name the first event of a payload schema and version gave it),
-  versioned by the INT32 column ``table.field.event.schema.version`` when that is set and not null;
+  value>.Value`` and versioned by the INT32 column ``table.field.event.schema.version`` (when set and
+  not null). Debezium keeps one envelope schema per version value (null too) when that option is
+  set, else one per payload schema, named by its first event; an event whose expanded payload does
+  not fit the envelope kept for its version stops Debezium, and sparkcdc;
   ``partition`` sends the event to the partition an INT32 column holds. A configured column the table
   does not have stops the connector, unless ``table.field.additional.missing=ignore``.
 * ``table.expand.json.payload=true`` expands a JSON text payload into a struct (:mod:`.outbox_json`),
-  ``route.tombstone.on.empty.payload=true`` makes a null or empty-text payload a tombstone.
+  ``route.tombstone.on.empty.payload=true`` makes a null payload, or an empty text one, a tombstone
+  (an empty ``bytea`` payload is not).
 * An update of the outbox table is dropped with a warning (``table.op.invalid.behavior=warn``), an
   error in the log (``error``) or stops the connector (``fatal``); a delete and a tombstone are
   dropped; a truncate stops the connector (it has no row); records that are not row changes
@@ -147,7 +150,7 @@ class EventRouter(Transform):
         self._topics: dict[str, str] = {}
         self._plans: PerSchema[_Plan] = PerSchema(self._plan)
         self._interned = SchemaInterner()
-        self._envelopes: dict[tuple[int, int, int | None], tuple[_Plan, ConnectSchema, ConnectSchema]] = {}
+        self._envelopes: dict[tuple[Any, ...], tuple[ConnectSchema, ConnectSchema]] = {}
 
     # -- per envelope schema ------------------------------------------------------------------------
     def _plan(self, value_schema: ConnectSchema | None) -> _Plan:
@@ -223,13 +226,14 @@ class EventRouter(Transform):
             payload, payload_schema = self._expanded(record, payload, payload_schema)
         headers = record.headers + (Header("id", row.get(self._id), plan.id_schema),) + tuple(
             Header(placement.name, row.get(placement.column), schema) for placement, schema in plan.headers)
-        if self._tombstones and (payload is None or payload == ""):
+        if self._tombstones and (payload is None or (payload == "" and payload_schema is not None
+                                                     and payload_schema.type == "string")):
             new_value, new_schema = None, None
         elif plan.envelope:
             if payload_schema is None:
                 raise self.fail(record, "table.expand.json.payload: the payload is an empty JSON array, which has no schema "
                                         "to put in the envelope (Debezium stops the connector on it)")
-            new_value, new_schema = self._envelope(plan, row, routed, payload, payload_schema)
+            new_value, new_schema = self._envelope(record, plan, row, routed, payload, payload_schema)
         else:
             new_value, new_schema = payload, payload_schema
         out = copy_record(record, topic=topic, key=row.get(self._key), key_schema=plan.key_schema, value=new_value,
@@ -269,19 +273,34 @@ class EventRouter(Transform):
                                     "of this payload and stops the connector)") from None
         return value, None if expanded_schema is None else self._interned(expanded_schema)
 
-    def _envelope(self, plan: _Plan, row: dict[str, Any], routed: str, payload: Any,
+    def _envelope(self, record: ChangeRecord, plan: _Plan, row: dict[str, Any], routed: str, payload: Any,
                   payload_schema: ConnectSchema) -> tuple[dict[str, Any], ConnectSchema]:
-        version = None if plan.version is None else row.get(plan.version)
-        # Payload schemas are shared objects (a column's, or an interned inferred one): keyed by identity.
-        key = (id(plan), id(payload_schema), version)
+        """The envelope value and its schema. Debezium keeps one envelope schema per schema version
+        when ``table.field.event.schema.version`` is set (a null version is one too), else one per
+        payload schema; the first event of each names it. An event whose payload does not fit the
+        schema kept for its version stops Debezium (Connect refuses the value): it stops here too."""
+        payload_schema = self._interned(payload_schema)  # equal schemas, one object: the key below is Debezium's equality
+        if plan.version is not None:
+            version = row.get(plan.version)
+            key: tuple[Any, ...] = ("version", version)
+        else:
+            version, key = None, ("payload", id(payload_schema))
+        fields = [("payload", payload_schema)] + [(placement.name, schema) for placement, schema in plan.envelope]
         cached = self._envelopes.get(key)
-        if cached is None or cached[0] is not plan or cached[1] is not payload_schema:
-            fields = [("payload", payload_schema)] + [(placement.name, schema) for placement, schema in plan.envelope]
+        if cached is None or (key[0] == "payload" and cached[0] is not payload_schema):
             schema = struct(fields, optional=False, name=f"{plan.envelope_name}.{routed}.Value", version=version)
             if len(self._envelopes) >= 4096:
                 self._envelopes.clear()
-            cached = self._envelopes[key] = (plan, payload_schema, schema)  # held: their ids stay theirs
+            cached = self._envelopes[key] = (payload_schema, schema)  # the payload schema held: its id stays its own
+        schema = cached[1]
+        if cached[0] is not payload_schema and payload is not None:
+            raise self.fail(record, f"table.field.event.schema.version: the envelope of version {version} was made for another "
+                                    "payload schema (Debezium keeps one envelope schema per version), which this event's "
+                                    "payload does not fit (Debezium stops the connector on it)")
+        if tuple((f.name, f.schema) for f in schema.fields[1:]) != tuple(fields[1:]):
+            raise self.fail(record, f"table.fields.additional.placement: the envelope of version {version} was made with other "
+                                    "columns (Debezium keeps one envelope schema per version and stops on this event)")
         value = {"payload": payload}
         for placement, _ in plan.envelope:
             value[placement.name] = row.get(placement.column)
-        return value, cached[2]
+        return value, schema

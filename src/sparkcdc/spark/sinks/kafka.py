@@ -88,7 +88,7 @@ log = logging.getLogger(__name__)
 
 #: Rows per partition when ``sort=True`` range-partitions a batch: what the driver holds at once (twice, prefetching).
 SORTED_PARTITION_ROWS = 50_000
-_COLUMNS = ("topic", "key", "value", "headers", "commit_lsn", "lsn", "ordinal", "snapshot")
+_COLUMNS = ("topic", "key", "value", "headers", "commit_lsn", "lsn", "ordinal", "snapshot", "partition")
 # Debezium's source.snapshot values that do not come from an initial snapshot (null: a streamed change).
 _NOT_INITIAL_SNAPSHOT = (None, "false", "incremental")
 _POSITION = ("commit_lsn", "lsn", "ordinal")
@@ -145,6 +145,9 @@ class KafkaBatchWriter:
     - ``topic_config``: how missing topics are created (:class:`TopicConfig`, or a mapping of its fields).
     - ``sort``: sort each batch by (commit_lsn, lsn, ordinal) instead of relying on (and checking)
       the order of its partitions; for frames that do not keep the source's order.
+    - A frame with an integer ``partition`` column (as Spark's Kafka sink reads one) has each record
+      produced to that partition, or by key where it is null; the ``columns`` layout has no such
+      column (the ``kafka`` layout produces the partitions transforms choose).
     - ``timeout``: seconds for each exchange with the brokers outside producing records (metadata,
       topic creation, starting and committing a transaction, reading the fence).
     """
@@ -245,7 +248,7 @@ class KafkaBatchWriter:
         last_position: dict[str, tuple[int, int, int]] = {}
         count = 0
         snapshot = False
-        for topic, key, value, headers, commit_lsn, lsn, ordinal, marker in rows:
+        for topic, key, value, headers, commit_lsn, lsn, ordinal, marker, partition in rows:
             if topic is None or topic == "":
                 raise link.error("a record without a topic", batch_id)
             if topic not in session.topics:
@@ -261,7 +264,7 @@ class KafkaBatchWriter:
             if count == 0:
                 link.call(producer.begin_transaction, "begin the transaction", batch_id)
             link.produce(producer, topic, None if key is None else key.encode(), None if value is None else value.encode(),
-                         batch_id, headers=_headers(headers), on_delivery=delivered)
+                         batch_id, headers=_headers(headers), on_delivery=delivered, partition=partition)
             count += 1
             if not snapshot and marker not in _NOT_INITIAL_SNAPSHOT:
                 snapshot = True
@@ -273,8 +276,10 @@ class KafkaBatchWriter:
     def _rows(self, batch: DataFrame) -> Generator[Any, None, None]:
         from pyspark.sql import functions as F
 
-        # A frame of the user's own may lack the snapshot marker: its batches are then not snapshots.
-        frame = batch.select(*_COLUMNS[:-1], F.col("snapshot") if "snapshot" in batch.columns else F.lit(None).alias("snapshot"))
+        # A frame of the user's own may lack the snapshot marker (its batches are then not snapshots)
+        # and may have a partition column, as Spark's Kafka sink reads one (null: the partitioner's choice).
+        frame = batch.select(*_COLUMNS[:-2], *(F.col(name) if name in batch.columns else F.lit(None).alias(name)
+                                               for name in ("snapshot", "partition")))
         if not self.sort:
             # One job per partition, in partition order; the next one runs while this one is produced.
             yield from frame.toLocalIterator(prefetchPartitions=True)

@@ -214,21 +214,49 @@ def _produce(producer: Any, link: KafkaLink, batches: Iterable[EncodedBatch], ba
         _ensure_topics(link, list(batch_counts), batch_id)
         if sent == 0:
             link.call(producer.begin_transaction, "begin the transaction", batch_id)
-        for topic, key, value, headers in zip(topics, batch.key, batch.value, _header_column(batch.headers, size), strict=True):
-            try:
-                if headers:
-                    produce(topic, value, key, headers=headers)
-                else:
-                    produce(topic, value, key)
-            except BufferError:
-                link.produce(producer, topic, key, value, batch_id, headers=headers)  # waits for room
-            except KafkaException as exc:
-                raise link.kafka_error(f"producing to topic {topic!r}", exc, batch_id, topic) from exc
-            sent += 1
-            if sent % _POLL_EVERY == 0:
-                poll(0)
+        partitions = batch.partition
+        if isinstance(partitions, Constant) and partitions.value is None:
+            for topic, key, value, headers in zip(topics, batch.key, batch.value, _header_column(batch.headers, size), strict=True):
+                try:
+                    if headers:
+                        produce(topic, value, key, headers=headers)
+                    else:
+                        produce(topic, value, key)
+                except BufferError:
+                    link.produce(producer, topic, key, value, batch_id, headers=headers)  # waits for room
+                except KafkaException as exc:
+                    raise link.kafka_error(f"producing to topic {topic!r}", exc, batch_id, topic) from exc
+                sent += 1
+                if sent % _POLL_EVERY == 0:
+                    poll(0)
+        else:
+            sent = _produce_to_partitions(producer, link, batch, topics, batch_id, sent)
         counts.update(batch_counts)
     return dict(counts)
+
+
+def _produce_to_partitions(producer: Any, link: KafkaLink, batch: EncodedBatch, topics: Any, batch_id: int, sent: int) -> int:
+    """A batch some of whose records have a partition a transform chose (``PartitionRouting``): those
+    are produced to it, the others to the partitioner's choice by key. Returns ``sent`` plus the batch."""
+    from confluent_kafka import KafkaException
+
+    size = batch.size
+    partitions = [batch.partition.value] * size if isinstance(batch.partition, Constant) else batch.partition
+    for topic, key, value, headers, partition in zip(topics, batch.key, batch.value, _header_column(batch.headers, size),  # type: ignore[arg-type]
+                                                     partitions, strict=True):
+        try:
+            if partition is None:
+                producer.produce(topic, value, key, headers=headers)
+            else:
+                producer.produce(topic, value, key, partition=partition, headers=headers)
+        except BufferError:
+            link.produce(producer, topic, key, value, batch_id, headers=headers, partition=partition)  # waits for room
+        except KafkaException as exc:
+            raise link.kafka_error(f"producing to topic {topic!r} partition {partition}", exc, batch_id, topic) from exc
+        sent += 1
+        if sent % _POLL_EVERY == 0:
+            producer.poll(0)
+    return sent
 
 
 #: Topics known to exist, per cluster, in this Python worker (reused across tasks): a task asks the

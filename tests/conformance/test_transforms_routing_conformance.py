@@ -1,0 +1,194 @@
+"""Debezium's routing transforms against Debezium 3.6.3 itself: the outbox ``EventRouter``,
+``ByLogicalTableRouter`` and ``PartitionRouting``, each with the same ``transforms.*`` properties in
+both connectors, over rows read by the initial snapshot (``setup``) and changes streamed afterwards
+(``workload``).
+
+Records are compared as every differential test compares them (topic, key, value, headers), and
+the Kafka partition a transform chose (``ChangeEvent.partition()`` on Debezium's side) as well.
+Where Debezium stops the connector on a record (an update of the outbox table under
+``table.op.invalid.behavior=fatal``, a truncate, a null routing column, a payload whose inferred
+schema does not fit it), sparkcdc must stop too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from .differential import SparkcdcSession, run_conformance
+from .oracle import OracleError, OracleRecord, debezium_properties
+
+ROUTER = "io.debezium.transforms.outbox.EventRouter"
+MATCHES = "org.apache.kafka.connect.transforms.predicates.TopicNameMatches"
+
+
+def _router(alias: str = "outbox", **options: str) -> dict[str, str]:
+    return {"transforms": alias, f"transforms.{alias}.type": ROUTER,
+            **{f"transforms.{alias}.{name.replace('_', '.')}": value for name, value in options.items()}}
+
+
+def _same_partitions(debezium: list[OracleRecord], ours: list[OracleRecord]) -> None:
+    """The partition of each record of each topic, in order, is Debezium's."""
+    def partitions(records: list[OracleRecord]) -> dict[str, list[int | None]]:
+        out: dict[str, list[int | None]] = {}
+        for record in records:
+            if not record.topic.startswith("__debezium-heartbeat"):  # Debezium puts heartbeats on partition 0
+                out.setdefault(record.topic, []).append(record.partition)
+        return out
+
+    assert partitions(ours) == partitions(debezium)
+
+
+# -- the outbox EventRouter ---------------------------------------------------------------------------
+
+_IDS = [f"{n:08x}-0000-4000-8000-{n:012x}" for n in range(1, 40)]
+
+
+def _outbox_table(t: str, payload_type: str) -> list[str]:
+    return [f"CREATE TABLE {t} (id uuid PRIMARY KEY, aggregatetype varchar(255), aggregateid varchar(255) NOT NULL, "
+            f"type varchar(255) NOT NULL, payload {payload_type}, ver int, shard int, note text)",
+            f"CREATE TABLE {t}_other (id int PRIMARY KEY, name text)"]
+
+
+def _insert(t: str, n: int, aggregate: str | None, key: str, kind: str, payload: str | None, ver: int | None = None,
+            shard: int | None = None, note: str | None = None, cast: str = "") -> str:
+    """An outbox row; ``cast`` is appended to the payload's literal (``::bytea``)."""
+    def literal(value: object) -> str:
+        return "NULL" if value is None else "'" + str(value).replace("'", "''") + "'"
+
+    def number(value: int | None) -> str:
+        return "NULL" if value is None else str(value)
+
+    body = "NULL" if payload is None else literal(payload) + cast
+    return (f"INSERT INTO {t} VALUES ('{_IDS[n]}', {literal(aggregate)}, {literal(key)}, {literal(kind)}, {body}, "
+            f"{number(ver)}, {number(shard)}, {literal(note)})")
+
+
+_ORDER = ('{"id": 7, "lines": [{"sku": "a-1", "qty": 2, "price": 9.5}, {"sku": "b-2", "qty": 1, "price": 20.25}], '
+          '"customer": {"name": "Ann", "vip": true}, "note": null, "big": 12345678901}')
+_CUSTOMER = '{"name": "Bob", "tags": ["x", "y"], "nested": [[1, 2], [3]], "empty": [], "obj": {}}'
+
+
+def _outbox_rows(t: str, payload_type: str) -> tuple[list[str], list[str]]:
+    """(snapshot rows, streamed workload) of an outbox table whose payload column is ``payload_type``."""
+    cast = "::bytea" if payload_type == "bytea" else ""
+    setup = [_insert(t, 0, "Order", "o-1", "OrderCreated", _ORDER, 1, 0, "first", cast),
+             _insert(t, 1, "Customer", "c-1", "CustomerCreated", _CUSTOMER, None, 1, None, cast),
+             f"INSERT INTO {t}_other VALUES (1, 'not an outbox row')"]
+    odd = "not json" if payload_type == "text" else '{"mixed": [1, "a"]}'  # text the expansion leaves as it is
+    workload = [_insert(t, 2, "Order", "o-2", "OrderShipped", '{"id": 8, "lines": []}', 2, 1, "n", cast),
+                _insert(t, 3, "Customer", "c-2", "CustomerDeleted", None, 3, None, "", cast),
+                # o-3: the version and payload schema of o-1 (an envelope kept per version is used again)
+                f"BEGIN; {_insert(t, 4, 'Order', 'o-3', 'OrderCreated', _ORDER, 1, 0, None, cast)}; "
+                f"{_insert(t, 5, 'Invoice', 'i-1', 'InvoiceIssued', odd, 4, 0, 'x', cast)}; COMMIT",
+                _insert(t, 6, "Invoice", "i-2", "InvoicePaid", "" if payload_type != "jsonb" else "{}", 5, 1, "y", cast),
+                # i-3: the version of o-2, another aggregate: its envelope keeps the name o-2 gave it
+                _insert(t, 7, "Invoice", "i-3", "InvoiceVoided", '{"id": 9, "lines": []}', 2, 1, "z", cast),
+                f"UPDATE {t} SET note = 'updated' WHERE aggregateid = 'o-1'",  # dropped by the router
+                f"DELETE FROM {t} WHERE aggregateid = 'c-1'",  # dropped, its tombstone too
+                f"INSERT INTO {t}_other VALUES (2, 'still not')"]
+    return setup, workload
+
+
+def _only_outbox(t: str) -> dict[str, str]:
+    return {"predicates": "isOutbox", "predicates.isOutbox.type": MATCHES, "predicates.isOutbox.pattern": rf".*\.{t}",
+            "transforms.outbox.predicate": "isOutbox"}
+
+
+OUTBOX: dict[str, tuple[str, Callable[[str], dict[str, str]]]] = {
+    # name -> (payload column type, properties)
+    "jsonb_defaults": ("jsonb", lambda t: {**_router(), **_only_outbox(t)}),
+    "jsonb_expanded_in_an_envelope": ("jsonb", lambda t: {
+        **_router(**{"table.expand.json.payload": "true", "table.field.event.schema.version": "ver",
+                     "table.fields.additional.placement": "type:header:eventType,note:envelope,ver:ENVELOPE:v,shard:partition,"
+                                                          "nothere:header",
+                     "table.field.additional.missing": "ignore", "route.tombstone.on.empty.payload": "true",
+                     "table.op.invalid.behavior": "error"}), **_only_outbox(t)}),
+    "text_expanded_nulls_as_bytes": ("text", lambda t: {
+        **_router(**{"table.expand.json.payload": "true", "table.json.payload.null.behavior": "optional_bytes",
+                     "route.by.field": "type", "route.topic.regex": "(?<kind>[A-Z][a-z]+)([A-Z].*)",
+                     "route.topic.replacement": "events.${kind}.$2", "table.field.event.key": "id",
+                     "table.field.event.id": "aggregateid", "table.fields.additional.placement": "aggregatetype:header"}),
+        **_only_outbox(t)}),
+    "bytea_tombstones": ("bytea", lambda t: {
+        **_router(**{"route.tombstone.on.empty.payload": "true", "route.topic.replacement": "fixed_topic",
+                     "table.fields.additional.placement": "shard:partition:ignored,aggregatetype:envelope:agg"}), **_only_outbox(t)}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OUTBOX))
+def test_outbox_event_router(debezium_oracle, pg_cluster, db, unique_name: str, case: str) -> None:
+    t = f"outbox_{case[:12]}_{unique_name[-3:].strip('_')}"
+    payload_type, properties = OUTBOX[case]
+    setup, workload = _outbox_rows(t, payload_type)
+    debezium, ours = run_conformance(debezium_oracle, pg_cluster, db, unique_name, setup=_outbox_table(t, payload_type) + setup,
+                                     tables=[f"public.{t}", f"public.{t}_other"], workload=workload, **properties(t))
+    _same_partitions(debezium, ours)
+    routed = [r for r in debezium if not r.topic.startswith("test_server.")]
+    # the snapshot's two rows and the six streamed inserts; the update and the delete dropped
+    assert len(routed) == 8, [str(r) for r in debezium]
+    assert any(r.topic.endswith(f"{t}_other") for r in debezium)  # the predicate kept other tables' rows as they are
+
+
+FAILING: dict[str, tuple[Callable[[str], dict[str, str]], Callable[[str, int], list[str]], str, str]] = {
+    # name -> (properties, the failing change, Debezium's words, sparkcdc's words)
+    "update_fatal": (
+        lambda t: _router(**{"table.op.invalid.behavior": "fatal"}),
+        lambda t, n: [_insert(t, 10 + n, "Order", f"o-{n}", "K", "{}"), f"UPDATE {t} SET note = 'x' WHERE aggregateid = 'o-{n}'"],
+        "Unexpected update message received", "UPDATE of the outbox table",
+    ),
+    "truncate": (
+        lambda t: {**_router(), "skipped.operations": "none"},
+        lambda t, n: [f"TRUNCATE {t}"],
+        "Only Struct objects supported for [Read Outbox Event], found: null", "no row to route",
+    ),
+    "null_route": (
+        lambda t: _router(),
+        lambda t, n: [_insert(t, 10 + n, None, f"o-{n}", "K", "{}")],  # type: ignore[arg-type]
+        "because \"this.text\" is null", "route.by.field: column 'aggregatetype' is null",
+    ),
+    "envelope_version_kept": (
+        lambda t: _router(**{"table.expand.json.payload": "true", "table.field.event.schema.version": "ver",
+                             "table.fields.additional.placement": "note:envelope"}),
+        lambda t, n: [_insert(t, 10 + n, "Order", f"o-{n}", "K", '{"a": 1}', 7), _insert(t, 20 + n, "Order", f"p-{n}", "K", '{"b": 1}', 7)],
+        "Struct schemas do not match", "the envelope of version 7 was made for another payload schema",
+    ),
+    "array_payload": (
+        lambda t: _router(**{"table.expand.json.payload": "true"}),
+        lambda t, n: [_insert(t, 10 + n, "Order", f"o-{n}", "K", "[1, 2]")],
+        "Invalid type for ARRAY", "the payload is a JSON array",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAILING))
+def test_outbox_event_router_stops_where_debezium_stops(debezium_oracle, pg_cluster, db, unique_name: str, case: str) -> None:
+    t = f"outbox_fail_{case}"
+    properties, failing, theirs_words, our_words = FAILING[case]
+    for statement in _outbox_table(t, "jsonb")[:1]:
+        db.execute(statement)
+    dbz_props = debezium_properties(pg_cluster, slot=f"{unique_name}_d", publication=f"{unique_name}_d", tables=[f"public.{t}"],
+                                    **properties(t))
+    with pytest.raises(OracleError) as debezium_failure:
+        with debezium_oracle.run(dbz_props) as debezium:
+            debezium.wait_streaming()
+            for statement in failing(t, 1):
+                db.execute(statement)
+            debezium.wait_for(lambda records: False, timeout=60)
+    assert theirs_words in str(debezium_failure.value)
+
+    ours = SparkcdcSession(dict(dbz_props, **{"slot.name": f"{unique_name}_s", "publication.name": f"{unique_name}_s"}))
+    ours.start()
+    try:
+        with pytest.raises(AssertionError) as our_failure:
+            ours.wait_streaming()
+            for statement in failing(t, 2):
+                db.execute(statement)
+            ours.wait_for(lambda records: False, timeout=60)
+    finally:
+        ours.stop()
+        db.execute(f'DROP PUBLICATION IF EXISTS "{unique_name}_s"')
+        db.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s AND NOT active",
+                   (f"{unique_name}_s",))
+    assert "sparkcdc failed" in str(our_failure.value) and our_words in str(our_failure.value), str(our_failure.value)
