@@ -20,7 +20,7 @@ import struct
 from fractions import Fraction
 from typing import Final
 
-from ..types.numeric import _java_float_digits, java_float_text_value
+from ..types.numeric import _java_float_digits, java_float32_digits, java_float_text_value
 
 __all__ = [
     "FLOAT32_MAX_EXPONENT",
@@ -185,18 +185,7 @@ def java_float_text(value: float) -> str:
     negative = bool(bits >> 31)
     if value == 0:
         return "-0.0" if negative else "0.0"
-    fraction = bits & 0x7FFFFF
-    biased = (bits >> 23) & 0xFF
-    if biased == 0:
-        leading = 32 - fraction.bit_length()
-        shift = leading - 8
-        fraction <<= shift
-        biased = 1 - shift
-        significant = 32 - leading
-    else:
-        fraction |= 0x800000
-        significant = 24
-    digits, exponent = _java_float_digits(biased - 127, fraction << 29, significant)
+    digits, exponent = java_float32_digits(bits)
     return _java_format(digits, exponent, negative)
 
 

@@ -205,16 +205,14 @@ def _java_float_digits(binary_exponent: int, fraction_bits: int, significant_bit
     return value, decimal_exponent + 1 - len(digits)
 
 
-def java_float_text_value(bits: int) -> float:
-    """The double a JSON reader gets from Java 17's ``Float.toString`` of the float with ``bits``."""
-    negative = bits >> 31
+def java_float32_digits(bits: int) -> tuple[int, int]:
+    """The decimal digits (an integer) and exponent of Java 17's ``Float.toString`` of the finite,
+    non-zero float with ``bits`` (its sign left out)."""
     fraction = bits & 0x7FFFFF
     biased = (bits >> 23) & 0xFF
     if biased == 0xFF:
         raise ValueError("NaN and infinities have no digits")
-    if biased == 0:
-        if fraction == 0:
-            return -0.0 if negative else 0.0
+    if biased == 0:  # subnormal: normalise the fraction, as FloatingDecimal does
         leading = 32 - fraction.bit_length()
         shift = leading - 8
         fraction <<= shift
@@ -223,7 +221,15 @@ def java_float_text_value(bits: int) -> float:
     else:
         fraction |= 0x800000
         significant = 24
-    digits, exponent = _java_float_digits(biased - 127, fraction << (_EXP_SHIFT - 23), significant)
+    return _java_float_digits(biased - 127, fraction << (_EXP_SHIFT - 23), significant)
+
+
+def java_float_text_value(bits: int) -> float:
+    """The double a JSON reader gets from Java 17's ``Float.toString`` of the float with ``bits``."""
+    negative = bits >> 31
+    if bits & 0x7FFFFFFF == 0:
+        return -0.0 if negative else 0.0
+    digits, exponent = java_float32_digits(bits)
     value = float(f"{digits}e{exponent}")
     return -value if negative else value
 
