@@ -117,6 +117,13 @@ def run_pipeline(
                             "and apply targets, not both (run a second pipeline with its own checkpoint for the other)")
     if output is None and not apply_to and kafka is None:
         raise PipelineError("nothing to write: give an output directory, an apply target, or both, or a Kafka cluster")
+    if config.transforms and output is not None and apply_to:
+        # One query reads one layout: topic files and appliers together read the records' JSON,
+        # which is the transformed records'; the mirrors need the changes before the transforms.
+        raise ConfigurationError(
+            f"transforms ({', '.join(config.transforms.aliases)}) shape the topic files, and the apply targets need the changes "
+            "before them: run the output and the apply targets as two pipelines (each its own checkpoint and slot.name)",
+            prop="transforms")
     if master is not None and remote is not None:
         raise ConfigurationError(f"a Spark master ({master}) and a Spark Connect server ({remote}) were both given: "
                                  "the query runs on the server's own master; give one of them", prop="remote")

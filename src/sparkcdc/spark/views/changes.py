@@ -104,6 +104,13 @@ def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[
         layout = _layout_of(frame)
     if layout == "changes":
         return typed_changes(frame, view)
+    if view.transforms:
+        raise TableViewError(
+            f"table_changes({view.table}): the 'columns' layout carries the records as transforms= "
+            f"({', '.join(view.transforms)}) made them, not Debezium's change events; read the postgres-cdc source with "
+            "sparkcdc.output.layout=changes, which carries the changes before the transforms (what table_changes and "
+            "apply_changes read), or remove transforms= from the properties the view is described with"
+        )
     readers = [ColumnReader.of(column) for column in view.columns]
     has_key = any(r.key_codec is not None for r in readers)
     meta_names = [name for name, _ in METADATA_COLUMNS[:-1]]

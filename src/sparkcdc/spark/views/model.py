@@ -93,6 +93,9 @@ class TableView:
     value_schemas_enable: bool = False  # under CloudEvents: whether its data attribute carries its schema
     #: The values are Debezium's CloudEvents (value.converter=CloudEventsConverter): before and after are in ``data``.
     cloudevents: bool = False
+    #: The configuration's transforms (``transforms=``, their aliases): the ``columns`` layout's
+    #: records are the transformed ones, which table_changes cannot read as change events.
+    transforms: tuple[str, ...] = ()
     replica_identity: str = "d"  # pg_class.relreplident when described: d, n, f or i
     relation_id: int = 0  # the source table's pg_class.oid (0: not known)
     #: A merged view's columns of older versions that were left out because which column they are
@@ -195,6 +198,7 @@ def view_of(
         key_schemas_enable=config.key_schemas_enable,
         value_schemas_enable=config.value_schemas_enable if cloudevents is None else cloudevents.data_schemas,
         cloudevents=cloudevents is not None,
+        transforms=config.transforms.aliases,
         replica_identity=replica_identity,
         relation_id=description.relation_id,
     )
