@@ -243,3 +243,56 @@ def test_partition_routing(debezium_oracle, pg_cluster, db, unique_name: str, ca
     _same_partitions(debezium, ours)
     chosen = [r.partition for r in debezium if r.topic.endswith(t) and not r.is_tombstone]
     assert len(chosen) > 80 and None not in chosen and len(set(chosen)) > 1, chosen  # snapshot and stream both routed
+
+
+# -- ByLogicalTableRouter ------------------------------------------------------------------------------
+
+LOGICAL = "io.debezium.transforms.ByLogicalTableRouter"
+
+
+def _logical(**options: str) -> dict[str, str]:
+    return {"transforms": "r", "transforms.r.type": LOGICAL, **{f"transforms.r.{name}": value for name, value in options.items()}}
+
+
+def _shards(t: str) -> list[str]:
+    return [f"CREATE TABLE {t}_shard1 (id int PRIMARY KEY, name text, amount numeric(8,2))",
+            f"CREATE TABLE {t}_shard2 (id int PRIMARY KEY, name text, amount numeric(8,2))",
+            f"CREATE TABLE {t}_shardless (id int, name text, amount numeric(8,2))",  # no key: keys stay null
+            f"CREATE TABLE {t}_other (id int PRIMARY KEY, name text)",
+            f"INSERT INTO {t}_shard1 VALUES (1, 'a', 1.5), (2, 'b', NULL)",
+            f"INSERT INTO {t}_shard2 VALUES (1, 'c', 2.5)",
+            f"INSERT INTO {t}_shardless VALUES (1, 'k', 0)",
+            f"INSERT INTO {t}_other VALUES (1, 'o')"]
+
+
+def _shard_workload(t: str) -> list[str]:
+    return [f"INSERT INTO {t}_shard2 VALUES (2, 'd', 3)",
+            f"BEGIN; INSERT INTO {t}_shard1 VALUES (3, 'e', 4); UPDATE {t}_shard2 SET name = 'x' WHERE id = 1; COMMIT",
+            f"UPDATE {t}_shard1 SET id = 10 WHERE id = 1",  # a key change: delete, tombstone, create
+            f"DELETE FROM {t}_shard2 WHERE id = 2",
+            f"INSERT INTO {t}_shardless VALUES (2, 'l', 1)",
+            f"INSERT INTO {t}_other VALUES (2, 'p')"]
+
+
+LOGICAL_CASES = {
+    "defaults": lambda t: _logical(**{"topic.regex": rf"(.*){t}_shard(.*)", "topic.replacement": f"$1{t}_all"}),
+    "key_field_from_regex": lambda t: _logical(**{"topic.regex": rf"(?<head>.*){t}_shard(.*)",
+                                                  "topic.replacement": f"${{head}}{t}_all", "key.field.name": "shard",
+                                                  "key.field.regex": rf".*{t}_(shard.*)", "key.field.replacement": "id-$1",
+                                                  "logical.table.cache.size": "1"}),
+    "no_key_field_avro_names": lambda t: {**_logical(**{"topic.regex": rf"(.*){t}_shard(.*)", "topic.replacement": f"$1{t}-all",
+                                                        "key.enforce.uniqueness": "false", "schema.name.adjustment.mode": "avro"}),
+                                          "topic.prefix": "my-server", "provide.transaction.metadata": "true"},
+}
+
+
+@pytest.mark.parametrize("case", sorted(LOGICAL_CASES))
+def test_by_logical_table_router(debezium_oracle, pg_cluster, db, unique_name: str, case: str) -> None:
+    t = f"lt_{case[:8]}"
+    debezium, _ = run_conformance(debezium_oracle, pg_cluster, db, unique_name, setup=_shards(t),
+                                  tables=[f"public.{t}_shard1", f"public.{t}_shard2", f"public.{t}_shardless", f"public.{t}_other"],
+                                  workload=_shard_workload(t), **LOGICAL_CASES[case](t))
+    logical = [r for r in debezium if r.topic.endswith(f"{t}_all") or r.topic.endswith(f"{t}-all")]
+    # the snapshot's four rows and the stream's changes of three tables, tombstones included, in one topic
+    assert len(logical) >= 12 and any(r.is_tombstone for r in logical) and any(r.key is None for r in logical), logical
+    assert any(r.topic.endswith(f"{t}_other") for r in debezium)
