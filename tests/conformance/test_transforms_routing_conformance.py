@@ -296,3 +296,70 @@ def test_by_logical_table_router(debezium_oracle, pg_cluster, db, unique_name: s
     # the snapshot's four rows and the stream's changes of three tables, tombstones included, in one topic
     assert len(logical) >= 12 and any(r.is_tombstone for r in logical) and any(r.key is None for r in logical), logical
     assert any(r.topic.endswith(f"{t}_other") for r in debezium)
+
+
+def test_partition_routing_lands_on_debezium_s_partitions_in_kafka(
+    debezium_oracle, pg_cluster, db, spark, kafka_broker: str, unique_name: str, tmp_path
+) -> None:
+    """The kafka layout (reader tasks producing to a Kafka-protocol broker, Tansu) puts each record
+    PartitionRouting routed on the partition Debezium chose for it: the snapshot (several chunks,
+    several producing tasks) and the stream."""
+    import json
+
+    from sparkcdc.debezium.config import ConnectorConfig
+    from sparkcdc.spark.sinks.reader_kafka import ReaderKafkaBatchWriter, kafka_link
+
+    from ..spark.test_kafka_sink import consume, run_available_now
+    from .differential import END_PREFIX, _ends, _until_end
+
+    t = "routed_kafka"
+    for statement in _routed_table(t) + [f"INSERT INTO {t} (id, name) SELECT g, 'more ' || g FROM generate_series(1001, 1260) g",
+                                         f"ANALYZE {t}"]:
+        db.execute(statement)
+    routing = _routing(**{"partition.payload.fields": "change.id,change.name", "partition.topic.num": "4",
+                          "partition.hash.function": "murmur"})
+    dbz_props = debezium_properties(pg_cluster, slot=f"{unique_name}_d", publication=f"{unique_name}_d", tables=[f"public.{t}"],
+                                    **routing)
+    with debezium_oracle.run(dbz_props) as debezium:
+        debezium.wait_streaming()
+        for statement in _routed_workload(t):
+            db.execute(statement)
+        db.execute("SELECT pg_logical_emit_message(true, %s, 'x')", (END_PREFIX,))
+        theirs = _until_end(debezium.wait_for(_ends, timeout=120))
+
+    ours_props = {**dbz_props, "slot.name": f"{unique_name}_s", "publication.name": f"{unique_name}_s", "slot.drop.on.stop": "false",
+                  "sparkcdc.state.location": str(tmp_path / "state"), "sparkcdc.snapshot.chunk.rows": "60",
+                  "sparkcdc.output.layout": "kafka", "sparkcdc.output.kafka.bootstrap.servers": kafka_broker,
+                  "sparkcdc.output.kafka.topic.partitions": "4", "sparkcdc.output.kafka.timeout.ms": "20000"}
+    # the rows the stream changed are back as they were for the snapshot, then changed again
+    db.execute(f"DROP TABLE {t}")
+    for statement in _routed_table(t) + [f"INSERT INTO {t} (id, name) SELECT g, 'more ' || g FROM generate_series(1001, 1260) g"]:
+        db.execute(statement)
+    writer = ReaderKafkaBatchWriter(kafka_link(ConnectorConfig(ours_props)))
+    checkpoint = tmp_path / "checkpoint"
+
+    def run() -> None:
+        run_available_now(spark.readStream.format("postgres-cdc").options(**ours_props).load().writeStream.foreachBatch(writer),
+                          checkpoint)
+
+    try:
+        run()  # the snapshot
+        for statement in _routed_workload(t):
+            db.execute(statement)
+        run()  # the stream
+    finally:
+        db.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s", (f"{unique_name}_s",))
+        db.execute(f'DROP PUBLICATION IF EXISTS "{unique_name}_s"')
+
+    def where(key: str | bytes | None, value: str | bytes | None, partition: int | None) -> tuple[int, str, int | None]:
+        payload = None if value is None else json.loads(value)["payload"]
+        return json.loads(key)["payload"]["id"], "tombstone" if payload is None else payload["op"], partition  # type: ignore[arg-type]
+
+    expected = sorted(where(r.raw_key, r.raw_value, r.partition) for r in theirs if r.topic == f"test_server.public.{t}")
+    produced = sorted(where(r["key"], r["value"], r["partition"]) for r in consume(kafka_broker, [f"test_server.public.{t}"]))
+    tombstones = [(key, op) for key, op, _ in expected if op == "tombstone"]
+    assert tombstones and len(expected) > 300
+    # A tombstone keeps the partition the producer's partitioner chooses (Debezium: none chosen), as its delete's key
+    assert [r for r in produced if r[1] != "tombstone"] == [r for r in expected if r[1] != "tombstone"]
+    assert sorted((key, op) for key, op, _ in produced if op == "tombstone") == sorted(tombstones)
+    assert len({partition for _, _, partition in produced}) == 4

@@ -172,6 +172,7 @@ class PostgresCdcDataSource(DataSource):
         layout = config.get("sparkcdc.output.layout")
         _refuse_other_layouts_settings(config, layout)
         _warn_unused_topic_creation(config, layout)
+        _warn_unwritten_partitions(config, layout)
         check_parallel_streaming(config)  # refused on the driver as the query is built, not in the planner's worker
         check_parallel_decoding(config)
         if layout == "changes":
@@ -218,6 +219,20 @@ def _warn_unused_topic_creation(config: Any, layout: str | None) -> None:
     unused = unused_without_kafka(config.raw, layout)
     if unused:
         config.warnings.extend(unused)
+        report_warnings(config)
+
+
+def _warn_unwritten_partitions(config: Any, layout: str | None) -> None:
+    """A transform that chooses Kafka partitions (``PartitionRouting``, the outbox router's
+    ``partition`` placement) with a layout that writes none: reported, naming the transform."""
+    from ..debezium.config import report_warnings
+
+    if layout == "kafka":
+        return
+    choosing = [step.alias for step in config.transforms.steps if getattr(step.transform, "chooses_partitions", False)]
+    if choosing:
+        config.warnings.append(f"transforms.{choosing[0]}: chooses each record's Kafka partition, which only "
+                               f"sparkcdc.output.layout=kafka writes; the {layout} layout has no partitions, so it has no effect")
         report_warnings(config)
 
 

@@ -140,6 +140,8 @@ class EventRouter(Transform):
         self._route = options.text("route.by.field")
         self._version = options.text("table.field.event.schema.version") or None
         self._placements = _placements(options)
+        #: The chain's outputs ask this: a ``partition`` placement chooses the record's Kafka partition.
+        self.chooses_partitions = any(placement.where == "partition" for placement in self._placements)
         self._ignore_missing = options.enum("table.field.additional.missing") == "ignore"
         self._invalid = options.enum("table.op.invalid.behavior")
         self._expand = options.bool("table.expand.json.payload")
