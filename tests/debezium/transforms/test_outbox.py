@@ -227,3 +227,12 @@ def test_the_envelope_is_kept_per_version_and_a_payload_that_does_not_fit_it_sto
 def test_an_empty_bytea_payload_is_no_tombstone() -> None:
     out = one([change("c", after=row(bin=""))], **{"route.tombstone.on.empty.payload": "true", "table.field.event.payload": "bin"})
     assert out.value == "" and out.value_schema is not None  # type: ignore[union-attr]
+
+
+def test_the_removed_payload_id_option_is_reported_and_refused_when_strict() -> None:
+    given = {"transforms": "o", "transforms.o.type": ROUTER, "transforms.o.table.field.event.payload.id": "aggregateid"}
+    warnings: list[str] = []
+    transform_chain(given, warnings=warnings)
+    assert any(w.startswith("transforms.o.table.field.event.payload.id: Debezium 3.6 no longer reads it") for w in warnings)
+    with pytest.raises(TransformConfigError):
+        transform_chain(given, strict=True)

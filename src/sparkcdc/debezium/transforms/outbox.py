@@ -31,7 +31,8 @@ test_transforms_routing_conformance.py):
 Refused, with the reason: ``table.field.event.timestamp`` (it sets the Kafka record's timestamp,
 which sparkcdc's outputs do not carry) and the ``tracing.*`` options (OpenTelemetry spans, which
 sparkcdc does not produce). ``table.field.event.type`` is accepted with a warning: Debezium's router
-does not put it in the event either. Compiled per envelope schema (:class:`_Plan`).
+does not put it in the event either; ``table.field.event.payload.id`` (removed in Debezium 2.0, read
+by nothing in 3.6) is reported as removed. Compiled per envelope schema (:class:`_Plan`).
 """
 
 from __future__ import annotations
@@ -121,6 +122,11 @@ class EventRouter(Transform):
         Option("tracing.operation.name", "debezium-read"),
         Option("tracing.with.context.field.only", "false", kind="bool"),
     )
+
+    REMOVED = {
+        "table.field.event.payload.id": "Debezium 3.6 no longer reads it (it was removed in 2.0; the event's key is "
+                                        "table.field.event.key's column), so it has no effect there and none here",
+    }
 
     def __init__(self, alias: str, options: Options) -> None:
         super().__init__(alias, options)
