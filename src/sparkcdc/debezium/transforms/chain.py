@@ -61,7 +61,20 @@ class TransformChain:
         return tuple(step.alias for step in self.steps)
 
     def apply(self, records: Iterable[ChangeRecord]) -> Iterator[ChangeRecord]:
-        """``records`` as they leave the chain, in order, dropped ones left out."""
+        """``records`` as they leave the chain, in order, dropped ones left out.
+
+        When a transform fails (or the caller stops reading), ``records`` is closed at once: a
+        stream's records come from a generator holding the replication connection, which must not
+        wait for the error (whose traceback holds the generator) to be collected."""
+        upstream = iter(records)
+        try:
+            yield from self._run(upstream)
+        finally:
+            close = getattr(upstream, "close", None)
+            if close is not None:
+                close()
+
+    def _run(self, records: Iterator[ChangeRecord]) -> Iterator[ChangeRecord]:
         steps = tuple((step.transform.apply, None if step.predicate is None else step.predicate.test, step.negate)
                       for step in self.steps)
         if len(steps) == 1 and steps[0][1] is None:
