@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 
 from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.engine.connector import LocalConnector
@@ -180,6 +181,35 @@ def _until_end(records: list[OracleRecord], is_end: Callable[[OracleRecord], boo
         out.pop()
     return out
 
+
+
+def assert_both_stop(oracle: DebeziumOracle, db: psycopg.Connection, dbz_props: Mapping[str, str], name: str,
+                     change: Callable[[int], None], theirs_words: str, our_words: str) -> None:
+    """Both connectors stop on what ``change(run)`` writes once they stream (run 1 for Debezium, 2
+    for sparkcdc, each its own slot): Debezium's error holds ``theirs_words``, sparkcdc's ``our_words``.
+    For transforms that fail on a record as Kafka Connect's do (a ``DataException`` stops the task)."""
+    from .oracle import OracleError
+
+    with pytest.raises(OracleError) as debezium_failure:
+        with oracle.run(dict(dbz_props)) as debezium:
+            debezium.wait_streaming()
+            change(1)
+            debezium.wait_for(lambda records: False, timeout=60)
+    assert theirs_words in str(debezium_failure.value)
+
+    ours = SparkcdcSession(dict(dbz_props, **{"slot.name": f"{name}_s", "publication.name": f"{name}_s"}))
+    ours.start()
+    try:
+        with pytest.raises(AssertionError) as our_failure:
+            ours.wait_streaming()
+            change(2)
+            ours.wait_for(lambda records: False, timeout=60)
+    finally:
+        ours.stop()
+        db.execute(f'DROP PUBLICATION IF EXISTS "{name}_s"')
+        db.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s AND NOT active",
+                   (f"{name}_s",))
+    assert "sparkcdc failed" in str(our_failure.value) and our_words in str(our_failure.value), str(our_failure.value)
 
 # -- normalization and comparison ---------------------------------------------------------------
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from .differential import END_PREFIX, SparkcdcSession, run_conformance
-from .oracle import OracleError, OracleRecord, debezium_properties
+from .differential import END_PREFIX, assert_both_stop, run_conformance
+from .oracle import OracleRecord, debezium_properties
 
 K = "org.apache.kafka.connect.transforms."
 TABLES = r"test_server\.public\..*"
@@ -328,26 +328,7 @@ def test_kafka_transform_fails_as_kafka_fails(debezium_oracle, pg_cluster, db, u
         db.execute(f"UPDATE {t} SET name = 'y' WHERE id = {row}")
         db.execute(f"DELETE FROM {t} WHERE id = {row}")
 
-    with pytest.raises(OracleError) as debezium_failure:
-        with debezium_oracle.run(dbz_props) as debezium:
-            debezium.wait_streaming()
-            change(1)
-            debezium.wait_for(lambda records: False, timeout=60)
-    assert theirs_words in str(debezium_failure.value)
-
-    ours = SparkcdcSession(dict(dbz_props, **{"slot.name": f"{unique_name}_s", "publication.name": f"{unique_name}_s"}))
-    ours.start()
-    try:
-        with pytest.raises(AssertionError) as our_failure:
-            ours.wait_streaming()
-            change(2)
-            ours.wait_for(lambda records: False, timeout=60)
-    finally:
-        ours.stop()
-        db.execute(f'DROP PUBLICATION IF EXISTS "{unique_name}_s"')
-        db.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s AND NOT active",
-                   (f"{unique_name}_s",))
-    assert "sparkcdc failed" in str(our_failure.value) and our_words in str(our_failure.value), str(our_failure.value)
+    assert_both_stop(debezium_oracle, db, dbz_props, unique_name, change, theirs_words, our_words)
 
 
 def test_cases_cover_every_kafka_transform_and_predicate() -> None:

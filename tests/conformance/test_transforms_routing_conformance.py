@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 import pytest
 
-from .differential import SparkcdcSession, run_conformance
-from .oracle import OracleError, OracleRecord, debezium_properties
+from .differential import assert_both_stop, run_conformance
+from .oracle import OracleRecord, debezium_properties
 
 ROUTER = "io.debezium.transforms.outbox.EventRouter"
 MATCHES = "org.apache.kafka.connect.transforms.predicates.TopicNameMatches"
@@ -175,28 +175,12 @@ def test_routing_stops_where_debezium_stops(debezium_oracle, pg_cluster, db, uni
         db.execute(statement)
     dbz_props = debezium_properties(pg_cluster, slot=f"{unique_name}_d", publication=f"{unique_name}_d", tables=[f"public.{t}"],
                                     **properties(t))
-    with pytest.raises(OracleError) as debezium_failure:
-        with debezium_oracle.run(dbz_props) as debezium:
-            debezium.wait_streaming()
-            for statement in failing(t, 1):
-                db.execute(statement)
-            debezium.wait_for(lambda records: False, timeout=60)
-    assert theirs_words in str(debezium_failure.value)
 
-    ours = SparkcdcSession(dict(dbz_props, **{"slot.name": f"{unique_name}_s", "publication.name": f"{unique_name}_s"}))
-    ours.start()
-    try:
-        with pytest.raises(AssertionError) as our_failure:
-            ours.wait_streaming()
-            for statement in failing(t, 2):
-                db.execute(statement)
-            ours.wait_for(lambda records: False, timeout=60)
-    finally:
-        ours.stop()
-        db.execute(f'DROP PUBLICATION IF EXISTS "{unique_name}_s"')
-        db.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s AND NOT active",
-                   (f"{unique_name}_s",))
-    assert "sparkcdc failed" in str(our_failure.value) and our_words in str(our_failure.value), str(our_failure.value)
+    def change(run: int) -> None:
+        for statement in failing(t, run):
+            db.execute(statement)
+
+    assert_both_stop(debezium_oracle, db, dbz_props, unique_name, change, theirs_words, our_words)
 
 
 # -- PartitionRouting ---------------------------------------------------------------------------------
