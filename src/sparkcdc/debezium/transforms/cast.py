@@ -27,6 +27,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any, Final
 
+from ...errors import PipelineError
 from ..connect import NO_DEFAULT, ConnectSchema, Field
 from ..records import ChangeRecord
 from ..types.numeric import DECIMAL_NAME
@@ -85,8 +86,8 @@ _OUT_CLASSES: Final = {"int8": "Byte", "int16": "Short", "int32": "Integer", "in
                        "double": "Double", "boolean": "Boolean", "string": "String"}
 
 
-class CastError(Exception):
-    """A value Cast cannot cast (Connect's ``DataException``)."""
+class CastError(PipelineError):
+    """A value Cast cannot cast (Connect's ``DataException``; the transform names the record)."""
 
 
 # -- reading a JSON-ready value as the Java value Connect holds ----------------------------------

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...errors import PipelineError
 from ..connect import ConnectSchema
 from .base import TransformConfigError
 
 __all__ = ["FieldPath", "NotAStruct", "parse_field_path"]
 
 
-class NotAStruct(Exception):
+class NotAStruct(PipelineError):
     """A path goes through a field that is not a struct."""
 
 

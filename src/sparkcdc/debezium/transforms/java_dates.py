@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ...errors import ConfigurationError
+
 __all__ = ["DatePatternError", "JavaDate", "compile_date_pattern", "java_date"]
 
 _MS_PER_DAY = 86_400_000
@@ -24,8 +26,9 @@ _DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Satu
 _LETTERS = "GyYMLwWDdFEuaHkKhmsSzZX"
 
 
-class DatePatternError(ValueError):
-    """A pattern ``SimpleDateFormat`` refuses (Java's ``IllegalArgumentException`` message)."""
+class DatePatternError(ConfigurationError):
+    """A pattern ``SimpleDateFormat`` refuses (Java's ``IllegalArgumentException`` message); the
+    transform reading the pattern names its property."""
 
 
 @dataclass(frozen=True, slots=True)

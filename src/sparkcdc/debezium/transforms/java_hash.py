@@ -24,6 +24,7 @@ import math
 import struct as binary
 from typing import Any, Final
 
+from ...errors import PipelineError
 from ..connect import ConnectSchema
 
 __all__ = ["Unhashable", "debezium_murmur3", "java_hash_code", "murmur_hash_code"]
@@ -36,7 +37,7 @@ _CONNECT_MILLIS: Final = ("org.apache.kafka.connect.data.Time", "org.apache.kafk
 _DAY_MILLIS: Final = 86_400_000
 
 
-class Unhashable(ValueError):
+class Unhashable(PipelineError):
     """A value whose Java hash code Debezium computes differently in every JVM run."""
 
 

@@ -37,6 +37,7 @@ import json
 import math
 from typing import Any, Final
 
+from ...errors import PipelineError
 from ..connect import ConnectSchema, array, boolean, bytes_, float64, int32, int64, string, struct
 from .java_numbers import double_json
 
@@ -53,11 +54,11 @@ _STRING: Final = string(optional=True)
 _NULL_BYTES: Final = bytes_(optional=True)
 
 
-class NotExpanded(Exception):
+class NotExpanded(PipelineError):
     """The text is not JSON Debezium expands: the payload stays as it is (Debezium logs a warning)."""
 
 
-class Unfit(Exception):
+class Unfit(PipelineError):
     """The inferred schema does not fit the document's values: Debezium's record carries the schema
     with the unchanged text, and its converter stops the connector on it."""
 
