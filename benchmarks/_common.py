@@ -222,6 +222,11 @@ class OutputCheck:
         return found
 
 
+#: The most common transform line of Debezium configurations: flat rows, with the operation as ``__op``
+#: (``--unwrap`` of stream.py and snapshot.py).
+UNWRAP = {"transforms": "unwrap", "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+          "transforms.unwrap.add.fields": "op"}
+
 _BENCH_COLUMNS = {"id", "qty", "label", "price", "created", "active"}
 
 

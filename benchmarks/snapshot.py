@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _common import (  # noqa: E402
+    UNWRAP,
     DebeziumRun,
     MachineCpu,
     SparkcdcRun,
@@ -46,6 +47,7 @@ from _common import (  # noqa: E402
     drop_slot_when_free,
     load_average,
     machine_summary,
+    median,
     report_comparison,
     run_sparkcdc,
     sparkcdc_properties,
@@ -94,16 +96,18 @@ def snapshot_debezium(cluster: ThrowawayCluster, conn: psycopg.Connection, run: 
 
 
 def snapshot_sparkcdc(cluster: ThrowawayCluster, conn: psycopg.Connection, work: Path, run: int, rows: int, *,
-                      zstd: bool = False) -> SparkcdcRun:
-    name = f"sparkcdc_{'zstd' if zstd else 'snapshot'}_{run}"
+                      zstd: bool = False, unwrap: bool = False) -> SparkcdcRun:
+    name = f"sparkcdc_{'zstd' if zstd else 'unwrap' if unwrap else 'snapshot'}_{run}"
     props = sparkcdc_properties(cluster, name, "initial_only")
     if zstd:
         props["sparkcdc.output.topic.files.compression"] = "zstd"
+    if unwrap:
+        props.update(UNWRAP)
     config = write_properties(work / f"{name}.properties", props)
     output, checkpoint = work / f"{name}-output", work / f"{name}-checkpoint"
     result = run_sparkcdc(config, output, checkpoint)
     drop_slot_when_free(conn, name)  # initial_only uses a temporary slot; nothing should be left
-    check = check_output(output, rows)
+    check = check_output(output, rows, unwrapped=unwrap)
     problems = check.problems({"r": rows})
     if result.records != rows:
         problems.append(f"the summary counts {result.records:,} records, expected {rows:,}")
@@ -120,6 +124,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="snapshots of each kind, alternating which goes first")
     parser.add_argument("--zstd", action="store_true", help="also snapshot into zstd-compressed topic files "
                         "(sparkcdc.output.topic.files.compression=zstd)")
+    parser.add_argument("--unwrap", action="store_true", help="also snapshot with transforms=unwrap (ExtractNewRecordState, "
+                        "add.fields=op), read through the Python converters, and compare with the plain snapshot")
     parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
     args = parser.parse_args()
     rows = args.rows
@@ -132,6 +138,7 @@ def main() -> None:
     debezium_runs: list[DebeziumRun] = []
     our_runs: list[SparkcdcRun] = []
     zstd_runs: list[SparkcdcRun] = []
+    unwrap_runs: list[SparkcdcRun] = []
     with (ThrowawayCluster() as cluster, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
           tempfile.TemporaryDirectory(prefix="sparkcdc-bench-snapshot-") as tmp, MachineCpu() as cpu):
         print(f"table: {rows:,} rows in {prepare_table(conn, rows):.1f} s")
@@ -149,6 +156,12 @@ def main() -> None:
                     print(f"  run {run}: sparkcdc {rows / ours.processing_seconds:,.0f} events/s processing "
                           f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); {rows / ours.wall_seconds:,.0f} "
                           f"events/s on wall time ({ours.wall_seconds:.1f} s, {ours.startup_seconds:.1f} s to the query's start)")
+            if args.unwrap:
+                ours = snapshot_sparkcdc(cluster, conn, Path(tmp), run, rows, unwrap=True)
+                unwrap_runs.append(ours)
+                print(f"  run {run}: sparkcdc transforms=unwrap {rows / ours.processing_seconds:,.0f} events/s processing "
+                      f"({ours.processing_seconds:.1f} s); {rows / ours.wall_seconds:,.0f} events/s on wall time "
+                      f"({ours.wall_seconds:.1f} s, {ours.startup_seconds:.1f} s to the query's start)")
             if args.zstd:
                 ours = snapshot_sparkcdc(cluster, conn, Path(tmp), run, rows, zstd=True)
                 zstd_runs.append(ours)
@@ -171,6 +184,18 @@ def main() -> None:
                       "`run --once --output` with sparkcdc.output.topic.files.compression=zstd (each topic file one zstd "
                       "frame, level 1); output decompressed and checked like the plain files"),
             note="zstd: compare with the plain topic files (`snapshot`) of the same run.",
+        )
+    if unwrap_runs:
+        plain = median(our_runs, key=lambda r: r.processing_seconds)
+        unwrapped = median(unwrap_runs, key=lambda r: r.processing_seconds)
+        relative = plain.processing_seconds / unwrapped.processing_seconds
+        print(f"sparkcdc transforms=unwrap / without = {relative:.2f} processing rate")
+        report_comparison(
+            "snapshot-unwrap", rows, debezium_runs, unwrap_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record, cpu=cpu,
+            workload=(f"the same {rows:,}-row table and Debezium runs (no transform) as the `snapshot` entry recorded with it; "
+                      "sparkcdc `run --once --output` with transforms=unwrap (ExtractNewRecordState, add.fields=op): the chunks "
+                      "are read through the Python converters (the server-rendered snapshot makes the untransformed JSON)"),
+            note=f"transforms=unwrap against no transform, same run: {relative:.2f}x the plain snapshot's processing rate (median).",
         )
     print(machine_summary())
 

@@ -59,6 +59,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _common import (  # noqa: E402
+    UNWRAP,
     DebeziumRun,
     MachineCpu,
     SparkcdcRun,
@@ -81,9 +82,6 @@ from sparkcdc.postgres import create_logical_slot, get_slot  # noqa: E402
 
 TARGET = 2.5  # issue 13: at least 2.5x Debezium's steady rate in processing time
 DEBEZIUM_PUBLICATION = "bench_debezium"
-#: The most common transform line of Debezium configurations: flat rows, with the operation as ``__op``.
-UNWRAP = {"transforms": "unwrap", "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
-          "transforms.unwrap.add.fields": "op"}
 NOTE = "Note on the streaming figures: see the note under the first recorded run (2026-11-22) for where the time goes."
 
 
