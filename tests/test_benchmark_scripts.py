@@ -22,7 +22,8 @@ def test_decode_benchmark_runs() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("script", "size", "extra"), [("snapshot.py", "--rows", ["--zstd"]), ("stream.py", "--changes", ["--kafka", "--zstd"]),
+@pytest.mark.parametrize(("script", "size", "extra"), [("snapshot.py", "--rows", ["--zstd", "--unwrap"]),
+                                                   ("stream.py", "--changes", ["--kafka", "--zstd", "--unwrap"]),
                                                    ("stream.py", "--changes", ["--tables", "2", "--slots", "2"])])
 def test_debezium_vs_sparkcdc_benchmark_runs(script: str, size: str, extra: list[str]) -> None:
     """Both sides (embedded Debezium, `sparkcdc run --once`) on 2,000 events; the script checks the output
@@ -40,6 +41,8 @@ def test_debezium_vs_sparkcdc_benchmark_runs(script: str, size: str, extra: list
         assert "sparkcdc 2 slots / 1 slot = " in result.stdout
     if "--zstd" in extra:
         assert "sparkcdc zstd topic files" in result.stdout
+    if "--unwrap" in extra:  # the transformed drain's output was checked too (ids once per __op)
+        assert "sparkcdc transforms=unwrap / without = " in result.stdout
 
 
 @pytest.mark.slow
