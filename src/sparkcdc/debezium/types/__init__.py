@@ -21,6 +21,7 @@ from .hstore import map_hstore_type
 from .numeric import map_numeric_type
 from .temporal import map_temporal_type
 from .text import map_text_type, unknown_mapping
+from .vectors import map_vector_type
 
 __all__ = [
     "SESSION_SETTINGS",
@@ -32,7 +33,7 @@ __all__ = [
     "map_type",
 ]
 
-_MAPPERS = (map_numeric_type, map_text_type, map_temporal_type, map_geometric_type, map_hstore_type)
+_MAPPERS = (map_numeric_type, map_text_type, map_temporal_type, map_geometric_type, map_hstore_type, map_vector_type)
 
 
 def map_type(column: ColumnType, options: MappingOptions) -> ValueMapping | None:

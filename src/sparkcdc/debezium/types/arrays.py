@@ -22,6 +22,8 @@ Debezium 3.6's rules, checked against the real connector (3.6.3, pgoutput):
 * Temporal elements are pgjdbc's ``java.sql`` objects (in the snapshot and in streaming): ``±infinity``
   in ``date[]``, ``-infinity`` in ``timestamptz[]``, BC and pre-1582 dates, and TIME fractions all
   differ from the scalar columns; see ``temporal.jdbc_array_element``.
+* ``sparsevec[]`` (pgvector): Debezium's element structs do not match the array's (required) items
+  schema, so every array holding an element is null; an empty array stays ``[]``.
 * Unchanged TOAST: text/varchar/bpchar/json/jsonb arrays -> ``[placeholder]``; int4/date arrays
   and int8 arrays -> the placeholder's bytes as signed numbers; bytea arrays -> ``[placeholder
   bytes]`` in ``binary.handling.mode=bytes`` (null in the string modes: Debezium's byte[] does not
@@ -201,6 +203,15 @@ def _always_null(text: str) -> None:
     return None
 
 
+def _empty_or_null(convert: Callable[[str], list[Any] | None]) -> Callable[[str], list[Any] | None]:
+    """An array whose elements Debezium cannot put in its value: ``[]`` when empty, else null."""
+
+    def empty_or_null(text: str) -> list[Any] | None:
+        return [] if convert(text) == [] else None
+
+    return empty_or_null
+
+
 def name_uuid_from_bytes(data: bytes) -> str:
     """Java's ``UUID.nameUUIDFromBytes``: MD5 of the bytes, stamped as a version 3 UUID."""
     return str(uuid.UUID(bytes=hashlib.md5(data).digest(), version=3))
@@ -253,6 +264,8 @@ def map_array_type(
     convert_element = (None if is_domain else jdbc_array_element(element, options)) or element_mapping.convert
     numeric = element.name == "numeric" and not is_domain
     convert = _array_converter(element.declared_name, convert_element, delimiter, items_optional, numeric)
+    if element.name == "sparsevec" and not is_domain:
+        convert = _empty_or_null(convert)
     toast = None if is_domain else _toast(element.name, options)
     extra = {"toast_null": True} if toast is None else {}
     return ValueMapping(array(items), convert, zero=[], toast=toast, extra=extra)

@@ -30,6 +30,7 @@ __all__ = [
     "jackson_object",
     "jackson_string",
     "java_hashmap_order",
+    "java_sized_hashmap_order",
     "java_string_hash",
     "map_hstore_type",
     "parse_hstore",
@@ -242,15 +243,20 @@ class _Tree:
 
 
 class _HashMap:
-    """Replays ``new HashMap<>()`` + ``put`` of distinct String keys, keeping only the layout."""
+    """Replays ``new HashMap<>(capacity)`` + ``put`` of distinct keys, keeping only the layout.
 
-    def __init__(self, keys: Sequence[str]) -> None:
+    Keys are Strings unless ``hashes`` gives their ``hashCode()`` values (unsigned 32-bit); then the
+    tree order needs no tie-break, which holds for keys whose hash codes differ (``Short``, ``Integer``).
+    """
+
+    def __init__(self, keys: Sequence[Any], hashes: Sequence[int] | None = None, capacity: int = 16) -> None:
         self.keys = keys
-        self.hashes = [_spread(java_string_hash(key)) for key in keys]
+        codes = hashes if hashes is not None else [java_string_hash(key) for key in keys]
+        self.hashes = [_spread(h) for h in codes]
         self.signed_hashes = [_signed(h) for h in self.hashes]
         self._units: dict[int, bytes] = {}
-        self.capacity = 16
-        self.threshold = 12
+        self.capacity = capacity
+        self.threshold = _threshold(capacity)
         self.table: list[list[int] | _Tree | None] = [None] * self.capacity
         for entry in range(len(keys)):
             self._put(entry)
@@ -294,7 +300,7 @@ class _HashMap:
     def _resize(self) -> None:
         old_capacity = self.capacity
         self.capacity *= 2
-        self.threshold *= 2
+        self.threshold = _threshold(self.capacity)
         table: list[list[int] | _Tree | None] = [None] * self.capacity
         for index, bin_ in enumerate(self.table):
             if bin_ is None:
@@ -325,6 +331,16 @@ def _spread(h: int) -> int:
     return h ^ (h >> 16)
 
 
+def _threshold(capacity: int) -> int:
+    """``(int) (capacity * loadFactor)`` with the default load factor 0.75."""
+    return capacity * 3 // 4
+
+
+def _table_size_for(expected: int) -> int:
+    """``HashMap.tableSizeFor``: the first table of ``new HashMap<>(expected)`` (a power of two)."""
+    return 1 if expected <= 1 else 1 << (expected - 1).bit_length()
+
+
 def java_hashmap_order(keys: Sequence[str]) -> list[int]:
     """Positions of distinct ``keys`` (put in this order) in ``HashMap`` iteration order."""
     count = len(keys)
@@ -336,6 +352,30 @@ def java_hashmap_order(keys: Sequence[str]) -> list[int]:
         slots = [_spread(java_string_hash(key)) & 15 for key in keys]
         return sorted(range(count), key=slots.__getitem__)
     return _HashMap(keys).order()
+
+
+def java_sized_hashmap_order(hash_codes: Sequence[int], expected: int) -> list[int]:
+    """Positions of distinct keys with these (all different) ``hashCode()`` values in the iteration
+    order of ``new HashMap<>(expected)`` after putting them in this order (e.g. ``Short`` keys,
+    whose hash code is their value)."""
+    count = len(hash_codes)
+    if count <= 1:
+        return list(range(count))
+    first = _table_size_for(expected)
+    spread = [_spread(h & _MASK32) for h in hash_codes]
+    classes: dict[int, int] = {}
+    for h in spread:
+        slot = h & (first - 1)
+        classes[slot] = classes.get(slot, 0) + 1
+    if max(classes.values()) <= _TREEIFY_THRESHOLD:
+        # No bin ever holds more than 8 entries (later tables only split the first one's bins), so
+        # none turns into a tree and only the load factor resizes: the order is by final slot, then
+        # by insertion (sorted() is stable).
+        capacity = first
+        while count > _threshold(capacity):
+            capacity *= 2
+        return sorted(range(count), key=lambda i: spread[i] & (capacity - 1))
+    return _HashMap(range(count), hashes=[h & _MASK32 for h in hash_codes], capacity=first).order()
 
 
 def _hashmap_ordered(pairs: list[tuple[str, str | None]]) -> list[tuple[str, str | None]]:
