@@ -75,9 +75,11 @@ class TableResolver:
             raise UnknownRelationError(f"data for relation OID {relation_id} arrived before its Relation message") from None
 
     def for_table(self, schema: str, table: str) -> TableSchema:
-        """Snapshot: the schema of a table as the catalog describes it now."""
+        """Snapshot: the schema of a table as the catalog describes it now. Generated columns are
+        in it, as in Debezium's (its snapshot reads the table's JDBC metadata and ``SELECT *``),
+        though before PostgreSQL 18 pgoutput never sends them: streamed changes lack them."""
         info = self.catalog.table_by_name(schema, table)
-        columns = [(c.name, c.type_oid, c.type_modifier) for c in info.columns if not c.generated]
+        columns = [(c.name, c.type_oid, c.type_modifier) for c in info.columns]
         return self.factory.build(self._describe(schema, table, columns, info), snapshot=True)
 
     def _describe(self, schema: str, table: str, columns: Sequence[tuple[str, int, int]], info: TableInfo) -> TableDescription:
