@@ -328,10 +328,10 @@ def test_validate_prints_the_warnings_with_their_lines(tmp_path: Path) -> None:
 
 def test_validate_refuses_naming_the_property(tmp_path: Path) -> None:
     path = tmp_path / "c.properties"
-    path.write_text("database.hostname=203.0.113.1\ndatabase.user=u\ndatabase.dbname=d\ntopic.prefix=srv\nslot.failover=true\n")
+    path.write_text("database.hostname=203.0.113.1\ndatabase.user=u\ndatabase.dbname=d\ntopic.prefix=srv\nconverters=money\n")
     result = CliRunner().invoke(app, ["validate", str(path)], env={"COLUMNS": "300"})
     assert result.exit_code == 2
-    assert "c.properties:5: slot.failover: failover slots need PostgreSQL 17" in " ".join(result.output.split())
+    assert "c.properties:5: converters: custom converters are Java classes" in " ".join(result.output.split())
 
 
 def test_spark_options_report_the_warnings(monkeypatch) -> None:

@@ -114,6 +114,18 @@ def _positive(raw: str) -> str | None:
     return None if int(raw) > 0 else f"must be positive, not {raw}"
 
 
+def _ports(raw: str) -> str | None:
+    """``database.port``: a port, or comma-separated ports (one per host of ``database.hostname``)."""
+    for part in raw.split(","):
+        try:
+            port = int(part)
+        except ValueError:
+            return f"{part.strip()!r} is not an integer (a port, or one port per host: 5432,5433)"
+        if port <= 0 or port > 65535:
+            return f"must be positive, not {port}" if port <= 0 else f"{port} is not a port number (1-65535)"
+    return None
+
+
 def _non_negative(raw: str) -> str | None:
     return None if int(raw) >= 0 else f"must not be negative, not {raw}"
 
@@ -303,8 +315,12 @@ _ALL = [
        doc="has no effect here: the PostgreSQL connector runs one task; sparkcdc's parallelism is Spark's "
            "(snapshot.max.threads, sparkcdc.snapshot.chunk.rows)"),
     _P("plugin.name", "pgoutput", "enum", ("pgoutput",), check=_plugin, doc="pgoutput only (Debezium's default is decoderbufs); other plugins are refused"),
-    _P("database.hostname", required=True),
-    _P("database.port", "5432", "int", check=_positive),
+    _P("database.hostname", required=True,
+       doc="one host, or several comma-separated (h1,h2): then sparkcdc connects to the first that accepts writes "
+           "(libpq target_session_attrs=read-write), for every connection, so a run goes on against a promoted standby "
+           "(see docs/high-availability.md)"),
+    _P("database.port", "5432", check=_ports,
+       doc="one port, or one per host of database.hostname (5432,5433)"),
     _P("database.user", required=True),
     _P("database.password", None, "password"),
     _P("database.dbname", required=True),
@@ -328,9 +344,9 @@ _ALL = [
     # slot and publication
     _P("slot.name", "debezium", check=_slot_name),
     _P("slot.drop.on.stop", "false", "bool"),
-    _P("slot.failover", "false", "bool", status=REFUSED, quiet=("false",),
-       doc="failover slots need PostgreSQL 17 and sparkcdc does not create them; a slot that is not synchronised "
-           "to the standby would silently lose changes at failover"),
+    _P("slot.failover", "false", "bool",
+       doc="the slots sparkcdc creates are failover slots (PostgreSQL 17+; refused on older servers), and a slot it "
+           "finds is made one, so standbys with sync_replication_slots copy them (see docs/high-availability.md)"),
     _P("slot.stream.params", check=_stream_params,
        doc="name=value;... passed to pgoutput when the stream starts: origin=none (only changes made on this server, "
            "not those a replication origin applied) or origin=any, PostgreSQL 16+ (refused on an older server before "

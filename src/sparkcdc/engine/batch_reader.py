@@ -34,7 +34,7 @@ from ..errors import ServerError
 from ..lsn import format_lsn
 from ..pgoutput.messages import Begin, LogicalMessage
 from ..postgres.catalog import Catalog
-from ..postgres.errors import ReplicationConnectionLost
+from ..postgres.errors import ReplicationConnectionLost, SlotLostError, SlotNotFoundError
 from ..postgres.replication import LogicalReplicationReader, ReconnectPolicy, ReplicationOptions, StreamRestarted, WalMessage
 from .connection import conninfo_from_config, sql_connection
 from .filters import TableFilter
@@ -156,7 +156,7 @@ def _read(
     failure_mode = config.get("event.processing.failure.handling.mode")
     reader = replication_reader(config, source, start_lsn)
     options = reader.options
-    reader.start()
+    start_planned(reader)
     try:
         progress_at, progress_lsn = time.monotonic(), reader.received_lsn
         while True:
@@ -204,6 +204,20 @@ def replication_reader(config: ConnectorConfig, source: StreamSlot, start_lsn: i
     delay = config.get_int("slot.retry.delay.ms") / 1000
     reconnect = ReconnectPolicy(attempts=config.get_int("slot.max.retries") + 1, initial_delay=delay, max_delay=delay)
     return LogicalReplicationReader(conninfo_from_config(config), options, start_lsn=start_lsn, reconnect=reconnect)
+
+
+def start_planned(reader: LogicalReplicationReader) -> None:
+    """Start the reader of a planned range. The planner made sure of its slot before it planned the range,
+    so a slot missing now went away under the run (dropped, or the server that accepts writes is now a
+    standby promoted before the slot was synchronised to it): :class:`SlotLostError`, after which
+    ``sparkcdc run`` restarts and the planner decides from the checkpoint (see ``_resume``)."""
+    try:
+        reader.start()
+    except SlotLostError:
+        raise
+    except SlotNotFoundError as exc:
+        raise SlotLostError(f"slot {reader.options.slot_name!r}, which this batch was planned to read, is gone: {exc}",
+                            sqlstate=exc.sqlstate, slot=reader.options.slot_name) from exc
 
 
 def _cut(items: list, end_lsn: int) -> tuple[list[WalMessage], bool]:

@@ -21,16 +21,30 @@ _SSL_FILES = {
 
 
 def conninfo_from_config(config: ConnectorConfig) -> str:
+    """The libpq connection string of every connection sparkcdc opens (driver, executors, replication).
+
+    ``database.hostname`` may list several hosts and ``database.port`` one port or one per host
+    (``h1,h2`` / ``5432,5433``, as libpq's ``host``/``port``): then libpq tries them in order and keeps the
+    first that accepts writes (``target_session_attrs=read-write``), a primary after a failover too, for
+    SQL and replication connections alike. One host is connected to whatever it is (a standby too).
+    """
     settings = config.settings
+    hosts = [host.strip() for host in settings.database_hostname.split(",")]
+    ports = [port.strip() for port in str(settings.database_port).split(",")]
+    if len(ports) not in (1, len(hosts)):
+        raise ConfigError("database.port", f"lists {len(ports)} ports for the {len(hosts)} hosts of database.hostname; "
+                          "give one port for all or one per host")
     params: dict[str, str] = {
-        "host": settings.database_hostname,
-        "port": str(settings.database_port),
+        "host": ",".join(hosts),
+        "port": ",".join(ports),
         "user": settings.database_user,
         "dbname": settings.database_dbname,
         "sslmode": settings.database_sslmode,
         "application_name": settings.name,
         "keepalives": "1" if settings.database_tcpkeepalive else "0",
     }
+    if len(hosts) > 1:
+        params["target_session_attrs"] = "read-write"
     password = config.get("database.password")
     if password:
         params["password"] = password

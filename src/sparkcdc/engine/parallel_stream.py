@@ -57,6 +57,7 @@ from .batch_reader import (
     last_commit_of,
     process_items,
     replication_reader,
+    start_planned,
     stream_processor,
     stream_reporter,
 )
@@ -356,7 +357,7 @@ class _Dispatcher:
 
     def run(self) -> None:
         try:
-            self.reader.start()
+            start_planned(self.reader)
             try:
                 self._read()
             finally:

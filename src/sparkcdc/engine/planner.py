@@ -20,13 +20,14 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..debezium.config import ConnectorConfig
+from ..debezium.config import ConfigError, ConnectorConfig
 from ..debezium.stream_params import check_server_supports
 from ..errors import PipelineError, ServerError
 from ..lsn import format_lsn
 from ..postgres.catalog import Catalog
 from ..postgres.errors import SlotInUseError
 from ..postgres.slots import (
+    FAILOVER_SLOTS_MAJOR,
     ExportedSnapshotSlot,
     SlotState,
     advance_slot,
@@ -36,6 +37,8 @@ from ..postgres.slots import (
     emit_logical_message,
     get_slot,
     run_statement,
+    set_slot_failover,
+    slot_failover,
 )
 from ..postgres.snapshot import SnapshotTransaction
 from .batch_reader import HEARTBEAT_MESSAGE_PREFIX
@@ -90,6 +93,8 @@ class ConnectorPlanner:
         self.admin = sql_connection(config, autocommit=True, application_name="sparkcdc-driver")
         self.database = self.admin.info.dbname
         self.slot_name = config.settings.slot_name
+        #: slot.failover: every slot sparkcdc creates is a failover slot (17+), one it finds is made one.
+        self.failover = config.settings.slot_failover
         #: Every slot the connector streams through (one unless ``sparkcdc.stream.slots`` says more), the main one first.
         self.slot_names = tuple(stream.slot for stream in stream_slots(config))
         self.run_id = run_id or str(uuid.uuid4())
@@ -157,6 +162,9 @@ class ConnectorPlanner:
     def _set_up(self) -> None:
         # slot.stream.params: origin needs a PostgreSQL 16 pgoutput; refused before anything is set up or read
         check_server_supports(self.config.raw, self.admin.info.server_version)
+        if self.failover and self.admin.info.server_version < FAILOVER_SLOTS_MAJOR * 10000:
+            raise ConfigError("slot.failover", f"failover slots need PostgreSQL {FAILOVER_SLOTS_MAJOR} or later; the server "
+                              f"is {self.admin.info.server_version // 10000} (set slot.failover=false)")
         self.tables = captured_tables(self.admin, self.config)
         check_guardrail(self.config, self.tables)  # guardrail.collections.max, before anything is set up or read
         apply_replica_identities(self.admin, self.config, self.tables)
@@ -191,10 +199,18 @@ class ConnectorPlanner:
         for name in (*self.slot_names[1:], self.slot_name):
             slot = get_slot(self.admin, name)
             if slot is None:
-                create_logical_slot(self.admin, name)
+                create_logical_slot(self.admin, name, failover=self.failover)
                 slot = get_slot(self.admin, name)
                 assert slot is not None
+            self._ensure_failover(name)
         return slot
+
+    def _ensure_failover(self, name: str) -> None:
+        """slot.failover=true: a slot found without the flag (made by an earlier run, or by hand) gets it, so
+        that standbys copy it from now on. slot.failover=false leaves a failover slot as it is."""
+        if self.failover and slot_failover(self.admin, name) is False:
+            log.warning("slot %s is not a failover slot: making it one (slot.failover=true)", name)
+            set_slot_failover(self.conninfo, name, True)
 
     def _begin_snapshot(self) -> SourceOffset:
         """A fresh slot with an exported snapshot; the offset of the snapshot batch's start."""
@@ -211,8 +227,10 @@ class ConnectorPlanner:
             # after theirs, and every stream starts there (a slot asked to start past its own consistent
             # point skips the transactions that commit before the asked position).
             for name in self.slot_names[1:]:
-                create_logical_slot(self.admin, name)
-        self._export = ExportedSnapshotSlot(self.conninfo, self.slot_name, temporary=not self.streams)
+                create_logical_slot(self.admin, name, failover=self.failover)
+        # A temporary slot (nothing streams after the snapshot) cannot be a failover slot; it has no use after one.
+        self._export = ExportedSnapshotSlot(self.conninfo, self.slot_name, temporary=not self.streams,
+                                            failover=self.failover and self.streams)
         self._snapshot_tx = SnapshotTransaction(self.conninfo, snapshot_name=self._export.snapshot_name)
         include = self.config.get_patterns("snapshot.include.collection.list")
         tables = tuple(t for t in self.tables if not include or any(p.fullmatch(f"{t[0]}.{t[1]}") for p in include))
@@ -423,15 +441,17 @@ class ConnectorPlanner:
         if slot is None:
             if not trusts_slot(strategy):
                 raise SlotMismatchError(
-                    f"slot {name!r} does not exist, but the checkpoint resumes from {format_lsn(start.lsn)}: the changes "
-                    "since then are lost; use snapshot.mode=when_needed to take a new snapshot, "
-                    "offset.mismatch.strategy=trust_slot to go on from a new slot, or start with a new checkpoint"
+                    f"slot {name!r} does not exist on {self._server()}, but the checkpoint resumes from "
+                    f"{format_lsn(start.lsn)}: the changes since then are lost{self._missing_slot_hint()}; use "
+                    "snapshot.mode=when_needed to take a new snapshot, offset.mismatch.strategy=trust_slot to go on "
+                    "from a new slot, or start with a new checkpoint"
                 )
             log.warning("slot %r does not exist: creating it and resuming from its start, the changes since the checkpoint's "
                         "%s are skipped (offset.mismatch.strategy=%s)", name, format_lsn(start.lsn), strategy)
-            create_logical_slot(self.admin, name)
+            create_logical_slot(self.admin, name, failover=self.failover)
             slot = get_slot(self.admin, name)
             assert slot is not None
+        self._ensure_failover(name)
         confirmed = slot.confirmed_flush_lsn or 0
         resume = resume_of(strategy, name, checkpoint, confirmed, may_advance=self.config.get("lsn.flush.mode") != "manual")
         if resume.error is not None:
@@ -449,6 +469,21 @@ class ConnectorPlanner:
             store.write(start.lsn, replace(state, stream_from_lsn=max(resume.read_from, state.stream_from_lsn or 0))
                         if state is not None else StreamState(None, None, stream_from_lsn=resume.read_from))
         return resume.read_from
+
+    def _server(self) -> str:
+        """The server the driver is connected to, host:port (one of several database.hostname may list)."""
+        return f"{self.admin.info.host}:{self.admin.info.port}"
+
+    def _missing_slot_hint(self) -> str:
+        """Why a checkpointed slot may be missing where several hosts are listed: a failover to a standby
+        that did not hold it (no failover slot, or promoted before the slot was synchronised to it)."""
+        if "," not in self.config.settings.database_hostname:
+            return ""
+        if not self.failover:
+            return (" (this server may be a promoted standby: with slot.failover=false the slot was never "
+                    "synchronised to standbys)")
+        return (" (this server may be a standby promoted before the failover slot was synchronised to it: see "
+                "pg_replication_slots.synced on standbys, sync_replication_slots and synchronized_standby_slots)")
 
     def _insert_lsn(self) -> int:
         return current_wal_insert_lsn(self.admin)

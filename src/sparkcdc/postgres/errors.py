@@ -49,6 +49,13 @@ class SlotNotFoundError(ReplicationError):
     """The named replication slot (``slot``) does not exist (SQLSTATE 42704)."""
 
 
+class SlotLostError(SlotNotFoundError):
+    """The slot a running stream reads was there and is gone: dropped, or the server now accepting writes
+    is a promoted standby the slot had not been synchronised to (``slot.failover``). ``sparkcdc run``
+    restarts after it, so that the planner decides from the checkpoint what follows (a new snapshot
+    with ``snapshot.mode=when_needed``, otherwise an error naming the slot)."""
+
+
 class SlotInUseError(ReplicationError):
     """The replication slot (``slot``) is active for another process (SQLSTATE 55006)."""
 

@@ -37,6 +37,8 @@ from .errors import (
     ReplicationProtocolError,
     ServerFeatureError,
     SlotInUseError,
+    SlotLostError,
+    SlotNotFoundError,
     server_error,
 )
 from .replication_protocol import (
@@ -358,6 +360,13 @@ class LogicalReplicationReader:
                 return
             except (ReplicationConnectionLost, SlotInUseError) as exc:
                 last_error = exc
+            except SlotNotFoundError as exc:
+                if first:
+                    raise
+                # It streamed before the connection broke: the server we came back to lacks it.
+                raise SlotLostError(f"slot {self.options.slot_name!r} is gone after the replication connection was "
+                                    f"re-established (dropped, or a failover to a server it was not synchronised to): "
+                                    f"{exc}", sqlstate=exc.sqlstate, slot=self.options.slot_name) from exc
         assert last_error is not None
         what = "connect" if first else "reconnect"
         raise type(last_error)(

@@ -35,14 +35,18 @@ __all__ = [
 
 
 def connect_read_only(conninfo: str, *, connect_timeout: int = 10, application_name: str = "sparkcdc-cli") -> psycopg.Connection:
-    """An autocommit connection in which every transaction is read-only."""
-    return psycopg.connect(
-        conninfo,
-        autocommit=True,
-        options="-c default_transaction_read_only=on",
-        connect_timeout=connect_timeout,
-        application_name=application_name,
-    )
+    """An autocommit connection in which every transaction is read-only.
+
+    Set once connected, not in the startup packet: with several hosts libpq picks the one that
+    accepts writes (``target_session_attrs=read-write``) by the server's ``default_transaction_read_only``,
+    which a startup option would already have turned on."""
+    conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=connect_timeout, application_name=application_name)
+    try:
+        conn.execute("SET default_transaction_read_only = on")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,12 @@ __all__ = [
     "ensure_slot",
     "get_slot",
     "run_statement",
+    "set_slot_failover",
+    "slot_failover",
 ]
+
+#: The first major whose logical slots can be failover slots (synchronised to standbys).
+FAILOVER_SLOTS_MAJOR = 17
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,12 +108,20 @@ def get_slot(conn: psycopg.Connection, slot_name: str) -> SlotState | None:
 
 
 def create_logical_slot(
-    conn: psycopg.Connection, slot_name: str, *, plugin: str = "pgoutput", temporary: bool = False, two_phase: bool = False
+    conn: psycopg.Connection, slot_name: str, *, plugin: str = "pgoutput", temporary: bool = False, two_phase: bool = False,
+    failover: bool = False,
 ) -> int:
-    """Create a logical slot through SQL; returns its consistent point (no snapshot is exported)."""
-    row = conn.execute(
-        "SELECT lsn::text FROM pg_create_logical_replication_slot(%s, %s, %s, %s)", (slot_name, plugin, temporary, two_phase)
-    ).fetchone()
+    """Create a logical slot through SQL; returns its consistent point (no snapshot is exported).
+
+    ``failover``: a failover slot (PostgreSQL 17+), which standbys with ``sync_replication_slots``
+    copy, so that it is there, at most behind, on a promoted standby."""
+    if failover:
+        row = conn.execute("SELECT lsn::text FROM pg_create_logical_replication_slot(%s, %s, %s, %s, failover => true)",
+                           (slot_name, plugin, temporary, two_phase)).fetchone()
+    else:
+        row = conn.execute(
+            "SELECT lsn::text FROM pg_create_logical_replication_slot(%s, %s, %s, %s)", (slot_name, plugin, temporary, two_phase)
+        ).fetchone()
     assert row is not None
     return parse_lsn(row[0])
 
@@ -138,6 +151,28 @@ def ensure_slot(conn: psycopg.Connection, slot_name: str, *, plugin: str = "pgou
             slot=slot_name,
         )
     return state, False
+
+
+def slot_failover(conn: psycopg.Connection, slot_name: str) -> bool | None:
+    """Whether the slot is a failover slot (``None``: no such slot; always ``False`` before PostgreSQL 17)."""
+    if conn.info.server_version < FAILOVER_SLOTS_MAJOR * 10000:
+        return None if get_slot(conn, slot_name) is None else False
+    row = conn.execute("SELECT failover FROM pg_replication_slots WHERE slot_name = %s", (slot_name,)).fetchone()
+    return None if row is None else bool(row[0])
+
+
+def set_slot_failover(conninfo: str, slot_name: str, failover: bool) -> None:
+    """Make an existing slot a failover slot or not (``ALTER_REPLICATION_SLOT``, a replication command, 17+)."""
+    params = conninfo_to_dict(conninfo)
+    params.update(replication="database")
+    params.setdefault("application_name", "sparkcdc-slot")
+    try:
+        with psycopg.connect(make_conninfo(**params), autocommit=True) as conn:
+            command = f"ALTER_REPLICATION_SLOT {quote_ident(slot_name)} (FAILOVER {'true' if failover else 'false'})"
+            conn.execute(command.encode(), prepare=False)
+    except psycopg.Error as exc:
+        raise from_psycopg(exc, f"cannot change slot {slot_name!r} to failover={failover}", slot=slot_name, slot_request=True,
+                           replication=True) from None
 
 
 def advance_slot(conn: psycopg.Connection, slot_name: str, lsn: int) -> int:
@@ -181,7 +216,8 @@ class ExportedSnapshotSlot:
     """
 
     def __init__(
-        self, conninfo: str, slot_name: str, *, plugin: str = "pgoutput", temporary: bool = False, two_phase: bool = False
+        self, conninfo: str, slot_name: str, *, plugin: str = "pgoutput", temporary: bool = False, two_phase: bool = False,
+        failover: bool = False,
     ) -> None:
         params = conninfo_to_dict(conninfo)
         params.update(replication="database")
@@ -191,6 +227,8 @@ class ExportedSnapshotSlot:
             options = ["SNAPSHOT 'export'"]
             if two_phase:
                 options.append("TWO_PHASE")
+            if failover:  # a failover slot (17+), copied to standbys that synchronise slots
+                options.append("FAILOVER")
             command = (
                 f"CREATE_REPLICATION_SLOT {quote_ident(slot_name)} {'TEMPORARY ' if temporary else ''}"
                 f"LOGICAL {quote_ident(plugin)} ({', '.join(options)})"

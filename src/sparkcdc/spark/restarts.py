@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import psycopg
 
 from ..debezium.config import ConfigError, ConnectorConfig
-from ..postgres.errors import ServerUnavailableError, SlotInUseError
+from ..postgres.errors import ServerUnavailableError, SlotInUseError, SlotLostError
 
 __all__ = ["RestartPolicy", "exception_types", "retriable", "retriable_cause"]
 
@@ -37,7 +37,8 @@ _EXCEPTION_LINE = re.compile(r"^\s*((?:psycopg|sparkcdc)(?:\.\w+)+)(?::\s|\s*$)"
 def retriable(error: type[BaseException]) -> bool:
     """Whether a failure of this type is a server that went away (or a slot still held), worth a restart."""
     # ServerUnavailableError: sparkcdc's own mapping of a lost server (ReplicationConnectionLost is one).
-    if issubclass(error, (ServerUnavailableError, SlotInUseError)):
+    # SlotLostError: a stream's slot gone under it (a failover); the restart's planner decides what follows.
+    if issubclass(error, (ServerUnavailableError, SlotInUseError, SlotLostError)):
         return True
     if issubclass(error, psycopg.OperationalError):
         sqlstate: str | None = getattr(error, "sqlstate", None)
