@@ -382,6 +382,10 @@ _CASES: list[tuple[str, ColumnType, str, Any]] = [
     ("mood", _ENUM, "happy", "happy"),
     ("r", _type("int4range"), "[1,5)", "[1,5)"),
     ("inet", _type("inet"), "10.0.0.1/8", "10.0.0.1/8"),
+    ("vec", _type("vector"), "[1,2.5,-3.25e-07]", [1.0, 2.5, -3.25e-07]),
+    ("half", _type("halfvec"), "[0.099975586,65504]", [_float32(0.099975586), 65504.0]),
+    ("sparse", _type("sparsevec"), "{2:1,5:-2.5,8:3}/10", {"dimensions": 10, "vector": {2: 1.0, 5: -2.5, 8: 3.0}}),
+    ("sparse0", _type("sparsevec"), "{}/5", {"dimensions": 5, "vector": {}}),
 ]
 
 # Per mode set: connector properties, and the values that differ from the default modes'.
@@ -501,6 +505,8 @@ def test_every_type_in_every_mode(spark, modes: str) -> None:
             "var": "decimal(38,18)", "wide": "decimal(30,4)", "dates": "array<date>", "nums": "array<decimal(5,2)>",
             "vars": "array<decimal(38,18)>", "uuids": "array<string>", "stamps": "array<timestamp_ntz>", "bools": "array<boolean>",
             "jb": "string", "x": "string", "mood": "string", "r": "string", "inet": "string",
+            "vec": "array<double>", "half": "array<float>", "sparse": "struct<dimensions:smallint,vector:map<smallint,double>>",
+            "sparse0": "struct<dimensions:smallint,vector:map<smallint,double>>",
         }
 
 
@@ -559,7 +565,7 @@ def test_every_connector_mapping_has_a_spark_type() -> None:
         *(_type(name) for name in ("int2", "int4", "int8", "oid", "float4", "float8", "bool", "money", "text", "varchar", "bpchar",
                                    "char", "name", "citext", "inet", "cidr", "macaddr", "macaddr8", "int4range", "tstzrange", "json",
                                    "jsonb", "xml", "uuid", "ltree", "tsvector", "bytea", "date", "timetz", "interval", "point",
-                                   "geometry", "geography", "hstore", "box", "polygon", "isbn")),
+                                   "geometry", "geography", "hstore", "box", "polygon", "isbn", "vector", "halfvec", "sparsevec")),
     ]
     arrays = [_array(_type(name)) for name in sorted(OPTIONAL_ITEM_ELEMENTS)] + [_array(_ENUM), _array(_type("tsvector"))]
     checked = 0

@@ -37,6 +37,7 @@ from ...debezium.types.temporal import (
     ZONED_TIMESTAMP_NAME,
 )
 from ...debezium.types.text import BITS_NAME, ENUM_NAME, JSON_NAME, LTREE_NAME, TSVECTOR_NAME, UUID_NAME, XML_NAME
+from ...debezium.types.vectors import DOUBLE_VECTOR_NAME, FLOAT_VECTOR_NAME, SPARSE_VECTOR_NAME
 from . import kernels
 from .errors import UnsupportedColumnError
 from .expressions import (
@@ -56,7 +57,9 @@ __all__ = ["VARIABLE_SCALE_DECIMAL_TYPE", "Codec", "Convert", "codec_for", "spar
 
 # Named string schemas whose value is kept as the string Debezium sends.
 _STRING_NAMES = frozenset({JSON_NAME, XML_NAME, UUID_NAME, LTREE_NAME, ENUM_NAME, TSVECTOR_NAME, ZONED_TIME_NAME, INTERVAL_NAME})
-_STRUCT_NAMES = frozenset({POINT_NAME, GEOMETRY_NAME, GEOGRAPHY_NAME})
+_STRUCT_NAMES = frozenset({POINT_NAME, GEOMETRY_NAME, GEOGRAPHY_NAME, SPARSE_VECTOR_NAME})
+# pgvector's dense vectors: arrays of double (vector) and float (halfvec).
+_ARRAY_NAMES = frozenset({DOUBLE_VECTOR_NAME, FLOAT_VECTOR_NAME})
 _DATE_NAMES = frozenset({DATE_NAME, CONNECT_DATE_NAME})
 _TIME_MILLIS_NAMES = frozenset({TIME_NAME, CONNECT_TIME_NAME})
 _TIMESTAMP_MILLIS_NAMES = frozenset({TIMESTAMP_NAME, CONNECT_TIMESTAMP_NAME})
@@ -130,6 +133,8 @@ def codec_for(schema: ConnectSchema, where: str, depth: int = 0) -> Codec:
     if kind == "map":
         assert schema.keys is not None and schema.values is not None
         keys, values = codec_for(schema.keys, f"{where}{{key}}", depth + 1), codec_for(schema.values, f"{where}{{value}}", depth + 1)
+        if schema.keys.name is None and schema.keys.type in _PAIR_KEYS and schema.values.name is None and schema.values.type in _PAIR_VALUES:
+            return _pairs_codec(keys, values, depth)
         if keys.convert is not None or not isinstance(keys.raw, T.StringType):
             raise _unsupported(schema, where, ": map keys must be strings")
         convert = None if values.convert is None else _map_convert(values, depth)
@@ -142,6 +147,23 @@ def codec_for(schema: ConnectSchema, where: str, depth: int = 0) -> Codec:
 def _array_convert(items: Codec, depth: int) -> Convert:
     variable = f"__x{depth}"
     return lambda raw: f"transform({raw}, {variable} -> {items.apply(variable)})"
+
+
+#: Map key and value types a double holds exactly: the ``[[key, value], ...]`` JSON JsonConverter
+#: writes for a map whose keys are not strings (pgvector's sparsevec: ``map<int16, double>``) is
+#: read as ``array<array<double>>`` and rebuilt as a Spark map.
+_PAIR_KEYS = frozenset({"int8", "int16", "int32"})
+_PAIR_VALUES = frozenset({"int8", "int16", "int32", "float", "double"})
+
+
+def _pairs_codec(keys: Codec, values: Codec, depth: int) -> Codec:
+    entry = f"__e{depth}"
+
+    def convert(raw: str) -> str:
+        return (f"map_from_entries(transform({raw}, {entry} -> named_struct('key', CAST({entry}[0] AS {keys.spark.simpleString()}), "
+                f"'value', CAST({entry}[1] AS {values.spark.simpleString()}))))")
+
+    return Codec(T.MapType(keys.spark, values.spark, True), T.ArrayType(T.ArrayType(T.DoubleType(), True), True), convert)
 
 
 def _map_convert(values: Codec, depth: int) -> Convert:
@@ -181,6 +203,8 @@ def _named_codec(schema: ConnectSchema, where: str, depth: int) -> Codec | None:
         return Codec(T.BinaryType(), T.StringType(), unbase64)
     if kind == "struct" and name in _STRUCT_NAMES:
         return _struct_codec(schema, where, depth)
+    if kind == "array" and name in _ARRAY_NAMES:
+        return codec_for(schema.with_name(None), where, depth)
     if kind == "int32" and name in _DATE_NAMES:
         return Codec(T.DateType(), T.IntegerType(), lambda raw: f"date_from_unix_date({raw})", kernels.date_from_days)
     if kind == "int32" and name in _TIME_MILLIS_NAMES:
