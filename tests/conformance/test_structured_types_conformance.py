@@ -209,6 +209,7 @@ def test_geometric_types(debezium_oracle, pg_cluster, db, unique_name: str, unkn
     )
 
 
+@pytest.mark.server_feature("postgis")
 def test_postgis(debezium_oracle, pg_cluster, db, unique_name: str) -> None:
     type_case(
         debezium_oracle, pg_cluster, db, unique_name,
