@@ -29,7 +29,6 @@ import itertools
 import re
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
@@ -38,6 +37,8 @@ import pyarrow.compute as pc
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from ...postgres.connections import ConnectionSettingError, connect
+from ...secrets import redact_conninfo
 from ..errors import TargetError
 from ..evolution import (
     SAME,
@@ -59,11 +60,17 @@ from ..spec import ResolvedSpec
 from ..staged import DELETE, SEGMENT, UNCHANGED, Folded, StagedBatch, StagedPart, pipeline_hash
 from .base import Keys, TargetColumn, already_applied
 from .pg_copy import copy_table, int_list_column
+from .pg_vectors import vector_kind, vector_text
 from .shared import DELETED_AT, SEQUENCE, TOMBSTONE_SUFFIX, PreparedTables, split_target
 
 __all__ = ["PostgresTarget", "pg_type_verdict"]
 
 
+#: How a connection refused for a setting names it: the part of the target's URL that sets it.
+_URL_PARAMETERS = {"host": "the host in the apply target's URL", "port": "the port in the apply target's URL",
+                   "user": "the user in the apply target's URL", "password": "the password in the apply target's URL",
+                   "dbname": "the database in the apply target's URL",
+                   **{k: f"{k} (a parameter of the apply target's URL)" for k in ("sslmode", "sslrootcert", "sslcert", "sslkey", "sslpassword")}}
 POSITIONS = sql.SQL("sparkcdc.apply_positions")
 #: Per target table: the source table it mirrors, its relation id and key, and each column's source
 #: identity (``attnum``), which tells a renamed source column from a new one (see ..evolution).
@@ -109,11 +116,12 @@ class PostgresTarget(PreparedTables[_Table]):
         super().__init__()
         self.url = self.location = url
         self.connect_timeout = connect_timeout
-        self.description = _redacted(url)
+        self.description = redact_conninfo(url)
         try:
-            self.conn = psycopg.connect(url, autocommit=False, connect_timeout=connect_timeout, application_name="sparkcdc-apply")
-        except psycopg.OperationalError as exc:
-            raise TargetError(f"cannot connect to the apply target {self.description}: {exc}".strip()) from exc
+            self.conn = connect(url, _URL_PARAMETERS, autocommit=False, connect_timeout=connect_timeout,
+                                application_name="sparkcdc-apply")
+        except (psycopg.Error, ConnectionSettingError) as exc:  # scrubbed of the URL's passwords by connect
+            raise TargetError(f"cannot connect to the apply target {self.description}: {exc}".strip()) from None
         self._temp = itertools.count()
 
     def close(self) -> None:
@@ -134,6 +142,7 @@ class PostgresTarget(PreparedTables[_Table]):
         tombstone and staging tables and the identity it records, in one transaction."""
         policy = policy or EvolutionPolicy()
         with self.conn.transaction(), self.conn.cursor() as cur:
+            _check_vector_columns(cur, spec, columns)
             cur.execute("CREATE SCHEMA IF NOT EXISTS sparkcdc")
             cur.execute(sql.SQL(
                 "CREATE TABLE IF NOT EXISTS {} (pipeline_id text NOT NULL, target text NOT NULL, batch_id bigint NOT NULL, "
@@ -335,7 +344,7 @@ class PostgresTarget(PreparedTables[_Table]):
                 if folded.rows.num_rows:
                     rows = folded.rows
                     data = {SEGMENT: rows.column(SEGMENT), TOMBSTONE: pa.array(np.zeros(rows.num_rows, dtype=bool))}
-                    data |= {c.name: rows.column(c.name) for c in table.columns}
+                    data |= {c.name: _staged_column(rows.column(c.name), c) for c in table.columns}
                     if spec.scd_type == 1:
                         data |= {DELETE: rows.column(DELETE), UNCHANGED: rows.column(UNCHANGED)}
                     else:
@@ -344,7 +353,7 @@ class PostgresTarget(PreparedTables[_Table]):
                 if folded.tombstones.num_rows:
                     tombs = folded.tombstones
                     data = {SEGMENT: pa.array(np.zeros(tombs.num_rows, dtype=np.int32)), TOMBSTONE: pa.array(np.ones(tombs.num_rows, dtype=bool))}
-                    data |= {c.name: tombs.column(c.name) for c in table.keys}
+                    data |= {c.name: _staged_column(tombs.column(c.name), c) for c in table.keys}
                     data[SEQUENCE] = _staged_sequence(tombs.column(SEQUENCE), table)
                     copy_table(cur, table.stage, pa.table(data), constants)
         except psycopg.OperationalError:
@@ -553,6 +562,28 @@ def _staged_sequence(column: Any, table: _Table) -> Any:
     return int_list_column([pc.struct_field(column, i) for i in range(column.type.num_fields)], mask=column.is_null())
 
 
+def _check_vector_columns(cur: psycopg.Cursor[Any], spec: ResolvedSpec, columns: Sequence[TargetColumn]) -> None:
+    """pgvector columns need the extension in the target, and arrays of them are not mirrored."""
+    kinds = {c.name: kind for c in columns if (kind := vector_kind(c.pg_type)) is not None}
+    arrays = sorted(name for name, kind in kinds.items() if kind.endswith("[]"))
+    if arrays:
+        raise TargetError(f"{spec.target}: column(s) {', '.join(arrays)} are arrays of pgvector values, which sparkcdc "
+                          "does not mirror into PostgreSQL (leave them out with column.exclude.list)")
+    wanted = sorted(set(kinds.values()))
+    if wanted:
+        found = {row[0] for row in cur.execute("SELECT typname FROM pg_type WHERE typname = ANY(%s)", (wanted,)).fetchall()}
+        missing = [name for name, kind in sorted(kinds.items()) if kind not in found]
+        if missing:
+            raise TargetError(f"{spec.target}: column(s) {', '.join(missing)} have pgvector types, but the target database has "
+                              "no pgvector extension (CREATE EXTENSION vector there first)")
+
+
+def _staged_column(column: Any, target: TargetColumn) -> Any:
+    """A typed column as COPY reads it into the target's type (pgvector values as their text)."""
+    kind = vector_kind(target.pg_type)
+    return column if kind is None else vector_text(column, kind)
+
+
 def _pg_type(column: TargetColumn) -> str:
     if column.pg_type:
         return column.pg_type
@@ -589,14 +620,6 @@ def _sequence_to_pg(sequence: tuple[Any, ...], table: _Table) -> Any:
 
 def _sequence_from_pg(value: Any, table: _Table) -> tuple[Any, ...]:
     return (value,) if len(table.sequence) == 1 else tuple(value)
-
-
-def _redacted(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url
 
 
 def _alter_sql(table: sql.Identifier, operation: Operation) -> sql.Composed:
