@@ -105,7 +105,11 @@ def test_validate_connect_reports_privilege_problems(tmp_path: Path, pg_cluster:
         db.execute(f"DROP ROLE {role}")
     assert result.exit_code == EXIT_PROBLEMS, result.output
     assert f"error: role '{role}' may not use replication" in result.output
-    assert f"error: role '{role}' cannot SELECT from {schema}.audit" in result.output
+    assert f"ALTER ROLE {role} REPLICATION;" in result.output
+    out = " ".join(result.output.split())  # long lines wrap
+    assert f"error: role '{role}' cannot read {schema}.audit" in out
+    assert f"GRANT USAGE ON SCHEMA {schema} TO {role}; GRANT SELECT ON {schema}.audit, {schema}.ignored, {schema}.items, " \
+           f"{schema}.orders TO {role};" in out
     assert f"error: creating publication '{schema}' FOR ALL TABLES needs a superuser" in result.output
 
 

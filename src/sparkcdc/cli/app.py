@@ -189,6 +189,11 @@ def validate(
     out.print(readiness_view(readiness))
     out.print()
     print_problems(out, readiness.errors, readiness.warnings)
+    if readiness.fixes:
+        # One block to paste into psql, run by a superuser or the objects' owner (docs/privileges.md).
+        out.print(Text("\nTo fix, as a superuser or the objects' owner:", style="bold"))
+        for statement in readiness.fixes:
+            out.print(f"  {statement}", soft_wrap=True, markup=False, highlight=False)
     if readiness.errors:
         raise typer.Exit(EXIT_PROBLEMS)
     out.print(Text.assemble(("ready: ", "green bold"), f"{loaded.path} is valid and the server is ready for it"))

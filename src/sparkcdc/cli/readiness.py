@@ -13,8 +13,11 @@ from dataclasses import dataclass, field
 import psycopg
 
 from ..debezium.config import ConfigError, ConnectorConfig
-from ..engine.setup import captured_tables
+from ..engine.setup import captured_tables, identity_change_refused, replica_identity_changes, unpublished_signal_table
+from ..engine.signal_channels import enabled_channels
+from ..engine.signals import signal_table_of
 from ..engine.stream_slots import check_parallel_streaming, stream_slots
+from ..postgres.privileges import describe_missing, sql_identifiers, statement_denied, table_access
 from ..postgres.replication import quote_ident
 from ..postgres.server_facts import (
     PublicationFacts,
@@ -46,6 +49,9 @@ class Readiness:
     plan: list[str] = field(default_factory=list)  # what the first run would create or change
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: The statements that fix the problems found (GRANT, ALTER ROLE, CREATE/ALTER PUBLICATION, ALTER TABLE),
+    #: each run by a superuser or the object's owner; also quoted in the problem's own message.
+    fixes: list[str] = field(default_factory=list)
 
 
 def assess(conn: psycopg.Connection, config: ConnectorConfig) -> Readiness:
@@ -69,8 +75,11 @@ def assess(conn: psycopg.Connection, config: ConnectorConfig) -> Readiness:
     )
     _judge_server(result)
     _judge_tables(result)
-    _judge_publication(result, config)
+    _judge_publication(result, conn, config)
     _judge_slot(result)
+    _judge_replica_identities(result, conn, config)
+    _judge_signal_table(result, conn, config)
+    _judge_heartbeat(result, conn, config)
     streams = stream_slots(config)
     if len(streams) > 1:
         # The judgements above are of stream 0's slot and publication (with every captured table).
@@ -101,20 +110,42 @@ def _judge_server(r: Readiness) -> None:
     elif s.wal_senders_used >= s.max_wal_senders:
         r.warnings.append(f"all {s.max_wal_senders} WAL senders (max_wal_senders) are in use right now")
     if not (r.role.superuser or r.role.replication):
-        r.errors.append(f"role {r.role.user!r} may not use replication; grant it: ALTER ROLE {quote_ident(r.role.user)} REPLICATION")
+        fix = f"ALTER ROLE {_role(r)} REPLICATION;"
+        r.errors.append(f"role {r.role.user!r} may not use replication (open the replication connection, create the slot): "
+                        f"{fix} (on Amazon RDS and Aurora: GRANT rds_replication TO {_role(r)};)")
+        r.fixes.append(fix)
+
+
+def _role(r: Readiness) -> str:
+    return r.role.sql_name or quote_ident(r.role.user)
+
+
+def _fix(r: Readiness, statement: str) -> str:
+    """``statement`` remembered among the fixes; returned for the message."""
+    if statement not in r.fixes:
+        r.fixes.append(statement)
+    return statement
 
 
 def _judge_tables(r: Readiness) -> None:
     if not r.tables:
         r.warnings.append("no table matches the schema/table filters, so no table is captured")
         return
-    unreadable = [t for t in r.tables if not t.can_select]
+    no_usage = sorted({t.sql_name.rpartition(".")[0] or quote_ident(t.schema) for t in r.tables if not t.schema_usage})
+    unreadable = [t for t in r.tables if not t.can_select or not t.schema_usage]
     if unreadable:
-        message = f"role {r.role.user!r} cannot SELECT from {_names(unreadable)}"
+        statements = [f"GRANT USAGE ON SCHEMA {schema} TO {_role(r)};" for schema in no_usage]
+        selects = [t.sql_name or f"{quote_ident(t.schema)}.{quote_ident(t.table)}" for t in unreadable if not t.can_select]
+        if selects:
+            statements.append(f"GRANT SELECT ON {', '.join(selects)} TO {_role(r)};")
+        lacks = " and ".join(part for part in (f"USAGE on schema {', '.join(no_usage)}" if no_usage else "",
+                                               "SELECT" if selects else "") if part)
+        message = f"role {r.role.user!r} cannot read {_names(unreadable)} (it lacks {lacks})"
+        fix = " ".join(_fix(r, statement) for statement in statements)
         if r.snapshot_reads_data:
-            r.errors.append(message + "; the initial snapshot reads them (GRANT SELECT ON ... TO the role)")
+            r.errors.append(f"{message}; snapshots read them: {fix}")
         else:
-            r.warnings.append(message + "; a later snapshot (or snapshot.mode=always) would fail")
+            r.warnings.append(f"{message}; a later snapshot (incremental, blocking, or snapshot.mode=always) would fail: {fix}")
     keyless = [t for t in r.tables if t.replica_identity == "nothing" or (t.replica_identity == "default" and not t.has_primary_key)]
     if keyless:
         r.warnings.append(
@@ -123,17 +154,19 @@ def _judge_tables(r: Readiness) -> None:
         )
 
 
-def _judge_publication(r: Readiness, config: ConnectorConfig) -> None:
+def _judge_publication(r: Readiness, conn: psycopg.Connection, config: ConnectorConfig) -> None:
     pub = r.publication
     mode = config.get("publication.autocreate.mode")
-    name = quote_ident(pub.name)
     captured = {(t.schema, t.table) for t in r.tables}
     if mode == "filtered" and not captured:
         raise ConfigError("table.include.list", "no table matches the table/schema filters, so a filtered publication would be empty")
     if not pub.exists:
         if mode == "disabled":
+            listed = [t.sql_name or f"{quote_ident(t.schema)}.{quote_ident(t.table)}" for t in r.tables] + _signal_sql_name(r, conn, config)
+            sql_pub = sql_identifiers(conn, pub.name)[0]
+            create = _fix(r, f"CREATE PUBLICATION {sql_pub} FOR TABLE {', '.join(listed)};" if listed else f"CREATE PUBLICATION {sql_pub};")
             r.errors.append(f"publication {pub.name!r} does not exist and publication.autocreate.mode is disabled; "
-                            f"create it (CREATE PUBLICATION {name} FOR TABLE ...) or change the mode")
+                            f"have the tables' owner (or a superuser) create it: {create} (or change the mode)")
             return
         if mode == "all_tables":
             r.plan.append(f"create publication {pub.name!r} FOR ALL TABLES")
@@ -162,7 +195,10 @@ def _judge_publication(r: Readiness, config: ConnectorConfig) -> None:
     if mode != "no_tables" and not pub.all_tables:
         missing = [t for t in r.tables if (t.schema, t.table) not in set(pub.tables)]
         if missing:
-            r.warnings.append(f"{_names(missing)} is captured but not in publication {pub.name!r}, so its changes are never sent")
+            listed = ", ".join(t.sql_name or f"{quote_ident(t.schema)}.{quote_ident(t.table)}" for t in missing)
+            fix = _fix(r, f"ALTER PUBLICATION {sql_identifiers(conn, pub.name)[0]} ADD TABLE {listed};")
+            r.warnings.append(f"{_names(missing)} is captured but not in publication {pub.name!r}, so its changes are never sent; "
+                              f"have the publication's owner run: {fix}")
 
 
 def _need_ownership(r: Readiness, not_owned: list[TableFacts], purpose: str) -> None:
@@ -188,3 +224,73 @@ def _judge_slot(r: Readiness) -> None:
             r.errors.append(f"slot {slot_name!r} has lost WAL it needed (wal_status=lost); drop it and start again with a new snapshot")
         if slot.active:
             r.warnings.append(f"slot {slot_name!r} is in use by process {slot.active_pid}; a run waits until that consumer stops")
+
+
+def _signal_sql_name(r: Readiness, conn: psycopg.Connection, config: ConnectorConfig) -> list[str]:
+    """The signal table (``signal.data.collection``) as SQL, when it exists and is not captured: a
+    publication made by hand must list it too (signals and watermarks come through the WAL)."""
+    signal_table = signal_table_of(config)
+    if signal_table is None or any((t.schema, t.table) == signal_table for t in r.tables):
+        return []
+    return [".".join(sql_identifiers(conn, *signal_table))]
+
+
+def _judge_replica_identities(r: Readiness, conn: psycopg.Connection, config: ConnectorConfig) -> None:
+    """``replica.identity.autoset.values``: the ALTER TABLEs a run would make, and those only an owner may."""
+    captured = [(t.schema, t.table) for t in r.tables]
+    for change in replica_identity_changes(conn, config, captured):
+        r.plan.append(f"set REPLICA IDENTITY {change.clause} on {change.schema}.{change.table} (replica.identity.autoset.values)")
+        refused = identity_change_refused(conn, change)
+        if refused is not None:
+            _fix(r, refused.fix)
+            r.errors.append(str(refused))
+
+
+def _judge_signal_table(r: Readiness, conn: psycopg.Connection, config: ConnectorConfig) -> None:
+    """The signal table: it must exist, reach the stream, and take the watermark rows of incremental
+    snapshots (INSERT; DELETE too with insert_delete), which a read-only snapshot does not write. The
+    ``source`` channel itself only reads the table's rows from the WAL; whoever *sends* a signal
+    through it (``sparkcdc signal``, an operator's INSERT) needs INSERT, with their own role."""
+    signal_table = signal_table_of(config)
+    if signal_table is None:
+        return
+    read_only = config.get_bool("read.only")
+    strategy = config.get("incremental.snapshot.watermarking.strategy") or "insert_insert"
+    needed = () if read_only else ("INSERT", "DELETE") if strategy == "insert_delete" else ("INSERT",)
+    access = table_access(conn, *signal_table, needed)
+    name = f"{signal_table[0]}.{signal_table[1]}"
+    if access is None:
+        if "source" in enabled_channels(config) or not read_only:
+            r.warnings.append(f"signal.data.collection: the signal table {name} does not exist, so no signal sent through it "
+                              "and no incremental snapshot can work; create it (id varchar(42) PRIMARY KEY, type varchar(32) "
+                              "NOT NULL, data varchar(2048))")
+        return
+    if access.missing:
+        fix = " ".join(_fix(r, m.fix) for m in access.missing)
+        r.warnings.append(f"signal.data.collection: incremental snapshots write their watermark rows into {access.sql_name} "
+                          f"(incremental.snapshot.watermarking.strategy={strategy}), and {describe_missing(access.missing)}, "
+                          f"so they would be refused: {fix} (or set read.only=true, which writes nothing)")
+    if r.publication.exists:
+        unpublished = unpublished_signal_table(conn, config, signal_table)
+        if unpublished is not None:
+            message, fix = unpublished
+            _fix(r, fix)
+            r.warnings.append(message)
+
+
+def _judge_heartbeat(r: Readiness, conn: psycopg.Connection, config: ConnectorConfig) -> None:
+    """``heartbeat.action.query`` runs with the role's rights: EXPLAIN tells whether it may, running nothing."""
+    query = config.get("heartbeat.action.query")
+    if not query or config.get_int("heartbeat.interval.ms") <= 0:
+        return
+    try:
+        denied = statement_denied(conn, query)
+    except psycopg.Error as exc:
+        if not (exc.sqlstate or "").startswith("42"):
+            raise
+        r.errors.append(f"heartbeat.action.query: the server refuses it: {(exc.diag.message_primary or str(exc)).strip()}")
+        return
+    if denied is not None:
+        message, fixes = denied
+        r.errors.append(f"heartbeat.action.query: role {r.role.user!r} may not run it ({message}): "
+                        f"{' '.join(_fix(r, fix) for fix in fixes) or 'grant the role what the statement needs'}")

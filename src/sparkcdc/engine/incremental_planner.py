@@ -41,6 +41,7 @@ from ..postgres.incremental import (
     insert_signal,
     maximum_key,
 )
+from ..postgres.privileges import describe_missing, table_access
 from ..postgres.slots import current_wal_insert_lsn
 from ..postgres.snapshot import SnapshotTransaction
 from .incremental import ChunkWindow, IncrementalState, SnapshotCollection, Visibility
@@ -143,6 +144,7 @@ class IncrementalSnapshots:
         if not self.read_only and self.signal_table is None:
             raise SignalError(f"{signal.describe()}: an incremental snapshot writes its watermarks to the signal table; "
                               "set signal.data.collection (or read.only=true)")
+        self._check_watermark_rights(signal)
         matched = _captured(signal, action, tables)
         collections = [SnapshotCollection(s, t, action.condition_for(f"{s}.{t}"), action.surrogate_key) for s, t in matched]
         if state is None:
@@ -154,6 +156,23 @@ class IncrementalSnapshots:
         added = tuple(c for c in collections if (c.schema, c.table) not in present)
         log.info("%s: incremental snapshot of %s", signal.describe(), ", ".join(c.name for c in added) or "nothing new")
         return replace(state, collections=state.collections + added)
+
+    def _check_watermark_rights(self, signal: Signal) -> None:
+        """Refuses the snapshot before it starts when the role may not write its watermark rows:
+        INSERT on the signal table (insert_insert), INSERT and DELETE (insert_delete). A read-only
+        snapshot writes nothing, so a role with SELECT alone can take it."""
+        if self.read_only or self.signal_table is None:
+            return
+        needed = ("INSERT", "DELETE") if self.strategy == "insert_delete" else ("INSERT",)
+        access = table_access(self.admin, *self.signal_table, needed)
+        if access is None or not access.missing:
+            return  # a signal table that does not exist is named by the first INSERT's error
+        lacks = describe_missing(access.missing)
+        fix = " ".join(m.fix for m in access.missing)
+        raise SignalError(
+            f"{signal.describe()}: an incremental snapshot writes its watermark rows into the signal table {access.sql_name} "
+            f"(incremental.snapshot.watermarking.strategy={self.strategy}, needs {' and '.join(needed)}), and {lacks}: "
+            f"{fix} (or set read.only=true: a read-only incremental snapshot writes nothing)")
 
     def _blocking(self, state: IncrementalState | None, signal: Signal, action: ExecuteSnapshot,
                   tables: Sequence[tuple[str, str]]) -> IncrementalState | None:

@@ -58,7 +58,14 @@ from .notifications import Notifier, notification_pieces
 from .offset_mismatch import resume_of, trusts_slot
 from .offsets import SnapshotSpec, SourceOffset
 from .schema_changes import table_digest
-from .setup import apply_replica_identities, captured_tables, check_guardrail, ensure_stream_publications
+from .setup import (
+    apply_replica_identities,
+    captured_tables,
+    check_guardrail,
+    check_heartbeat_action_query,
+    ensure_stream_publications,
+    unpublished_signal_table,
+)
 from .signal_channels import enabled_channels, polled_channels
 from .signals import Signal, signal_table_of
 from .snapshot_plan import SnapshotChunk, plan_snapshot_chunks
@@ -172,6 +179,10 @@ class ConnectorPlanner:
         if self.signal_table is not None and self.signal_table not in published:
             published.append(self.signal_table)  # its rows must reach the stream (signals, watermarks)
         ensure_stream_publications(self.admin, self.config, published)
+        check_heartbeat_action_query(self.admin, self.config)
+        unpublished = unpublished_signal_table(self.admin, self.config, self.signal_table)
+        if unpublished is not None:
+            log.warning("%s", unpublished[0])
         write_json(self.metrics_location / "connector.json", {"captured_tables": [f"{s}.{t}" for s, t in self.tables]})
 
     def _snapshot_wanted(self, *, fresh: bool, slot: SlotState | None = None) -> bool:

@@ -22,17 +22,20 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import psycopg
 
 from ..debezium.config import ConfigError, ConnectorConfig
 from ..errors import ServerError
 from ..postgres.catalog import user_tables
+from ..postgres.privileges import InsufficientPrivilegeError, current_role, sql_identifiers, statement_denied, table_access
 from ..postgres.publications import (
     create_publication,
     publication_exists,
     publication_members,
     publication_tables,
+    replica_identity,
     set_publication_tables,
     set_replica_identity,
 )
@@ -40,8 +43,9 @@ from ..postgres.replication import quote_ident
 from .filters import TableFilter
 from .stream_slots import assign_tables, stream_slots
 
-__all__ = ["SetupError", "apply_replica_identities", "captured_tables", "check_guardrail", "ensure_publication_for",
-           "ensure_stream_publications", "publish_operations"]
+__all__ = ["IdentityChange", "SetupError", "apply_replica_identities", "captured_tables", "check_guardrail", "check_heartbeat_action_query",
+           "ensure_publication_for", "ensure_stream_publications", "identity_change_refused", "publish_operations",
+           "replica_identity_changes", "unpublished_signal_table"]
 
 log = logging.getLogger(__name__)
 
@@ -162,11 +166,28 @@ def _check_disjoint(conn: psycopg.Connection, names: Sequence[str]) -> None:
 _IDENTITIES = {"FULL": "FULL", "DEFAULT": "DEFAULT", "NOTHING": "NOTHING"}
 
 
-def apply_replica_identities(conn: psycopg.Connection, config: ConnectorConfig, tables: Sequence[tuple[str, str]]) -> None:
-    """``replica.identity.autoset.values``: ``<table regex>:<FULL|DEFAULT|NOTHING|INDEX name>,...``."""
+@dataclass(frozen=True)
+class IdentityChange:
+    """A table whose replica identity ``replica.identity.autoset.values`` wants changed."""
+
+    schema: str
+    table: str
+    identity: str  # FULL | DEFAULT | NOTHING | INDEX
+    index: str | None = None
+
+    @property
+    def clause(self) -> str:
+        return f"USING INDEX {quote_ident(self.index)}" if self.identity == "INDEX" and self.index else self.identity
+
+
+def replica_identity_changes(conn: psycopg.Connection, config: ConnectorConfig,
+                             tables: Sequence[tuple[str, str]]) -> list[IdentityChange]:
+    """``replica.identity.autoset.values`` (``<table regex>:<FULL|DEFAULT|NOTHING|INDEX name>,...``):
+    the captured tables whose replica identity differs from what the property wants. A table that has
+    it already needs no ALTER, so a role that does not own it (as on managed services) is not refused."""
     raw = config.get("replica.identity.autoset.values")
     if not raw:
-        return
+        return []
     rules = []
     for entry in raw.split(","):
         if not entry.strip():
@@ -177,12 +198,79 @@ def apply_replica_identities(conn: psycopg.Connection, config: ConnectorConfig, 
         if not sep or not (upper in _IDENTITIES or upper.startswith("INDEX ")):
             raise ConfigError("replica.identity.autoset.values", f"{entry.strip()!r} must be <table regex>:<FULL|DEFAULT|NOTHING|INDEX name>")
         rules.append((re.compile(pattern.strip()), identity))
+    changes = []
     for schema, table in tables:
         for pattern, identity in rules:
             if pattern.fullmatch(f"{schema}.{table}"):
                 upper = identity.upper()
-                if upper in _IDENTITIES:
-                    set_replica_identity(conn, schema, table, upper)
-                else:
-                    set_replica_identity(conn, schema, table, "INDEX", identity[6:].strip())
+                change = IdentityChange(schema, table, upper) if upper in _IDENTITIES else IdentityChange(schema, table, "INDEX", identity[6:].strip())
+                if replica_identity(conn, schema, table) != (change.identity, change.index):
+                    changes.append(change)
                 break
+    return changes
+
+
+def identity_change_refused(conn: psycopg.Connection, change: IdentityChange) -> InsufficientPrivilegeError | None:
+    """Why the connecting role may not make ``change`` (only a table's owner may), with the ``ALTER
+    TABLE`` the owner runs instead; None when it may."""
+    access = table_access(conn, change.schema, change.table, ())
+    if access is None or access.owned:
+        return None
+    statement = f"ALTER TABLE {access.sql_name} REPLICA IDENTITY {change.clause};"
+    return InsufficientPrivilegeError(
+        f"table {access.sql_name} must get REPLICA IDENTITY {change.clause}, and only its owner ({access.owner}) may set it: "
+        f"have the owner run `{statement}` (or leave the table out of the property)",
+        fix=statement, prop="replica.identity.autoset.values", table=f"{change.schema}.{change.table}")
+
+
+def apply_replica_identities(conn: psycopg.Connection, config: ConnectorConfig, tables: Sequence[tuple[str, str]]) -> None:
+    """``replica.identity.autoset.values`` made true of the captured ``tables``; a change the role may
+    not make is refused before any is made, naming the statement for the owner."""
+    changes = replica_identity_changes(conn, config, tables)
+    for change in changes:
+        refused = identity_change_refused(conn, change)
+        if refused is not None:
+            raise refused
+    for change in changes:
+        set_replica_identity(conn, change.schema, change.table, change.identity, change.index)
+
+
+def check_heartbeat_action_query(conn: psycopg.Connection, config: ConnectorConfig) -> None:
+    """``heartbeat.action.query`` runs with the role's own rights at every heartbeat: one the role may
+    not run is refused at the start, naming the GRANT, rather than failing the first heartbeat minutes
+    later. ``EXPLAIN`` checks it without running it (see :func:`sparkcdc.postgres.privileges.statement_denied`)."""
+    query = config.get("heartbeat.action.query")
+    if not query or config.get_int("heartbeat.interval.ms") <= 0:
+        return
+    try:
+        denied = statement_denied(conn, query)
+    except psycopg.Error as exc:
+        if not (exc.sqlstate or "").startswith("42"):  # syntax or access rule: the statement's fault; else the server's
+            raise
+        raise ConfigError("heartbeat.action.query", f"the server refuses it: {(exc.diag.message_primary or str(exc)).strip()}") from None
+    if denied is None:
+        return
+    message, fixes = denied
+    role = current_role(conn)
+    raise InsufficientPrivilegeError(
+        f"role {role} may not run it ({message}): {' '.join(fixes) or 'grant the role what the statement needs'}",
+        fix=" ".join(fixes), prop="heartbeat.action.query")
+
+
+def unpublished_signal_table(conn: psycopg.Connection, config: ConnectorConfig,
+                             signal_table: tuple[str, str] | None) -> tuple[str, str] | None:
+    """With ``publication.autocreate.mode=disabled`` the publication is the owner's, and sparkcdc does
+    not add the signal table to it: a signal table left out means source-channel signals and watermark
+    rows never reach the stream. (The warning, the owner's ``ALTER PUBLICATION``), or None."""
+    if signal_table is None or config.get("publication.autocreate.mode") != "disabled":
+        return None
+    for stream in stream_slots(config):
+        row = conn.execute("SELECT puballtables FROM pg_publication WHERE pubname = %s", (stream.publication,)).fetchone()
+        if row is None or row[0] or signal_table in publication_tables(conn, stream.publication):
+            return None
+    publication = config.settings.publication_name
+    sql_publication, sql_schema, sql_table = sql_identifiers(conn, publication, *signal_table)
+    fix = f"ALTER PUBLICATION {sql_publication} ADD TABLE {sql_schema}.{sql_table};"
+    return (f"signal.data.collection: the signal table {signal_table[0]}.{signal_table[1]} is not in publication {publication!r} "
+            f"(publication.autocreate.mode=disabled), so its rows (source-channel signals, incremental snapshot watermarks) never "
+            f"reach the stream; have the publication's owner run: {fix}"), fix

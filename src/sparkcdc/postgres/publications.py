@@ -17,6 +17,7 @@ __all__ = [
     "publication_tables",
     "qualified_name",
     "set_publication_tables",
+    "replica_identity",
     "set_replica_identity",
 ]
 
@@ -106,6 +107,22 @@ def set_publication_tables(conn: psycopg.Connection, name: str, tables: Sequence
     """``ALTER PUBLICATION ... SET TABLE``: the publication names exactly ``tables`` from now on."""
     listed = ", ".join(qualified_name(schema, table) for schema, table in tables)
     conn.execute(f"ALTER PUBLICATION {quote_ident(name)} SET TABLE {listed}".encode())
+
+
+def replica_identity(conn: psycopg.Connection, schema: str, table: str) -> tuple[str, str | None] | None:
+    """The table's replica identity now: ("FULL" | "DEFAULT" | "NOTHING" | "INDEX", the index's name
+    for INDEX); None when the table does not exist. Reading it needs no privilege on the table."""
+    row = conn.execute(
+        """SELECT c.relreplident::text,
+                  (SELECT ic.relname::text FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+                    WHERE i.indrelid = c.oid AND i.indisreplident)
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s""",
+        (schema, table),
+    ).fetchone()
+    if row is None:
+        return None
+    kind = {"f": "FULL", "d": "DEFAULT", "n": "NOTHING", "i": "INDEX"}[row[0]]
+    return kind, (row[1] if kind == "INDEX" else None)
 
 
 def set_replica_identity(conn: psycopg.Connection, schema: str, table: str, identity: str, index: str | None = None) -> None:

@@ -78,6 +78,7 @@ class RoleFacts:
     superuser: bool
     replication: bool  # the REPLICATION attribute, or membership in a cloud provider's replication role
     create_on_database: bool
+    sql_name: str = ""  # the role's name as SQL (quoted only where needed), for the GRANTs validate prints
 
 
 def role_facts(conn: psycopg.Connection) -> RoleFacts:
@@ -85,7 +86,7 @@ def role_facts(conn: psycopg.Connection) -> RoleFacts:
         """SELECT current_user::text, r.rolsuper, r.rolreplication
                   OR EXISTS (SELECT 1 FROM pg_roles g WHERE g.rolname = 'rds_replication'
                                 AND pg_has_role(current_user, g.oid, 'MEMBER')),
-                  has_database_privilege(current_database(), 'CREATE')
+                  has_database_privilege(current_database(), 'CREATE'), quote_ident(current_user)
              FROM pg_roles r WHERE r.rolname = current_user"""
     ).fetchone()
     assert row is not None
@@ -100,6 +101,8 @@ class TableFacts:
     has_primary_key: bool
     can_select: bool
     owned: bool  # the role may ALTER it / add it to a publication
+    schema_usage: bool = True  # USAGE on its schema: without it even SELECT is refused
+    sql_name: str = ""  # schema.table as SQL (quoted only where needed)
 
 
 _IDENTITY_NAMES = {"d": "default", "n": "nothing", "f": "full", "i": "index"}
@@ -112,7 +115,8 @@ def table_facts(conn: psycopg.Connection, tables: Sequence[tuple[str, str]]) -> 
     rows = conn.execute(
         """SELECT n.nspname::text, c.relname::text, c.relreplident::text,
                   EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary),
-                  has_table_privilege(c.oid, 'SELECT'), pg_has_role(c.relowner, 'USAGE')
+                  has_table_privilege(c.oid, 'SELECT'), pg_has_role(c.relowner, 'USAGE'), has_schema_privilege(n.oid, 'USAGE'),
+                  quote_ident(n.nspname) || '.' || quote_ident(c.relname)
              FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
             WHERE (n.nspname, c.relname) IN (SELECT * FROM unnest(%s::text[], %s::text[]))""",
         ([schema for schema, _ in tables], [table for _, table in tables]),
@@ -123,7 +127,7 @@ def table_facts(conn: psycopg.Connection, tables: Sequence[tuple[str, str]]) -> 
         row = by_name.get((schema, table))
         if row is None:
             continue  # dropped between the two queries
-        facts.append(TableFacts(schema, table, _IDENTITY_NAMES.get(row[2], row[2]), row[3], row[4], row[5]))
+        facts.append(TableFacts(schema, table, _IDENTITY_NAMES.get(row[2], row[2]), row[3], row[4], row[5], row[6], row[7]))
     return facts
 
 
