@@ -133,6 +133,11 @@ def test_validate_connect_names_each_missing_privilege_with_its_grant(pg_cluster
     result = RUNNER.invoke(app, ["validate", str(path), "--connect"], env=WIDE)
     assert result.exit_code == 0 and "warning" not in result.output and "To fix" not in result.output, result.output
 
+    # `sparkcdc signal` through the source channel writes the row as database.user: INSERT, named.
+    result = RUNNER.invoke(app, ["signal", str(path), "execute-snapshot", "--tables", "lp.a", "--channel", "source"], env=WIDE)
+    assert result.exit_code == EXIT_PROBLEMS, result.output
+    assert f"lacks INSERT on table lp.sig: GRANT INSERT ON lp.sig TO {ROLE};" in " ".join(result.output.split())
+
 
 @pytest.mark.slow
 def test_every_path_runs_as_replication_and_select(spark: Any, pg_cluster: ThrowawayCluster, owner: psycopg.Connection,

@@ -6,8 +6,11 @@ stream task collects it (:mod:`sparkcdc.engine.snapshot_window`) and the planner
 
 from __future__ import annotations
 
+import psycopg
+
 from ...debezium.config import ConfigError, ConnectorConfig
 from ...postgres.incremental import insert_signal
+from ...postgres.privileges import InsufficientPrivilegeError, describe_missing, table_access
 from ...postgres.publications import qualified_name
 from ..connection import sql_connection
 from ..signals import Signal, signal_table_of
@@ -28,5 +31,15 @@ class SourceSignalChannel(SignalChannel):
 
     def send(self, signal: Signal) -> str:
         with sql_connection(self.config, autocommit=True, application_name="sparkcdc-signal") as conn:
-            insert_signal(conn, self.table, signal.id, signal.type, signal.data)
+            try:
+                insert_signal(conn, self.table, signal.id, signal.type, signal.data)
+            except psycopg.errors.InsufficientPrivilege:
+                # The sender (database.user) writes the row: name what it lacks and the GRANT.
+                access = table_access(conn, *self.table, ("INSERT",))
+                if access is None or not access.missing:
+                    raise
+                raise InsufficientPrivilegeError(
+                    f"the source channel inserts the signal into {access.sql_name}, and {describe_missing(access.missing)}: "
+                    f"{' '.join(m.fix for m in access.missing)} (or send it through the file or kafka channel)",
+                    fix=" ".join(m.fix for m in access.missing), prop="signal.data.collection", table=access.sql_name) from None
         return f"table {qualified_name(*self.table)}"
