@@ -180,6 +180,12 @@ class IncrementalSnapshots:
             raise SignalError(f"{signal.describe()}: blocking snapshot {self.blocking.id!r} was asked for in the same batch; "
                               "send this one again when it has completed")
         matched = _captured(signal, action, tables)
+        unreadable = [access for s, t in matched if (access := table_access(self.admin, s, t, ("SELECT",))) and access.missing]
+        if unreadable:
+            # Refused before the stream stops for it: its chunks would fail in the executors.
+            raise SignalError(f"{signal.describe()}: a blocking snapshot reads {', '.join(a.sql_name for a in unreadable)}, and "
+                              f"{'; '.join(describe_missing(a.missing) for a in unreadable)}: "
+                              + " ".join(dict.fromkeys(m.fix for a in unreadable for m in a.missing)))
         # A blocking snapshot's additional condition is a whole SELECT statement, as in Debezium.
         filters = tuple((f"{s}.{t}", c) for s, t in matched if (c := action.condition_for(f"{s}.{t}")))
         self.blocking = BlockingRequest(signal.id, tuple(matched), filters)
@@ -226,7 +232,7 @@ class IncrementalSnapshots:
                 # valid SQL, a value that does not cast) ends this table's snapshot. A server that went
                 # away is not the table's fault: that error fails the batch, and the restarted query plans
                 # the same chunk again (sparkcdc run's restarts, errors.max.retries).
-                message = str(exc).strip()
+                message = str(exc).strip() + _grant_hint(self.admin, collection, exc)
                 log.error("incremental snapshot %s: table %s cannot be snapshotted: %s", state.id, collection.name, message)
                 status = "SQL_EXCEPTION" if isinstance(exc, psycopg.Error) else "NO_PRIMARY_KEY" if isinstance(exc, NoKeyError) else "SKIPPED"
                 self._table_scan_completed(state, status)
@@ -327,6 +333,17 @@ def _captured(signal: Signal, action: ExecuteSnapshot, tables: Sequence[tuple[st
     if not matched:
         raise SignalError(f"{signal.describe()}: none of the data collections {list(action.collections)} is a captured table")
     return matched
+
+
+def _grant_hint(conn: psycopg.Connection, collection: SnapshotCollection, exc: BaseException) -> str:
+    """For a table the role may not read: what it lacks and the GRANT (the table scan's status stays
+    SQL_EXCEPTION, as in Debezium)."""
+    if not isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        return ""
+    access = table_access(conn, collection.schema, collection.table, ("SELECT",))
+    if access is None or not access.missing:
+        return ""
+    return f" ({describe_missing(access.missing)}: {' '.join(m.fix for m in access.missing)})"
 
 
 def _names(state: IncrementalState) -> str:
