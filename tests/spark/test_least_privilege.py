@@ -133,6 +133,16 @@ def test_validate_connect_names_each_missing_privilege_with_its_grant(pg_cluster
     result = RUNNER.invoke(app, ["validate", str(path), "--connect"], env=WIDE)
     assert result.exit_code == 0 and "warning" not in result.output and "To fix" not in result.output, result.output
 
+    # A publication made by hand without the signal table: signals and watermarks would never arrive.
+    owner.execute("CREATE PUBLICATION lp_nosig FOR TABLE lp.a, lp.b")
+    try:
+        path = config_file(tmp_path / "nosig.json", props(pg_cluster, "lp_nosig", **{"publication.name": "lp_nosig"}))
+        result = RUNNER.invoke(app, ["validate", str(path), "--connect"], env=WIDE)
+    finally:
+        owner.execute("DROP PUBLICATION lp_nosig")
+    assert result.exit_code == 0, result.output
+    assert "have the publication's owner run: ALTER PUBLICATION lp_nosig ADD TABLE lp.sig;" in " ".join(result.output.split())
+
     # `sparkcdc signal` through the source channel writes the row as database.user: INSERT, named.
     result = RUNNER.invoke(app, ["signal", str(path), "execute-snapshot", "--tables", "lp.a", "--channel", "source"], env=WIDE)
     assert result.exit_code == EXIT_PROBLEMS, result.output
