@@ -11,10 +11,20 @@ A lost connection is re-established with backoff; replication then restarts from
 (or the start LSN if nothing was confirmed), so the server sends every unconfirmed transaction
 again. The reader reports that with a :class:`StreamRestarted` item so the consumer can drop any
 partial transaction and skip what it already holds.
+
+A connection that goes silent without closing (a network path that drops packets, a proxy or NAT
+that stopped forwarding: no FIN, no RST, so the socket never errors) is detected by a receive
+timeout, not left to hang: when nothing has arrived for a status interval the reader asks the
+walsender to answer (a status update with ``reply_requested``), and a request left unanswered for
+the receive timeout counts as a lost connection. The timeout is the server's ``wal_sender_timeout``
+(read with ``SHOW`` on the replication connection; the server gives up on a silent client after as
+long) and at least twice the status interval; 60 s when the server's is 0 (off). TCP keepalives
+cannot see this case: the path's far end (the proxy, the NAT) still acknowledges them.
 """
 
 from __future__ import annotations
 
+import re
 import select
 import threading
 import time
@@ -83,6 +93,9 @@ class ReplicationOptions:
     two_phase: bool = False
     origin: str | None = None
     status_interval: float = 10.0
+    #: Seconds a reply the reader asked for may take before the connection counts as lost: ``None``
+    #: derives it from the server (see the module docstring), ``0`` turns the check off.
+    receive_timeout: float | None = None
 
     def __post_init__(self) -> None:
         if not self.slot_name:
@@ -101,6 +114,8 @@ class ReplicationOptions:
             raise ConfigurationError(f"origin must be 'any' or 'none', not {self.origin!r}")
         if self.status_interval <= 0:
             raise ConfigurationError("status_interval must be positive")
+        if self.receive_timeout is not None and self.receive_timeout < 0:
+            raise ConfigurationError("receive_timeout must be 0 (off), positive, or None (from the server)")
 
     def start_replication_command(self, start_lsn: int, server_version: int) -> str:
         if self.two_phase and server_version < 150000:
@@ -171,6 +186,11 @@ class LogicalReplicationReader:
         #: The pgoutput decoder, and the highest WAL position received (``received_lsn``).
         self._frames = XLogDataDecoder(options.proto_version)
         self._last_status = 0.0
+        #: When the reader asked the server for a reply still unanswered (``None``: none pending), when a
+        #: frame last arrived, and the receive timeout of the current connection (0: off).
+        self._asked_at: float | None = None
+        self._last_received = 0.0
+        self._receive_timeout = 0.0
         self._lock = threading.RLock()
         self._restart_reason: str | None = None
         self._started = False
@@ -179,6 +199,8 @@ class LogicalReplicationReader:
         self.keepalives_received = 0
         self.status_updates_sent = 0
         self.server_version = 0
+        #: Connections dropped because the server left a reply request unanswered (see the module docstring).
+        self.receive_timeouts = 0
 
     # -- public API ------------------------------------------------------------------------------
     @property
@@ -382,6 +404,7 @@ class LogicalReplicationReader:
             pgconn.finish()
             raise ReplicationConnectionLost(f"connection failed: {message.strip()}", slot=self.options.slot_name)
         self.server_version = pgconn.server_version
+        self._receive_timeout = self._receive_timeout_of(pgconn)
         command = self.options.start_replication_command(self._resume_lsn(), self.server_version)
         pgconn.send_query(command.encode())
         result = self._wait_result(pgconn)
@@ -391,6 +414,7 @@ class LogicalReplicationReader:
             raise error
         self._pgconn = pgconn
         self._frames.decoder = Decoder(self.options.proto_version)
+        self._asked_at, self._last_received = None, time.monotonic()
         # Report the confirmed position at once: a reconnect must not leave the slot behind it.
         if self._confirmed_lsn:
             self._send_status_or_drop()
@@ -445,13 +469,21 @@ class LogicalReplicationReader:
             except psycopg.OperationalError as exc:
                 raise ReplicationConnectionLost(f"connection lost: {exc}") from None
             if size > 0:
+                self._asked_at, self._last_received = None, time.monotonic()
                 return data
             if size == -1:
                 self._raise_copy_end(pgconn)
             now = time.monotonic()
             if now - self._last_status >= interval:
-                self._send_status(reply_requested=False)
+                # Silent for a status interval: ask the walsender to answer, which a live one does at once.
+                self._send_status(reply_requested=now - self._last_received >= interval)
             wait = self._last_status + interval - now
+            if self._asked_at is not None and self._receive_timeout:
+                overdue = self._asked_at + self._receive_timeout - now
+                if overdue <= 0:
+                    self._check_silence(pgconn, now)
+                    continue  # something had arrived after all: the loop takes it
+                wait = min(wait, overdue)
             if deadline is not None:
                 if now >= deadline:
                     return None
@@ -461,6 +493,35 @@ class LogicalReplicationReader:
                 pgconn.consume_input()
             except psycopg.OperationalError as exc:
                 raise ReplicationConnectionLost(f"connection lost: {exc}") from None
+
+    def _check_silence(self, pgconn: pq.abc.PGconn, now: float) -> None:
+        """The reply asked for is overdue. What the socket holds is read first (the caller may have been
+        away, not the server); if something came, the caller's loop takes it. Otherwise the connection
+        is lost: ReplicationConnectionLost."""
+        if select.select([pgconn.socket], [], [], 0)[0]:
+            try:
+                pgconn.consume_input()  # data, or the connection's end (an error here)
+            except psycopg.OperationalError as exc:
+                raise ReplicationConnectionLost(f"connection lost: {exc}") from None
+            return
+        assert self._asked_at is not None
+        self.receive_timeouts += 1
+        raise ReplicationConnectionLost(
+            f"no reply from the server for {now - self._asked_at:.1f} s after asking for one (receive timeout "
+            f"{self._receive_timeout:g} s: wal_sender_timeout, at least twice the status interval); the connection "
+            f"is open but silent (a network path or proxy that stopped forwarding)", slot=self.options.slot_name)
+
+    def _receive_timeout_of(self, pgconn: pq.abc.PGconn) -> float:
+        """This connection's receive timeout, in seconds (0: off): see the module docstring."""
+        configured = self.options.receive_timeout
+        if configured is not None:
+            return configured
+        result = pgconn.exec_(b"SHOW wal_sender_timeout")
+        if result.status != pq.ExecStatus.TUPLES_OK or result.ntuples != 1:
+            raise self._error_from_result(result, pgconn, "SHOW wal_sender_timeout")
+        raw = result.get_value(0, 0)
+        server = parse_duration((raw or b"").decode())
+        return max(server or _UNSET_RECEIVE_TIMEOUT, 2 * self.options.status_interval)
 
     def _raise_copy_end(self, pgconn: pq.abc.PGconn) -> None:
         """The server ended COPY BOTH: an error (or a shutdown); never a normal end for us."""
@@ -485,6 +546,8 @@ class LogicalReplicationReader:
         except psycopg.OperationalError as exc:
             raise ReplicationConnectionLost(f"connection lost while sending feedback: {exc}") from None
         self._last_status = time.monotonic()
+        if reply_requested and self._asked_at is None:
+            self._asked_at = self._last_status  # the first unanswered request starts the receive timeout
         self.status_updates_sent += 1
 
     def _send_status_or_drop(self) -> None:
@@ -493,3 +556,19 @@ class LogicalReplicationReader:
         except ReplicationConnectionLost as exc:
             self._drop_connection(str(exc))
 
+
+
+#: The receive timeout when the server's wal_sender_timeout is 0 (off): PostgreSQL's default for it.
+_UNSET_RECEIVE_TIMEOUT = 60.0
+
+_DURATION = re.compile(r"\s*(\d+)\s*(us|ms|s|min|h|d)?\s*")
+_UNIT_SECONDS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str) -> float:
+    """A time setting as ``SHOW`` prints it (``60s``, ``1min``, ``500ms``, ``0``), in seconds; a bare
+    number is milliseconds (wal_sender_timeout's unit)."""
+    match = _DURATION.fullmatch(text)
+    if match is None:
+        raise ReplicationProtocolError(f"cannot read the duration {text!r} the server showed")
+    return int(match.group(1)) * _UNIT_SECONDS[match.group(2) or "ms"]
