@@ -17,7 +17,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -89,6 +89,16 @@ class ThrowawayCluster:
 
     ``settings`` are added to (and override) ``DEFAULT_SETTINGS``. The server log is kept in
     ``log_path`` so that a failing test can show it.
+
+    ``hba``: the host lines of ``pg_hba.conf`` instead of initdb's (which trusts every local TCP
+    connection), e.g. ``hostssl all all 127.0.0.1/32 scram-sha-256`` for a server that takes TLS
+    and passwords only. The Unix socket stays trusted (a ``local`` line comes first): ``pg_ctl -w``
+    and :meth:`set_password` manage the server through it.
+
+    ``files``: files written into the data directory (name relative to it -> content), readable by
+    the server's OS user only (mode 0600, owned by ``postgres`` when we are root), as the server
+    requires of its private keys; settings name them relative to the data directory
+    (``ssl_key_file=server.key``).
     """
 
     def __init__(
@@ -98,8 +108,12 @@ class ThrowawayCluster:
         bindir: Path | None = None,
         base_dir: str | None = None,
         keep: bool = False,
+        hba: Sequence[str] | None = None,
+        files: Mapping[str, bytes | str] | None = None,
     ) -> None:
         self.settings = {**DEFAULT_SETTINGS, **{k: str(v) for k, v in (settings or {}).items()}}
+        self.hba = None if hba is None else list(hba)
+        self.files = {name: content.encode() if isinstance(content, str) else content for name, content in (files or {}).items()}
         self.bindir = bindir or find_postgres_bindir()
         self.keep = keep
         self.host = "127.0.0.1"
@@ -141,6 +155,21 @@ class ThrowawayCluster:
 
     def url(self, dbname: str = "postgres") -> str:
         return f"postgresql://{self.user}@{self.host}:{self.port}/{dbname}"
+
+    def socket_conninfo(self, dbname: str = "postgres") -> str:
+        """A connection through the cluster's Unix socket (trusted whatever ``hba`` says)."""
+        return self.conninfo(dbname, host=str(self.socket_dir))
+
+    def set_password(self, role: str, password: str) -> None:
+        """Give ``role`` a password, hashed here as the server's ``password_encryption`` asks (so the
+        clear text never reaches the server, nor its log)."""
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(self.socket_conninfo(), autocommit=True) as conn:
+            algorithm = conn.execute("SHOW password_encryption").fetchone()[0]  # type: ignore[index]
+            hashed = conn.pgconn.encrypt_password(password.encode(), role.encode(), algorithm.encode()).decode()
+            conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(role), sql.Literal(hashed)))
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> ThrowawayCluster:
@@ -247,6 +276,23 @@ class ThrowawayCluster:
             conf.write("\n# sparkcdc throwaway cluster\n")
             for key, value in self.settings.items():
                 conf.write(f"{key} = '{value}'\n")
+        if self.hba is not None:
+            lines = ["# sparkcdc throwaway cluster: the socket for its management, then the given lines",
+                     "local all all trust", *self.hba]
+            self._write_private("pg_hba.conf", ("\n".join(lines) + "\n").encode())
+        for name, content in self.files.items():
+            self._write_private(name, content)
+
+    def _write_private(self, name: str, content: bytes) -> None:
+        """A file of the data directory only the server's OS user can read (as it requires of keys)."""
+        path = self.data_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+        path.chmod(0o600)
+        if self._as_postgres_user:
+            shutil.chown(path, user="postgres", group="postgres")
 
     def _run(self, argv: list[str], *, check: bool) -> subprocess.CompletedProcess[str]:
         if self._as_postgres_user:

@@ -209,6 +209,7 @@ def status(
     """Show the slot (position, lag, activity), the publication's tables and, with --checkpoint, the committed offset."""
     import psycopg
 
+    from ..postgres.connections import ConnectionSettingError
     from ..postgres.errors import from_psycopg
     from .checkpoint import read_checkpoint
     from .server import connect_read_only
@@ -227,6 +228,8 @@ def status(
             report |= server_report(conn, loaded.config)
     except psycopg.Error as exc:  # reported with the rest of the state, not as the command's failure
         errors.append(str(from_psycopg(exc, f"cannot read the server state of {_target(loaded)}")))
+    except ConnectionSettingError as exc:  # refused for a setting: the property to fix
+        errors.append(f"cannot read the server state of {_target(loaded)}: {exc}")
     if state is not None and checkpoint is not None:
         report["checkpoint"], checkpoint_warnings = checkpoint_report(checkpoint, state, loaded.config, report.get("slot"))
         warnings += checkpoint_warnings

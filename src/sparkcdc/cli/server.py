@@ -12,6 +12,7 @@ import psycopg
 from ..debezium.config import ConnectorConfig
 from ..engine.connection import conninfo_from_config
 from ..postgres import server_facts
+from ..postgres.connections import setting_error
 
 __all__ = ["connect_read_only"]
 
@@ -24,4 +25,8 @@ def connect_read_only(config: ConnectorConfig, *, connect_timeout: int | None = 
     libpq's ``connect_timeout`` has no finer unit."""
     if connect_timeout is None:
         connect_timeout = max(1, math.ceil(config.get_int("connection.validation.timeout.ms") / 1000))
-    return server_facts.connect_read_only(conninfo_from_config(config), connect_timeout=connect_timeout)
+    conninfo = conninfo_from_config(config)
+    try:
+        return server_facts.connect_read_only(conninfo, connect_timeout=connect_timeout)
+    except psycopg.OperationalError as exc:  # refused for a setting: an error naming its property
+        raise setting_error(str(exc), conninfo) or exc from None

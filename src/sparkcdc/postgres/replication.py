@@ -41,6 +41,7 @@ from ..errors import ConfigurationError
 from ..lsn import format_lsn
 from ..pgoutput import Decoder
 from ..text_format import TEXT_OUTPUT_SETTINGS, libpq_options
+from .connections import setting_error
 from .errors import (
     ReplicationConnectionLost,
     ReplicationError,
@@ -402,7 +403,9 @@ class LogicalReplicationReader:
         if pgconn.status != pq.ConnStatus.OK:
             message = pgconn.get_error_message()
             pgconn.finish()
-            raise ReplicationConnectionLost(f"connection failed: {message.strip()}", slot=self.options.slot_name)
+            # refused for a setting (a wrong CA, password...): an error naming it, not a lost server to retry
+            raise setting_error(message, self._conninfo) or ReplicationConnectionLost(
+                f"connection failed: {message.strip()}", slot=self.options.slot_name)
         self.server_version = pgconn.server_version
         self._receive_timeout = self._receive_timeout_of(pgconn)
         command = self.options.start_replication_command(self._resume_lsn(), self.server_version)

@@ -15,6 +15,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ..lsn import format_lsn, parse_lsn
+from .connections import connect
 from .errors import ReplicationError, SlotInUseError, SlotNotFoundError, from_psycopg
 from .replication import quote_ident
 
@@ -167,7 +168,7 @@ def set_slot_failover(conninfo: str, slot_name: str, failover: bool) -> None:
     params.update(replication="database")
     params.setdefault("application_name", "sparkcdc-slot")
     try:
-        with psycopg.connect(make_conninfo(**params), autocommit=True) as conn:
+        with connect(make_conninfo(**params), autocommit=True) as conn:
             command = f"ALTER_REPLICATION_SLOT {quote_ident(slot_name)} (FAILOVER {'true' if failover else 'false'})"
             conn.execute(command.encode(), prepare=False)
     except psycopg.Error as exc:
@@ -222,7 +223,7 @@ class ExportedSnapshotSlot:
         params = conninfo_to_dict(conninfo)
         params.update(replication="database")
         params.setdefault("application_name", "sparkcdc-snapshot")
-        self._conn: psycopg.Connection | None = psycopg.connect(make_conninfo(**params), autocommit=True)
+        self._conn: psycopg.Connection | None = connect(make_conninfo(**params), autocommit=True)
         try:
             options = ["SNAPSHOT 'export'"]
             if two_phase:

@@ -21,6 +21,7 @@ from pyarrow import csv as pa_csv
 
 from ..errors import ConfigurationError
 from ..text_format import TEXT_OUTPUT_SETTINGS, libpq_options
+from .connections import connect
 from .replication import quote_ident
 
 __all__ = ["ISOLATION_LEVELS", "SnapshotTransaction", "connect_with_text_settings"]
@@ -39,7 +40,7 @@ def connect_with_text_settings(conninfo: str, *, autocommit: bool = False, appli
     params = conninfo_to_dict(conninfo)
     params.setdefault("application_name", application_name)
     params["options"] = libpq_options(TEXT_OUTPUT_SETTINGS, params.get("options"))
-    return psycopg.connect(make_conninfo(**params), autocommit=autocommit)
+    return connect(make_conninfo(**params), autocommit=autocommit)
 
 
 #: COPY bytes gathered before a block of rows is split (whole rows: see ``copy_blocks``).

@@ -29,7 +29,6 @@ import itertools
 import re
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
@@ -38,6 +37,8 @@ import pyarrow.compute as pc
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from ...postgres.connections import ConnectionSettingError, connect
+from ...secrets import redact_conninfo
 from ..errors import TargetError
 from ..evolution import (
     SAME,
@@ -65,6 +66,11 @@ from .shared import DELETED_AT, SEQUENCE, TOMBSTONE_SUFFIX, PreparedTables, spli
 __all__ = ["PostgresTarget", "pg_type_verdict"]
 
 
+#: How a connection refused for a setting names it: the part of the target's URL that sets it.
+_URL_PARAMETERS = {"host": "the host in the apply target's URL", "port": "the port in the apply target's URL",
+                   "user": "the user in the apply target's URL", "password": "the password in the apply target's URL",
+                   "dbname": "the database in the apply target's URL",
+                   **{k: f"{k} (a parameter of the apply target's URL)" for k in ("sslmode", "sslrootcert", "sslcert", "sslkey", "sslpassword")}}
 POSITIONS = sql.SQL("sparkcdc.apply_positions")
 #: Per target table: the source table it mirrors, its relation id and key, and each column's source
 #: identity (``attnum``), which tells a renamed source column from a new one (see ..evolution).
@@ -110,11 +116,12 @@ class PostgresTarget(PreparedTables[_Table]):
         super().__init__()
         self.url = self.location = url
         self.connect_timeout = connect_timeout
-        self.description = _redacted(url)
+        self.description = redact_conninfo(url)
         try:
-            self.conn = psycopg.connect(url, autocommit=False, connect_timeout=connect_timeout, application_name="sparkcdc-apply")
-        except psycopg.OperationalError as exc:
-            raise TargetError(f"cannot connect to the apply target {self.description}: {exc}".strip()) from exc
+            self.conn = connect(url, _URL_PARAMETERS, autocommit=False, connect_timeout=connect_timeout,
+                                application_name="sparkcdc-apply")
+        except (psycopg.Error, ConnectionSettingError) as exc:  # scrubbed of the URL's passwords by connect
+            raise TargetError(f"cannot connect to the apply target {self.description}: {exc}".strip()) from None
         self._temp = itertools.count()
 
     def close(self) -> None:
@@ -613,14 +620,6 @@ def _sequence_to_pg(sequence: tuple[Any, ...], table: _Table) -> Any:
 
 def _sequence_from_pg(value: Any, table: _Table) -> tuple[Any, ...]:
     return (value,) if len(table.sequence) == 1 else tuple(value)
-
-
-def _redacted(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url
 
 
 def _alter_sql(table: sql.Identifier, operation: Operation) -> sql.Composed:
