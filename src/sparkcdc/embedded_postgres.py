@@ -17,7 +17,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -110,7 +110,10 @@ class ThrowawayCluster:
         keep: bool = False,
         hba: Sequence[str] | None = None,
         files: Mapping[str, bytes | str] | None = None,
+        initialise: Callable[[ThrowawayCluster], None] | None = None,
     ) -> None:
+        #: How the data directory is made, instead of ``initdb`` (see :meth:`_create`).
+        self.initialise = initialise
         self.settings = {**DEFAULT_SETTINGS, **{k: str(v) for k, v in (settings or {}).items()}}
         self.hba = None if hba is None else list(hba)
         self.files = {name: content.encode() if isinstance(content, str) else content for name, content in (files or {}).items()}
@@ -213,6 +216,10 @@ class ThrowawayCluster:
             raise ClusterError(f"pg_ctl stop -m {mode} failed: {result.stdout}{result.stderr}")
         self._running = False
 
+    def promote(self) -> None:
+        """End a standby's recovery (``pg_ctl promote``) and wait until it accepts writes."""
+        self.run_tool([str(self.bindir / "pg_ctl"), "-D", str(self.data_dir), "-w", "-t", "60", "promote"], what="pg_ctl promote")
+
     def restart(self, mode: str = "fast") -> None:
         self.stop(mode)
         self.start()
@@ -263,15 +270,18 @@ class ThrowawayCluster:
             shutil.chown(root, user="postgres", group="postgres")
             root.chmod(0o700)
         self._root = root
-        result = self._run(
-            [str(self.bindir / "initdb"), "-D", str(self.data_dir), "-U", self.user, "-A", "trust", "-E", "UTF8",
-             "--locale=C", "--no-sync"],
-            check=False,
-        )
-        if result.returncode != 0:
+        try:
+            if self.initialise is not None:
+                # Another way to the data directory (pg_basebackup for a standby, a copy of another
+                # cluster's): the callable fills ``data_dir`` (with :meth:`run_tool`, as the server's user).
+                self.initialise(self)
+            else:
+                self.run_tool([str(self.bindir / "initdb"), "-D", str(self.data_dir), "-U", self.user, "-A", "trust",
+                               "-E", "UTF8", "--locale=C", "--no-sync"], what="initdb")
+        except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             self._root = None
-            raise ClusterError(f"initdb failed:\n{result.stdout}{result.stderr}")
+            raise
         with open(self.data_dir / "postgresql.conf", "a", encoding="utf-8") as conf:
             conf.write("\n# sparkcdc throwaway cluster\n")
             for key, value in self.settings.items():
@@ -293,6 +303,14 @@ class ThrowawayCluster:
         path.chmod(0o600)
         if self._as_postgres_user:
             shutil.chown(path, user="postgres", group="postgres")
+
+    def run_tool(self, argv: list[str], *, what: str) -> str:
+        """Run one of the server's tools (``argv[0]`` a path, usually in ``bindir``) as the server's OS
+        user; its output, or :class:`ClusterError` saying ``what`` failed and what the tool wrote."""
+        result = self._run(argv, check=False)
+        if result.returncode != 0:
+            raise ClusterError(f"{what} failed:\n{result.stdout}{result.stderr}")
+        return result.stdout
 
     def _run(self, argv: list[str], *, check: bool) -> subprocess.CompletedProcess[str]:
         if self._as_postgres_user:

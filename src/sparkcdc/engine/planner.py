@@ -451,12 +451,7 @@ class ConnectorPlanner:
         strategy = self.config.text("offset.mismatch.strategy")
         if slot is None:
             if not trusts_slot(strategy):
-                raise SlotMismatchError(
-                    f"slot {name!r} does not exist on {self._server()}, but the checkpoint resumes from "
-                    f"{format_lsn(start.lsn)}: the changes since then are lost{self._missing_slot_hint()}; use "
-                    "snapshot.mode=when_needed to take a new snapshot, offset.mismatch.strategy=trust_slot to go on "
-                    "from a new slot, or start with a new checkpoint"
-                )
+                raise self._missing_slot_error(name, start)
             log.warning("slot %r does not exist: creating it and resuming from its start, the changes since the checkpoint's "
                         "%s are skipped (offset.mismatch.strategy=%s)", name, format_lsn(start.lsn), strategy)
             create_logical_slot(self.admin, name, failover=self.failover)
@@ -480,6 +475,32 @@ class ConnectorPlanner:
             store.write(start.lsn, replace(state, stream_from_lsn=max(resume.read_from, state.stream_from_lsn or 0))
                         if state is not None else StreamState(None, None, stream_from_lsn=resume.read_from))
         return resume.read_from
+
+    def _missing_slot_error(self, name: str, start: SourceOffset) -> SlotMismatchError:
+        return SlotMismatchError(
+            f"slot {name!r} does not exist on {self._server()}, but the checkpoint resumes from "
+            f"{format_lsn(start.lsn)}: the changes since then are lost{self._missing_slot_hint()}; use "
+            "snapshot.mode=when_needed to take a new snapshot, offset.mismatch.strategy=trust_slot to go on "
+            "from a new slot, or start with a new checkpoint"
+        )
+
+    def _replayed_range_slots(self, start: SourceOffset, end: SourceOffset) -> bool:
+        """A restarted query first re-runs the batch its checkpoint planned but did not commit, before any
+        ``latest_offset`` (where :meth:`_resume` checks the slots). Its slots gone (a failover to a standby
+        they had not been synchronised to, a drop), reading it would fail for ever: an error naming the
+        slot, or, where the snapshot mode takes a new snapshot for a missing slot (when_needed, always) or
+        offset.mismatch.strategy trusts the slot, the batch reads nothing and ``_resume`` decides next (the
+        new snapshot holds its changes; a trusted new slot skips them, as it skips the others).
+        Whether the batch is read."""
+        missing = [name for name in self.slot_names if get_slot(self.admin, name) is None]
+        if not missing:
+            return True
+        if not (self._snapshot_wanted(fresh=False, slot=None) or trusts_slot(self.config.text("offset.mismatch.strategy"))):
+            raise self._missing_slot_error(missing[0], start)
+        log.warning("slot %s does not exist on %s: the replayed batch %s..%s reads nothing, and what follows is decided "
+                    "as at a restart (snapshot.mode=%s, offset.mismatch.strategy=%s)", missing[0], self._server(),
+                    format_lsn(start.lsn), format_lsn(end.lsn), self.mode, self.config.text("offset.mismatch.strategy"))
+        return False
 
     def _server(self) -> str:
         """The server the driver is connected to, host:port (one of several database.hostname may list)."""
@@ -528,6 +549,8 @@ class ConnectorPlanner:
             complete_snapshot_reports(self.metrics_location)
         reads_chunk = end.incremental is not None and end.incremental.chunk is not None
         if end.phase == "snapshot" or (end.lsn <= start.lsn and end.heartbeat == start.heartbeat and not reads_chunk):
+            return []
+        if not self._checked_resume and self.streams and not self._replayed_range_slots(start, end):
             return []
         # One range per stream (sparkcdc.stream.slots): the same WAL, each through its own slot and publication.
         first, last = replace(start, notifications=()).to_dict(), replace(end, notifications=()).to_dict()
