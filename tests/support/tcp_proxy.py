@@ -3,7 +3,7 @@
 A network path that stops forwarding (a dead router, a NAT or proxy that dropped its state) sends
 no FIN and no RST: both ends keep an open socket and simply hear nothing. This proxy reproduces
 that: :meth:`TcpProxy.silence_next_replication_status` picks the next replication connection that
-sends a standby status update and from then on forwards nothing on it, either way, keeping both of
+sends a standby status update asking for a reply and from then on forwards nothing on it, either way, keeping both of
 its sockets open. Every other connection (SQL connections, later replication connections) is
 forwarded as usual.
 
@@ -67,7 +67,7 @@ class TcpProxy:
         return self._process.stdout.readline().strip()
 
     def silence_next_replication_status(self) -> None:
-        """The next standby status update a replication connection sends is not forwarded, nor is
+        """The next standby status update asking for a reply that a replication connection sends is not forwarded, nor is
         anything after it on that connection, either way; its sockets stay open."""
         self.silenced.clear()
         assert self._ask("silence") == "armed"
@@ -111,7 +111,7 @@ class _Proxy:
         threading.Thread(target=self._accept, name="tcp-proxy-accept", daemon=True).start()
 
     def silence_next_replication_status(self) -> None:
-        """The next standby status update a replication connection sends is not forwarded, nor is
+        """The next standby status update asking for a reply that a replication connection sends is not forwarded, nor is
         anything after it on that connection, either way; its sockets stay open."""
         with self._lock:
             self._armed = True
@@ -181,7 +181,7 @@ class _Proxy:
 
     def _silence(self, link: Link, data: bytes) -> bool:
         """Whether ``data`` (from the client) is the status update an armed proxy silences the link at."""
-        if _STATUS_UPDATE not in data or not link.replication:
+        if not link.replication or not _asks_for_reply(data):
             return False
         with self._lock:
             if not self._armed:
@@ -190,6 +190,18 @@ class _Proxy:
             link.silenced = True
         self.silenced.set()
         return True
+
+
+def _asks_for_reply(data: bytes) -> bool:
+    """Whether ``data`` holds a status update that asks the walsender to reply (its last byte is 1): one
+    sent while the client waits, not the last one a closing client sends (which asks nothing)."""
+    at = data.find(_STATUS_UPDATE)
+    while at >= 0:
+        flag = at + len(_STATUS_UPDATE) + 32  # write, flush and apply positions and the clock: 8 bytes each
+        if flag < len(data) and data[flag] == 1:
+            return True
+        at = data.find(_STATUS_UPDATE, at + 1)
+    return False
 
 
 def main(host: str, port: str) -> None:
