@@ -25,8 +25,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/lint-imports --no-logo
 
+# Two workers, a test file each at a time (a file's tests share module fixtures and run in order);
+# each worker has its own session fixtures (clusters, SparkSession, Debezium's JVM).
+# TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= 2
 test: lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
 # The inner loop: everything but the kill tests and the tests that run Debezium in a JVM.
 test-fast: lint
