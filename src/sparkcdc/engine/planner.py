@@ -36,6 +36,7 @@ from ..postgres.slots import (
     drop_slot,
     emit_logical_message,
     get_slot,
+    invalidation_explained,
     run_statement,
     set_slot_failover,
     slot_failover,
@@ -79,6 +80,12 @@ log = logging.getLogger(__name__)
 
 class SlotMismatchError(PipelineError):
     """The slot and the checkpointed offset disagree in a way that would lose or repeat changes."""
+
+
+class SlotInvalidatedError(SlotMismatchError):
+    """The server invalidated the slot a checkpoint resumes from (``wal_status`` lost: its WAL removed past
+    ``max_slot_wal_keep_size``, idle past ``idle_replication_slot_timeout``, ...): the changes since the
+    checkpoint cannot be read any more. ``snapshot.mode=when_needed`` takes a new snapshot instead."""
 
 
 @dataclass(frozen=True)
@@ -194,7 +201,7 @@ class ConnectorPlanner:
         if mode == "always":
             return True
         if mode == "when_needed":
-            return fresh or slot is None or slot.wal_status == "lost"
+            return fresh or slot is None or slot.invalidated
         return False  # no_data
 
     @property
@@ -428,10 +435,14 @@ class ConnectorPlanner:
         slots = {name: get_slot(self.admin, name) for name in self.slot_names}
         slot = slots[self.slot_name]
         # snapshot.mode=when_needed: a new snapshot when any stream's slot is gone or has lost WAL
-        usable = all(s is not None and s.wal_status != "lost" for s in slots.values())
+        usable = all(s is not None and not s.invalidated for s in slots.values())
         if start.phase == "stream" and self._snapshot_wanted(fresh=False, slot=slot if usable else None):
-            log.warning("snapshot.mode=%s: a new initial snapshot at restart", self.mode)
+            log.warning("snapshot.mode=%s: a new initial snapshot at restart%s", self.mode, "".join(
+                f"; slot {name!r} was invalidated ({invalidation_explained(s, self.admin)})"
+                for name, s in slots.items() if s is not None and s.invalidated))
             return self._begin_snapshot()
+        if start.phase == "stream" and self.streams:
+            self._refuse_invalidated(slots, start)
         if start.phase == "stream":
             self.notifier.initial("SKIPPED")  # as Debezium, at every start that takes no snapshot
         if start.phase == "snapshot" or not self.streams:
@@ -444,6 +455,17 @@ class ConnectorPlanner:
             read_from = self._check_slot(index, name, found, start, checkpoint)
             self._floor_lsn = max(self._floor_lsn, read_from)  # the first batch's end is not before any stream's start
         return None
+
+    def _refuse_invalidated(self, slots: dict[str, SlotState | None], start: SourceOffset) -> None:
+        """A slot the server invalidated cannot give the changes since the checkpoint: an error naming
+        it, why (the setting behind it) and the ways on, rather than the server's error at the next batch."""
+        for name, slot in slots.items():
+            if slot is not None and slot.invalidated:
+                raise SlotInvalidatedError(
+                    f"slot {name!r} on {self._server()} was invalidated by the server "
+                    f"({invalidation_explained(slot, self.admin)}): the changes since the checkpoint's "
+                    f"{format_lsn(start.lsn)} cannot be read any more; use snapshot.mode=when_needed to take a new "
+                    f"snapshot, or drop the slot and start with a new checkpoint", lsn=start.lsn)
 
     def _check_slot(self, index: int, name: str, slot: SlotState | None, start: SourceOffset, checkpoint: int) -> int:
         """A restarted query's slot against its checkpoint, as offset.mismatch.strategy says (see

@@ -30,6 +30,7 @@ __all__ = [
     "drop_slot",
     "ensure_slot",
     "get_slot",
+    "invalidation_explained",
     "run_statement",
     "set_slot_failover",
     "slot_failover",
@@ -54,6 +55,14 @@ class SlotState:
     confirmed_flush_lsn: int | None
     two_phase: bool
     wal_status: str | None
+    #: Why the server invalidated the slot (PostgreSQL 17+: ``wal_removed``, ``rows_removed``,
+    #: ``wal_level_insufficient``, 18+: ``idle_timeout``); ``None`` for a valid slot or an older server.
+    invalidation_reason: str | None = None
+
+    @property
+    def invalidated(self) -> bool:
+        """The server will not decode from this slot again (``wal_status`` ``lost``: every invalidation shows so)."""
+        return self.wal_status == "lost" or self.invalidation_reason is not None
 
 
 def _lsn_or_none(text: str | None) -> int | None:
@@ -85,10 +94,11 @@ def run_statement(conn: psycopg.Connection, statement: str) -> None:
 
 
 def get_slot(conn: psycopg.Connection, slot_name: str) -> SlotState | None:
+    reason = "invalidation_reason" if conn.info.server_version >= INVALIDATION_REASON_MAJOR * 10000 else "NULL::text"
     row = conn.execute(
-        """SELECT slot_name::text, plugin::text, slot_type, database::text, temporary, active, active_pid,
-                  restart_lsn::text, confirmed_flush_lsn::text, two_phase, wal_status
-             FROM pg_replication_slots WHERE slot_name = %s""",
+        f"""SELECT slot_name::text, plugin::text, slot_type, database::text, temporary, active, active_pid,
+                  restart_lsn::text, confirmed_flush_lsn::text, two_phase, wal_status, {reason}
+             FROM pg_replication_slots WHERE slot_name = %s""".encode(),
         (slot_name,),
     ).fetchone()
     if row is None:
@@ -105,7 +115,43 @@ def get_slot(conn: psycopg.Connection, slot_name: str) -> SlotState | None:
         confirmed_flush_lsn=_lsn_or_none(row[8]),
         two_phase=row[9],
         wal_status=row[10],
+        invalidation_reason=row[11],
     )
+
+
+#: The first major whose pg_replication_slots says why a slot was invalidated (``invalidation_reason``).
+INVALIDATION_REASON_MAJOR = 17
+
+#: Per invalidation reason: what happened, and the server setting behind it (Debezium's connector would
+#: fail on the same slot with the server's "can no longer get changes" error).
+_INVALIDATIONS = {
+    "wal_removed": ("the WAL it still needed was removed, as it was further behind than max_slot_wal_keep_size allows",
+                    "max_slot_wal_keep_size"),
+    "idle_timeout": ("it was inactive (no connection reading it) for longer than idle_replication_slot_timeout",
+                     "idle_replication_slot_timeout"),
+    "rows_removed": ("catalog rows it needed were removed (a slot on a standby whose primary vacuumed them: "
+                     "hot_standby_feedback)", "hot_standby_feedback"),
+    "wal_level_insufficient": ("the primary's wal_level is below logical", "wal_level"),
+}
+
+
+def invalidation_explained(slot: SlotState, conn: psycopg.Connection | None = None) -> str:
+    """Why the server invalidated ``slot``, naming the setting behind it and (with ``conn``) its value.
+    Before PostgreSQL 17 the server does not say: a lost slot there has lost its WAL (max_slot_wal_keep_size)."""
+    reason = slot.invalidation_reason
+    if reason is None:
+        what, setting = _INVALIDATIONS["wal_removed"]
+        text = f"wal_status=lost: {what}"
+    elif reason in _INVALIDATIONS:
+        what, setting = _INVALIDATIONS[reason]
+        text = f"invalidation_reason={reason}: {what}"
+    else:
+        return f"invalidation_reason={reason}"
+    if conn is not None:
+        row = conn.execute(f"SHOW {setting}".encode()).fetchone()
+        if row is not None:
+            text += f" (the server's {setting} is {row[0]})"
+    return text
 
 
 def create_logical_slot(
