@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 
 from ...errors import ConfigurationError
 from ..lines import line_end
-from .staging import escape_partition_value, task_staging_root
+from .staging import TopicFilesError, escape_partition_value, task_staging_root
 
 __all__ = ["STAGED_FILES_ARROW_SCHEMA", "STAGED_FILES_DDL_SCHEMA", "TopicRunEncoder", "write_topic_files", "write_topic_runs"]
 
@@ -55,13 +55,18 @@ def write_topic_files(line_batches: Iterable[pa.RecordBatch], output: Path, inde
     opener, suffix = _opener(compression)
     files = _TopicFiles(output, index, opener, suffix)
     try:
-        for batch in line_batches:
-            ending = b"" if line_end(batch) == _NEWLINE else _NEWLINE
-            for topic, first, end, text in _topic_runs(batch, joined=bool(ending)):
-                files.write(topic, text, ending, end - first)
-        files.finish()
-    finally:
-        files.close()
+        try:
+            for batch in line_batches:
+                ending = b"" if line_end(batch) == _NEWLINE else _NEWLINE
+                for topic, first, end, text in _topic_runs(batch, joined=bool(ending)):
+                    files.write(topic, text, ending, end - first)
+            files.finish()
+        finally:
+            files.close()  # flushes what is buffered: may fail as a write does
+    except OSError as exc:
+        # A full disk (ENOSPC), a quota, a read-only mount: the task fails naming where, and nothing of it
+        # is published (the batch's files are only moved into place once every task has written its own).
+        raise TopicFilesError(f"cannot write topic files under {files.directory} (reader task {index}): {exc}") from exc
     yield from files.summary()
 
 
@@ -197,9 +202,16 @@ class _TopicFiles:
         self.writer.finish()
 
     def close(self) -> None:
+        """Every file closed, even when one fails to (a full disk fails the flush); then the first failure."""
         self.writer.stop()
+        failure: OSError | None = None
         for handle, _ in self.files.values():
-            handle.close()
+            try:
+                handle.close()
+            except OSError as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
     def summary(self) -> Iterator[pa.RecordBatch]:
         files = self.files
