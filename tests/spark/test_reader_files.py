@@ -191,5 +191,9 @@ def test_a_failed_write_fails_the_task(tmp_path: Path, monkeypatch: pytest.Monke
 
     monkeypatch.setattr(reader_files, "open", FullDisk, raising=False)
     batches = [_lines(["srv.public.a"] * 3, 10 * i) for i in range(10)]  # more runs than the writer's queue holds
-    with pytest.raises(OSError, match="No space left"):
+    from sparkcdc.spark.sinks.staging import TopicFilesError
+
+    with pytest.raises(TopicFilesError, match="No space left") as failure:  # naming where, as the project's error
         list(write_topic_files(batches, tmp_path / "out", 0))
+    assert str(tmp_path / "out" / "_sparkcdc_staging" / "tasks") in str(failure.value)
+    assert isinstance(failure.value.__cause__, OSError) and failure.value.__cause__.errno == 28
