@@ -116,7 +116,7 @@ def test_validate_connect_names_each_missing_privilege_with_its_grant(pg_cluster
         f"GRANT INSERT ON lp.sig TO {NONE};",  # incremental snapshots' watermark rows
     ):
         assert statement in out, statement
-    assert "error: heartbeat.action.query: role 'lp_none' may not run it" in out
+    assert "error: heartbeat.action.query: role lp_none may not run it" in out
     assert "error: replica.identity.autoset.values: table lp.b must get REPLICA IDENTITY FULL, and only its owner (postgres)" in out
     fixes = result.output[result.output.index("To fix, as a superuser or the objects' owner:"):]
     assert f"ALTER ROLE {NONE} REPLICATION;" in fixes and "CREATE PUBLICATION lp_missing" in fixes

@@ -13,11 +13,17 @@ from dataclasses import dataclass, field
 import psycopg
 
 from ..debezium.config import ConfigError, ConnectorConfig
-from ..engine.setup import captured_tables, identity_change_refused, replica_identity_changes, unpublished_signal_table
+from ..engine.setup import (
+    captured_tables,
+    heartbeat_query_refusal,
+    identity_change_refused,
+    replica_identity_changes,
+    unpublished_signal_table,
+)
 from ..engine.signal_channels import enabled_channels
 from ..engine.signals import signal_table_of
 from ..engine.stream_slots import check_parallel_streaming, stream_slots
-from ..postgres.privileges import describe_missing, sql_identifiers, statement_denied, table_access
+from ..postgres.privileges import describe_missing, sql_identifiers, table_access
 from ..postgres.replication import quote_ident
 from ..postgres.server_facts import (
     PublicationFacts,
@@ -279,18 +285,11 @@ def _judge_signal_table(r: Readiness, conn: psycopg.Connection, config: Connecto
 
 
 def _judge_heartbeat(r: Readiness, conn: psycopg.Connection, config: ConnectorConfig) -> None:
-    """``heartbeat.action.query`` runs with the role's rights: EXPLAIN tells whether it may, running nothing."""
-    query = config.get("heartbeat.action.query")
-    if not query or config.get_int("heartbeat.interval.ms") <= 0:
+    """``heartbeat.action.query`` runs with the role's rights: the run's own start-up check, reported."""
+    refusal = heartbeat_query_refusal(conn, config)
+    if refusal is None:
         return
-    try:
-        denied = statement_denied(conn, query)
-    except psycopg.Error as exc:
-        if not (exc.sqlstate or "").startswith("42"):
-            raise
-        r.errors.append(f"heartbeat.action.query: the server refuses it: {(exc.diag.message_primary or str(exc)).strip()}")
-        return
-    if denied is not None:
-        message, fixes = denied
-        r.errors.append(f"heartbeat.action.query: role {r.role.user!r} may not run it ({message}): "
-                        f"{' '.join(_fix(r, fix) for fix in fixes) or 'grant the role what the statement needs'}")
+    fixes = " ".join(_fix(r, fix) for fix in refusal.fixes)
+    if refusal.privilege:
+        fixes = fixes or "grant the role what the statement needs"
+    r.errors.append(f"heartbeat.action.query: {refusal.message}" + (f": {fixes}" if fixes else ""))

@@ -235,26 +235,46 @@ def apply_replica_identities(conn: psycopg.Connection, config: ConnectorConfig, 
         set_replica_identity(conn, change.schema, change.table, change.identity, change.index)
 
 
-def check_heartbeat_action_query(conn: psycopg.Connection, config: ConnectorConfig) -> None:
-    """``heartbeat.action.query`` runs with the role's own rights at every heartbeat: one the role may
-    not run is refused at the start, naming the GRANT, rather than failing the first heartbeat minutes
-    later. ``EXPLAIN`` checks it without running it (see :func:`sparkcdc.postgres.privileges.statement_denied`)."""
+@dataclass(frozen=True)
+class HeartbeatRefusal:
+    """Why ``heartbeat.action.query`` cannot run: ``fixes`` are the GRANTs a role without the
+    rights needs (``privilege``), none when the server refuses the statement itself."""
+
+    message: str
+    fixes: tuple[str, ...] = ()
+    privilege: bool = False
+
+
+def heartbeat_query_refusal(conn: psycopg.Connection, config: ConnectorConfig) -> HeartbeatRefusal | None:
+    """``heartbeat.action.query`` runs with the role's own rights at every heartbeat; ``EXPLAIN``
+    tells whether it may without running it (see :func:`sparkcdc.postgres.privileges.statement_denied`).
+    None when it may, or when there is no heartbeat statement."""
     query = config.get("heartbeat.action.query")
     if not query or config.get_int("heartbeat.interval.ms") <= 0:
-        return
+        return None
     try:
         denied = statement_denied(conn, query)
     except psycopg.Error as exc:
         if not (exc.sqlstate or "").startswith("42"):  # syntax or access rule: the statement's fault; else the server's
             raise
-        raise ConfigError("heartbeat.action.query", f"the server refuses it: {(exc.diag.message_primary or str(exc)).strip()}") from None
+        return HeartbeatRefusal(f"the server refuses it: {(exc.diag.message_primary or str(exc)).strip()}")
     if denied is None:
-        return
+        return None
     message, fixes = denied
-    role = current_role(conn)
+    return HeartbeatRefusal(f"role {current_role(conn)} may not run it ({message})", tuple(fixes), privilege=True)
+
+
+def check_heartbeat_action_query(conn: psycopg.Connection, config: ConnectorConfig) -> None:
+    """A heartbeat statement the role may not run is refused at the start, naming the GRANT, rather
+    than failing the first heartbeat minutes later."""
+    refusal = heartbeat_query_refusal(conn, config)
+    if refusal is None:
+        return
+    if not refusal.privilege:
+        raise ConfigError("heartbeat.action.query", refusal.message)
     raise InsufficientPrivilegeError(
-        f"role {role} may not run it ({message}): {' '.join(fixes) or 'grant the role what the statement needs'}",
-        fix=" ".join(fixes), prop="heartbeat.action.query")
+        f"{refusal.message}: {' '.join(refusal.fixes) or 'grant the role what the statement needs'}",
+        fix=" ".join(refusal.fixes), prop="heartbeat.action.query")
 
 
 def unpublished_signal_table(conn: psycopg.Connection, config: ConnectorConfig,
