@@ -242,3 +242,21 @@ def test_filtered_mode_cannot_narrow_an_all_tables_publication(tmp_path: Path, p
     result = RUNNER.invoke(app, ["validate", str(path), "--connect"], env=WIDE)
     assert result.exit_code == EXIT_PROBLEMS
     assert f"error: publication '{schema}' is FOR ALL TABLES" in result.output
+
+
+def test_status_shows_what_postgresql_17_tells_of_a_slot(tmp_path: Path, pg18_cluster: ThrowawayCluster, unique_name: str) -> None:
+    """17+ says since when nothing reads a slot and whether it is a failover slot; status shows both
+    (and would show ``invalidation_reason``: see tests/spark/test_slot_invalidation.py)."""
+    with psycopg.connect(pg18_cluster.conninfo(), autocommit=True) as conn:
+        create_logical_slot(conn, unique_name, failover=True)
+        try:
+            path = write_config(tmp_path, pg18_cluster, **{"slot.name": unique_name, "publication.name": unique_name})
+            report = json.loads(RUNNER.invoke(app, ["status", str(path), "--json"]).stdout)
+            human = RUNNER.invoke(app, ["status", str(path)], env=WIDE).stdout
+        finally:
+            drop_slot(conn, unique_name)
+    slot = report["slot"]
+    assert slot["failover"] is True and slot["synced"] is False and slot["invalidation_reason"] is None
+    assert slot["inactive_since"] is not None and slot["inactive_since"].startswith("20")
+    assert "inactive_since" in human and "failover" in human
+    assert not report["errors"]

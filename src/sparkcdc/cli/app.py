@@ -234,8 +234,10 @@ def status(
         report["checkpoint"], checkpoint_warnings = checkpoint_report(checkpoint, state, loaded.config, report.get("slot"))
         warnings += checkpoint_warnings
     for slot in [report.get("slot"), *(stream["slot"] for stream in report.get("streams", ()))]:
-        if slot is not None and slot["exists"] and slot["wal_status"] == "lost":
-            errors.append(f"slot {slot['name']!r} has lost WAL it needed (wal_status=lost); it cannot continue")
+        if slot is not None and slot["exists"] and (slot["wal_status"] == "lost" or slot.get("invalidation_reason")):
+            why = f"invalidation_reason={slot['invalidation_reason']}" if slot.get("invalidation_reason") else "wal_status=lost"
+            errors.append(f"slot {slot['name']!r} was invalidated by the server ({why}); it cannot continue: "
+                          "a run with snapshot.mode=when_needed takes a new snapshot")
     report["errors"], report["warnings"] = errors, warnings
     if as_json:
         typer.echo(json.dumps(report, indent=2))

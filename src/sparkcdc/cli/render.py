@@ -120,6 +120,8 @@ def _stream_views(stream: dict[str, Any], database: Any) -> list[RenderableType]
                     ("confirmed_flush_lsn", slot["confirmed_flush_lsn"]), ("restart_lsn", slot["restart_lsn"]),
                     ("server WAL position", slot["wal_lsn"]), ("lag (bytes)", slot["lag_bytes"]),
                     ("WAL retained (bytes)", slot["retained_bytes"]), ("wal_status", slot["wal_status"])]
+            rows += [(key, str(slot[key])) for key in ("invalidation_reason", "inactive_since") if slot.get(key) is not None]
+            rows += [(key, "yes") for key in ("failover", "synced") if slot.get(key)]
         else:
             rows = [("exists", "no (created by the first run)")]
         parts += [_kv_table(f"Slot {slot['name']} (database {database})", rows), Text("")]

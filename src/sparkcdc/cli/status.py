@@ -54,6 +54,12 @@ def _slot_report(conn: psycopg.Connection, slot_name: str) -> dict[str, Any]:
         "lag_bytes": lag.confirmed_lag_bytes,
         "retained_bytes": lag.retained_bytes,
         "wal_status": state.wal_status,
+        # PostgreSQL 17+ (None / false before): why the server gave the slot up, since when nothing
+        # reads it, and whether it is a failover slot (or, on a standby, a synchronised copy of one)
+        "invalidation_reason": state.invalidation_reason,
+        "inactive_since": state.inactive_since.isoformat() if state.inactive_since is not None else None,
+        "failover": state.failover,
+        "synced": state.synced,
     }
 
 

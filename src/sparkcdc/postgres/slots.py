@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from types import TracebackType
 
 import psycopg
@@ -58,6 +59,12 @@ class SlotState:
     #: Why the server invalidated the slot (PostgreSQL 17+: ``wal_removed``, ``rows_removed``,
     #: ``wal_level_insufficient``, 18+: ``idle_timeout``); ``None`` for a valid slot or an older server.
     invalidation_reason: str | None = None
+    #: Since when no connection has read the slot (PostgreSQL 17+; ``None`` while one reads it).
+    inactive_since: datetime | None = None
+    #: A failover slot, copied to standbys with ``sync_replication_slots`` (PostgreSQL 17+).
+    failover: bool = False
+    #: On a standby: a copy of the primary's failover slot, kept in step by the slot sync worker (17+).
+    synced: bool = False
 
     @property
     def invalidated(self) -> bool:
@@ -94,10 +101,11 @@ def run_statement(conn: psycopg.Connection, statement: str) -> None:
 
 
 def get_slot(conn: psycopg.Connection, slot_name: str) -> SlotState | None:
-    reason = "invalidation_reason" if conn.info.server_version >= INVALIDATION_REASON_MAJOR * 10000 else "NULL::text"
+    newer = ("invalidation_reason, inactive_since, failover, synced" if conn.info.server_version >= INVALIDATION_REASON_MAJOR * 10000
+             else "NULL::text, NULL::timestamptz, false, false")  # the columns PostgreSQL 17 added
     row = conn.execute(
         f"""SELECT slot_name::text, plugin::text, slot_type, database::text, temporary, active, active_pid,
-                  restart_lsn::text, confirmed_flush_lsn::text, two_phase, wal_status, {reason}
+                  restart_lsn::text, confirmed_flush_lsn::text, two_phase, wal_status, {newer}
              FROM pg_replication_slots WHERE slot_name = %s""".encode(),
         (slot_name,),
     ).fetchone()
@@ -116,6 +124,9 @@ def get_slot(conn: psycopg.Connection, slot_name: str) -> SlotState | None:
         two_phase=row[9],
         wal_status=row[10],
         invalidation_reason=row[11],
+        inactive_since=row[12],
+        failover=bool(row[13]),
+        synced=bool(row[14]),
     )
 
 
