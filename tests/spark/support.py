@@ -153,3 +153,11 @@ class PipelineProcess:
     def __exit__(self, *_exc: object) -> None:
         if self.process is not None and self.process.process.poll() is None:
             self.process.kill()
+
+
+def kills_for(pg_major: str, full: int) -> int:
+    """How many SIGKILLs a kill test deals on ``pg_major``: ``full`` on the machine's 15, where each
+    kill test has always run; about half (at least 3) on 18, whose own risks (its slots, snapshots
+    and decoding) a few kills in each phase already meet. The kills cost minutes, and both majors
+    run in one `make test`."""
+    return full if pg_major == "15" else max(3, (full + 1) // 2)

@@ -1,6 +1,6 @@
 """``apply_changes`` killed with SIGKILL at random moments while a random workload runs.
 
-Five kills land while the pipeline applies batches (snapshot and streaming) into a PostgreSQL
+Five kills (three on PostgreSQL 18: see ``kills_for``) land while the pipeline applies batches (snapshot and streaming) into a PostgreSQL
 mirror (SCD1), a PostgreSQL history (SCD2) and a Delta Lake mirror (SCD1); a final run catches up;
 then the mirrors equal the source and the history has one open version per live key and no
 overlapping versions — a batch applied twice would show as a duplicate version or a wrong row.
@@ -23,7 +23,7 @@ from sparkcdc.apply.targets.iceberg import IcebergTarget
 from ..support.processes import GroupProcess
 from ..support.waiting import wait_until
 from . import apply_workload as workload
-from .support import properties
+from .support import kills_for, properties
 
 KILLS = 5
 RUNNER = """
@@ -46,7 +46,8 @@ def _run(spec: Path, log: Path) -> GroupProcess:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-def test_sigkill_while_applying(pg_cluster, db, tmp_path, unique_name):
+def test_sigkill_while_applying(pg_cluster, pg_major, db, tmp_path, unique_name):
+    kills = kills_for(pg_major, KILLS)
     prefix = f"ak{abs(hash(unique_name)) % 10**6}"
     workload.create(db, prefix)
     for suffix in ("mirror", "history"):
@@ -76,7 +77,7 @@ def test_sigkill_while_applying(pg_cluster, db, tmp_path, unique_name):
     writer = threading.Thread(target=write, daemon=True)
     rnd = random.Random(20261122)
     write_spec(once=False)
-    for kill in range(KILLS):
+    for kill in range(kills):
         run = _run(spec, log)
         before = _commits(checkpoint)
         wait_until(lambda run=run, before=before: _commits(checkpoint) > before or run.process.poll() is not None,

@@ -23,7 +23,16 @@ from sparkcdc.postgres import drop_slot, get_slot
 
 from ..support.incremental import KEYS, create_tables, reads_twice, replay, send_signal, table_rows
 from ..support.waiting import wait_until
-from .support import checkpoint_batches, checkpoint_offset, events_of, incremental_properties, output_lines, server_now, start_run
+from .support import (
+    checkpoint_batches,
+    checkpoint_offset,
+    events_of,
+    incremental_properties,
+    kills_for,
+    output_lines,
+    server_now,
+    start_run,
+)
 
 KILLS = 10
 ROWS = 3000  # per table, in chunks of CHUNK rows (fewer as the writer deletes): one chunk a micro-batch
@@ -68,7 +77,9 @@ def _check_no_read_twice(output: Path, checkpoint: Path, name: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_sigkill_during_an_incremental_snapshot(db: psycopg.Connection, pg_cluster, unique_name: str, tmp_path: Path) -> None:
+def test_sigkill_during_an_incremental_snapshot(db: psycopg.Connection, pg_cluster, pg_major: str, unique_name: str,
+                                                tmp_path: Path) -> None:
+    kills = kills_for(pg_major, KILLS)
     began = time.monotonic()
     name = unique_name
     create_tables(db, name, rows_a=ROWS, rows_b=ROWS)
@@ -110,7 +121,7 @@ def test_sigkill_during_an_incremental_snapshot(db: psycopg.Connection, pg_clust
                    what=f"the first run to create its slot\n{context()}")
         send_signal(db, name, "snapshot-1", "execute-snapshot", {"data-collections": [f"public.{name}_a", f"public.{name}_b"]})
         writer.start()
-        for kill in range(KILLS):
+        for kill in range(kills):
             since = server_now(db)
             if kill:
                 run = start_run(config, output, checkpoint, log)
@@ -165,9 +176,9 @@ def test_sigkill_during_an_incremental_snapshot(db: psycopg.Connection, pg_clust
     print(f"{len(kinds)} kills ({in_chunk} in a chunk's batch), "
           f"{len(opened - logged)} windows planned but never logged, {len(logged)} chunks, {written[0]} writer transactions; "
           f"kills {killed:.0f} s, final run {time.monotonic() - began - killed:.0f} s", flush=True)
-    assert in_chunk >= KILLS // 4, kinds
+    assert in_chunk >= kills // 4, kinds
     # A batch killed in flight is read again by the next run, its window's snapshot gone with the killed driver;
     # to the end when that run waits for a chunk of its own (an even one) or is the last.
-    reread = sum(1 for i, kind in enumerate(kinds) if kind == "in a chunk's batch" and ((i + 1) % 2 == 0 or i == KILLS - 1))
+    reread = sum(1 for i, kind in enumerate(kinds) if kind == "in a chunk's batch" and ((i + 1) % 2 == 0 or i == kills - 1))
     assert log.read_text(errors="replace").count("reading the chunk as the table is now") >= reread > 0
     drop_slot(db, name, wait=30)

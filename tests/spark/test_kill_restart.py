@@ -19,7 +19,7 @@ import pytest
 from sparkcdc.postgres import drop_slot, get_slot
 
 from ..support.waiting import wait_until
-from .support import checkpoint_batches, checkpoint_offset, output_lines, payload, properties, server_now, start_run
+from .support import checkpoint_batches, checkpoint_offset, kills_for, output_lines, payload, properties, server_now, start_run
 
 #: Each kill costs a whole ``sparkcdc run`` start (a JVM and Spark): 7 per phase keeps this, the suite's
 #: longest test, near 6 minutes (10 took 8 on a slow host, and the suite must stay under 40).
@@ -64,7 +64,9 @@ def _check_committed_output(output: Path, checkpoint: Path, db: psycopg.Connecti
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-def test_sigkill_during_snapshot_and_streaming(spark, db: psycopg.Connection, pg_cluster, unique_name: str, tmp_path: Path) -> None:
+def test_sigkill_during_snapshot_and_streaming(spark, db: psycopg.Connection, pg_cluster, pg_major: str, unique_name: str,
+                                               tmp_path: Path) -> None:
+    kills_per_phase = kills_for(pg_major, KILLS_PER_PHASE)
     table = f"k_{unique_name}"
     db.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, pad text)")
     db.execute(f"INSERT INTO {table} SELECT g, repeat('x', 50) FROM generate_series(1, 150000) g")
@@ -83,7 +85,7 @@ def test_sigkill_during_snapshot_and_streaming(spark, db: psycopg.Connection, pg
 
     # -- during the snapshot ---------------------------------------------------------------------
     snapshot_kills = 0
-    while snapshot_kills < KILLS_PER_PHASE:
+    while snapshot_kills < kills_per_phase:
         since = server_now(db)
         run = start_run(config, output, checkpoint, log)
         wait_until(lambda run=run, since=since: _copying(db, since) or 0 in checkpoint_batches(checkpoint, "commits")
@@ -98,7 +100,7 @@ def test_sigkill_during_snapshot_and_streaming(spark, db: psycopg.Connection, pg
         _check_committed_output(output, checkpoint, db, unique_name)
         if not during:
             break  # the snapshot finished first (fast machine): go on with streaming kills
-    assert snapshot_kills >= KILLS_PER_PHASE, f"only {snapshot_kills} kills landed inside the snapshot"
+    assert snapshot_kills >= kills_per_phase, f"only {snapshot_kills} kills landed inside the snapshot"
 
     # -- while streaming, with a writer ----------------------------------------------------------
     next_id = [150001]
@@ -117,7 +119,7 @@ def test_sigkill_during_snapshot_and_streaming(spark, db: psycopg.Connection, pg
     writer.start()
     streaming_kills = 0
     try:
-        while streaming_kills < KILLS_PER_PHASE:
+        while streaming_kills < kills_per_phase:
             run = start_run(config, output, checkpoint, log)
             committed_before = len(checkpoint_batches(checkpoint, "commits"))
             # Let it get into the stream: at least one more batch committed, then a random moment.
