@@ -296,6 +296,30 @@ def test_scd2_composite_key(tmp_path: Path, any_target: Callable[..., LakeHarnes
     assert rows == [("a", 1, "x", False), ("a", 1, "x2", True), ("a", 2, "z", True), ("b", 1, "y", True)]
 
 
+#: pgvector columns as the typed view hands them over: vector, halfvec, sparsevec.
+VECTOR_COLUMNS = [
+    TargetColumn("id", pa.int64(), nullable=False), TargetColumn("v", pa.list_(pa.float64())), TargetColumn("h", pa.list_(pa.float32())),
+    TargetColumn("s", pa.struct([("dimensions", pa.int16()), ("vector", pa.map_(pa.int16(), pa.float64()))])),
+]
+
+
+def test_scd2_vector_columns_track_history_by_value(tmp_path: Path, lake: type[LakeHarness]) -> None:
+    """A version closes when a list or a map's entries change, not on an equal value read back
+    from the table (Iceberg: the sparse indices widened to int); NULLs are kept."""
+    h = lake(tmp_path, ApplySpec("public.vectors", stored_as_scd_type=2), columns=VECTOR_COLUMNS)
+    f = h.feed
+    sparse = {"dimensions": 10, "vector": [(7, 0.1), (1, 1.5)]}
+    h.run([f.event("c", id=1, v=[1.0, 2.5], h=[0.099975586], s=sparse, lsn=100), f.event("c", id=2, lsn=100)])
+    h.run([f.event("u", id=1, v=[1.0, 2.5], h=[0.099975586], s=sparse, lsn=200),  # the same values: no new version
+           f.event("u", id=2, s={"dimensions": 5, "vector": []}, lsn=200)])
+    h.run([f.event("u", id=1, v=[1.0, 2.5], h=None, s={"dimensions": 10, "vector": [(7, 0.2), (1, 1.5)]}, lsn=300)])
+    rows = [(r["id"], r["v"], r["h"], r["s"] and (r["s"]["dimensions"], sorted(r["s"]["vector"])), r["__END_AT"] is None)
+            for r in h.rows()]
+    assert rows == [(1, [1.0, 2.5], [pytest.approx(0.099975586, rel=1e-7)], (10, [(1, 1.5), (7, 0.1)]), False),
+                    (1, [1.0, 2.5], None, (10, [(1, 1.5), (7, 0.2)]), True),
+                    (2, None, None, None, False), (2, None, None, (5, []), True)]
+
+
 # -- existing tables ------------------------------------------------------------------------------
 
 
