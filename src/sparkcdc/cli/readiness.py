@@ -22,6 +22,7 @@ from ..engine.setup import (
 )
 from ..engine.signal_channels import enabled_channels
 from ..engine.signals import signal_table_of
+from ..engine.standby import STANDBY_DECODING_MAJOR, standby_refusals
 from ..engine.stream_slots import check_parallel_streaming, stream_slots
 from ..postgres.privileges import describe_missing, sql_identifiers, table_access
 from ..postgres.replication import quote_ident
@@ -86,6 +87,7 @@ def assess(conn: psycopg.Connection, config: ConnectorConfig) -> Readiness:
     _judge_replica_identities(result, conn, config)
     _judge_signal_table(result, conn, config)
     _judge_heartbeat(result, conn, config)
+    _judge_standby(result, conn, config)
     streams = stream_slots(config)
     if len(streams) > 1:
         # The judgements above are of stream 0's slot and publication (with every captured table).
@@ -293,3 +295,23 @@ def _judge_heartbeat(r: Readiness, conn: psycopg.Connection, config: ConnectorCo
     if refusal.privilege:
         fixes = fixes or "grant the role what the statement needs"
     r.errors.append(f"heartbeat.action.query: {refusal.message}" + (f": {fixes}" if fixes else ""))
+
+
+def _judge_standby(r: Readiness, conn: psycopg.Connection, config: ConnectorConfig) -> None:
+    """A standby (16+): said so, with every configured feature a run would refuse there (the run's own
+    check, engine/standby.py) and the wait a new slot has there."""
+    if not r.server.in_recovery or r.server.version_num < STANDBY_DECODING_MAJOR * 10000:
+        return  # not a standby, or one _judge_server already refuses
+    published = [(t.schema, t.table) for t in r.tables]
+    signal_table = signal_table_of(config)
+    if signal_table is not None and signal_table not in published:
+        published.append(signal_table)
+    refusals = standby_refusals(conn, config, published)
+    r.warnings.append("the server is a standby (pg_is_in_recovery()): sparkcdc reads from it and writes nothing there; "
+                      + (f"{len(refusals)} configured feature(s) would be refused: {', '.join(x.prop for x in refusals)}"
+                         if refusals else "no configured feature needs a write"))
+    r.errors += [f"{x.prop}: {x.message}" for x in refusals]
+    if r.slot is None:
+        r.warnings.append(f"slot {r.slot_name!r} does not exist: created on a standby, it is ready only after the primary's next "
+                          "running-transactions record (every 15 s while the primary is busy; SELECT pg_log_standby_snapshot() "
+                          "on the primary writes one at once)")

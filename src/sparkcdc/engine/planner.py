@@ -70,6 +70,7 @@ from .setup import (
 from .signal_channels import enabled_channels, polled_channels
 from .signals import Signal, signal_table_of
 from .snapshot_plan import SnapshotChunk, plan_snapshot_chunks
+from .standby import check_standby, log_slot_creation_wait
 from .state_store import StreamState, StreamStateStore, default_state_location
 from .stream_slots import check_parallel_streaming, stream_slots
 
@@ -142,6 +143,8 @@ class ConnectorPlanner:
         # the checkpoint had recorded an older one (see "The initial snapshot" in docs/spark-source.md).
         self._floor_lsn = 0
         self._initial: dict[str, Any] | None = None
+        #: The server was a standby at the start (engine/standby.py); set by _set_up.
+        self.standby = False
         self.tables: list[tuple[str, str]] = []
         self.notifier = Notifier(config.get("notification.enabled.channels"), config.topic_prefix)
         self.notification_topic = config.get("notification.sink.topic.name") if self.notifier.sinks else None
@@ -181,10 +184,12 @@ class ConnectorPlanner:
                               f"is {self.admin.info.server_version // 10000} (set slot.failover=false)")
         self.tables = captured_tables(self.admin, self.config)
         check_guardrail(self.config, self.tables)  # guardrail.collections.max, before anything is set up or read
-        apply_replica_identities(self.admin, self.config, self.tables)
         published = list(self.tables)
         if self.signal_table is not None and self.signal_table not in published:
             published.append(self.signal_table)  # its rows must reach the stream (signals, watermarks)
+        # A standby (PostgreSQL 16+) is read from as it is: what would write there is refused first (engine/standby.py).
+        self.standby = check_standby(self.admin, self.config, published)
+        apply_replica_identities(self.admin, self.config, self.tables)
         ensure_stream_publications(self.admin, self.config, published)
         check_heartbeat_action_query(self.admin, self.config)
         unpublished = unpublished_signal_table(self.admin, self.config, self.signal_table)
@@ -217,6 +222,8 @@ class ConnectorPlanner:
         for name in (*self.slot_names[1:], self.slot_name):
             slot = get_slot(self.admin, name)
             if slot is None:
+                if self.standby:
+                    log_slot_creation_wait(name)
                 create_logical_slot(self.admin, name, failover=self.failover)
                 slot = get_slot(self.admin, name)
                 assert slot is not None
@@ -240,6 +247,8 @@ class ConnectorPlanner:
                 log.warning("re-creating slot %s for a new initial snapshot (snapshot.mode=%s)", name, self.mode)
                 drop_slot(self.admin, name, wait=30)
         self._close_snapshot()
+        if self.standby:
+            log_slot_creation_wait(self.slot_name)
         if self.streams:
             # The other streams' slots first, the exporting one last: its consistent point is then at or
             # after theirs, and every stream starts there (a slot asked to start past its own consistent

@@ -44,7 +44,7 @@ from .filters import TableFilter
 from .stream_slots import assign_tables, stream_slots
 
 __all__ = ["IdentityChange", "SetupError", "apply_replica_identities", "captured_tables", "check_guardrail", "check_heartbeat_action_query",
-           "ensure_publication_for", "ensure_stream_publications", "identity_change_refused", "publish_operations",
+           "ensure_publication_for", "ensure_stream_publications", "identity_change_refused", "publication_writes", "publish_operations",
            "replica_identity_changes", "unpublished_signal_table"]
 
 log = logging.getLogger(__name__)
@@ -147,6 +147,23 @@ def ensure_stream_publications(conn: psycopg.Connection, config: ConnectorConfig
                                                        "sparkcdc.stream.slots.assignment or use fewer slots")
     for stream, share in zip(streams, shares, strict=True):
         ensure_publication_for(conn, config, share, name=stream.publication)
+
+
+def publication_writes(conn: psycopg.Connection, config: ConnectorConfig, tables: Sequence[tuple[str, str]]) -> list[str]:
+    """What :func:`ensure_stream_publications` would write for ``tables`` (``CREATE``/``ALTER PUBLICATION``,
+    as phrases naming the publication), without writing it: a standby can take none of it."""
+    mode = config.get("publication.autocreate.mode")
+    if mode == "disabled":
+        return []  # nothing is written; a missing publication is ensure_publication_for's error
+    streams = stream_slots(config)
+    shares = [list(tables)] if len(streams) == 1 else assign_tables(config, tables)
+    writes = []
+    for stream, share in zip(streams, shares, strict=True):
+        if not publication_exists(conn, stream.publication):
+            writes.append(f"create publication {stream.publication!r}")
+        elif mode == "filtered" and publication_members(conn, stream.publication) != sorted(share):
+            writes.append(f"set the tables of publication {stream.publication!r} to the captured ones")
+    return writes
 
 
 def _check_disjoint(conn: psycopg.Connection, names: Sequence[str]) -> None:

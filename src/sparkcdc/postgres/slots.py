@@ -84,8 +84,13 @@ def current_wal_lsn(conn: psycopg.Connection) -> int:
 
 
 def current_wal_insert_lsn(conn: psycopg.Connection) -> int:
-    """``pg_current_wal_insert_lsn()``: where the next WAL record goes (always a record boundary)."""
-    row = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+    """``pg_current_wal_insert_lsn()``: where the next WAL record goes (always a record boundary).
+
+    On a standby (PostgreSQL 16+ decodes there) no WAL is inserted, and a logical slot decodes only
+    what has been replayed: ``pg_last_wal_replay_lsn()``, the end of the last replayed record, is the
+    same kind of boundary. Asked each time, so a standby promoted under a run answers as a primary."""
+    row = conn.execute("SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+                       "ELSE pg_current_wal_insert_lsn() END)::text").fetchone()
     assert row is not None
     return parse_lsn(row[0])
 

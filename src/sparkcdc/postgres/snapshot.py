@@ -100,8 +100,13 @@ class SnapshotTransaction:
             raise
 
     def transaction_id(self) -> int | None:
-        """``txid_current()``: the snapshot transaction's id (``source.txId`` of snapshot rows)."""
-        row = self.conn.execute("SELECT txid_current()").fetchone()
+        """``txid_current()``: the snapshot transaction's id (``source.txId`` of snapshot rows).
+
+        A standby assigns no transaction ids (``txid_current()`` fails in recovery): there it is the
+        snapshot's xmax, the first id not yet assigned when it was taken, which is what
+        ``txid_current()`` would have given a transaction started then on the primary."""
+        row = self.conn.execute("SELECT CASE WHEN pg_is_in_recovery() THEN txid_snapshot_xmax(txid_current_snapshot()) "
+                                "ELSE txid_current() END").fetchone()
         return None if row is None else int(row[0])
 
     def use_rendering_settings(self) -> None:

@@ -41,12 +41,14 @@ PLUGIN = "postgres"
 WAL_STATUSES = ("reserved", "extended", "unreserved", "lost")
 
 #: The connector's slots as one (several with sparkcdc.stream.slots): the worst WAL status, the most
-#: WAL retained and pending, active only if all are, the least safe size.
+#: WAL retained and pending, active only if all are, the least safe size. On a standby WAL is measured
+#: from the last replayed position (pg_current_wal_lsn() fails in recovery).
 _SLOT_QUERY = """
+WITH here AS (SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END AS lsn)
 SELECT (array_agg(wal_status ORDER BY array_position(ARRAY['reserved', 'extended', 'unreserved', 'lost'], wal_status)
                   DESC NULLS LAST))[1],
-       max(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn))::bigint,
-       max(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn))::bigint, bool_and(active), min(safe_wal_size)
+       max(pg_wal_lsn_diff((SELECT lsn FROM here), restart_lsn))::bigint,
+       max(pg_wal_lsn_diff((SELECT lsn FROM here), confirmed_flush_lsn))::bigint, bool_and(active), min(safe_wal_size)
   FROM pg_replication_slots WHERE slot_name = ANY(%s) HAVING count(*) > 0
 """
 
