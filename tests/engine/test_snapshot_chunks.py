@@ -41,6 +41,7 @@ from sparkcdc.engine.streaming import StreamingProcessor
 from sparkcdc.engine.tables import TableResolver
 from sparkcdc.postgres import LogicalReplicationReader, ReplicationOptions, create_publication, drop_slot, get_slot
 from sparkcdc.postgres.catalog import Catalog
+from sparkcdc.postgres.errors import ExportedSnapshotGoneError
 from sparkcdc.postgres.slots import ExportedSnapshotSlot
 from sparkcdc.postgres.snapshot import SnapshotTransaction
 
@@ -404,7 +405,7 @@ def test_a_chunk_whose_snapshot_is_gone_names_it(pg_cluster: ThrowawayCluster, u
     def gone() -> bool:
         try:
             SnapshotTransaction(pg_cluster.conninfo(), snapshot_name=chunk.snapshot_name).close()
-        except psycopg.Error:
+        except ExportedSnapshotGoneError:
             return True
         return False
 

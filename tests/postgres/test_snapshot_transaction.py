@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import psycopg
+import pytest
 
+from sparkcdc.postgres.errors import ExportedSnapshotGoneError
 from sparkcdc.postgres.slots import ExportedSnapshotSlot, drop_slot
 from sparkcdc.postgres.snapshot import SnapshotTransaction
 
@@ -40,3 +42,17 @@ def test_rows_undo_copys_escapes_and_nulls(db: psycopg.Connection, pg_cluster, u
     with SnapshotTransaction(pg_cluster.conninfo()) as tx:
         rows = list(tx.rows(f"SELECT id, v, w FROM {t} ORDER BY id", 3))
     assert rows == [(str(i), v, "x") for i, v in enumerate(texts)]
+
+
+@pytest.mark.parametrize("major", ["15", "18"])
+def test_a_snapshot_whose_exporter_ended_is_one_error_on_every_major(request: pytest.FixtureRequest, major: str,
+                                                                     unique_name: str) -> None:
+    """15 refuses the import with SQLSTATE 22023, 18 with 42704: both are ExportedSnapshotGoneError
+    (the incremental reader then reads the chunk as the table is now; a parallel snapshot names it)."""
+    cluster = request.getfixturevalue("pg15_cluster" if major == "15" else "pg18_cluster")
+    with ExportedSnapshotSlot(cluster.conninfo(), unique_name) as slot:
+        name = slot.snapshot_name
+    with pytest.raises(ExportedSnapshotGoneError, match=name):
+        SnapshotTransaction(cluster.conninfo(), snapshot_name=name)
+    with psycopg.connect(cluster.conninfo(), autocommit=True) as conn:
+        drop_slot(conn, unique_name, wait=30)

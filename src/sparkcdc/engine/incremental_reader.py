@@ -12,13 +12,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-import psycopg
-
 from ..debezium.config import ConnectorConfig
 from ..debezium.events import EventFactory
 from ..debezium.records import ChangeRecord
 from ..debezium.table import TableSchemaFactory
 from ..postgres.catalog import Catalog
+from ..postgres.errors import ExportedSnapshotGoneError
 from ..postgres.incremental import chunk_query
 from ..postgres.publications import qualified_name
 from ..postgres.snapshot import SnapshotTransaction
@@ -84,7 +83,7 @@ def _chunk_transaction(config: ConnectorConfig, chunk: ChunkWindow) -> SnapshotT
     conninfo = conninfo_from_config(config)
     try:
         return SnapshotTransaction(conninfo, snapshot_name=chunk.snapshot_name)
-    except (psycopg.errors.InvalidParameterValue, psycopg.errors.ObjectNotInPrerequisiteState) as exc:
+    except ExportedSnapshotGoneError as exc:
         log.warning("%s: the window's exported snapshot %s is gone (%s); reading the chunk as the table is now",
                     chunk.describe(), chunk.snapshot_name, str(exc).strip())
         return SnapshotTransaction(conninfo)

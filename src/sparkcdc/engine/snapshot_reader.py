@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import psycopg
 import pyarrow as pa
 
 from ..debezium.config import ConnectorConfig
@@ -39,6 +38,7 @@ from ..debezium.records import ChangeRecord
 from ..debezium.table import TableSchema, TableSchemaFactory
 from ..errors import ServerError
 from ..postgres.catalog import Catalog
+from ..postgres.errors import ExportedSnapshotGoneError
 from ..postgres.snapshot import SnapshotTransaction
 from ..postgres.snapshot_probes import (
     relation_filenode,
@@ -128,7 +128,7 @@ def open_chunk_transaction(config: ConnectorConfig, chunk: SnapshotChunk) -> Sna
     """A transaction that sees the chunk's snapshot; a snapshot that cannot be imported is named in the error."""
     try:
         return SnapshotTransaction(conninfo_from_config(config), snapshot_name=chunk.snapshot_name)
-    except (psycopg.errors.InvalidParameterValue, psycopg.errors.ObjectNotInPrerequisiteState) as exc:
+    except ExportedSnapshotGoneError as exc:
         raise SnapshotUnavailableError(
             f"cannot import exported snapshot {chunk.snapshot_name!r} (snapshot {chunk.snapshot_id}) to read {chunk.describe()}: "
             f"{str(exc).strip()}. An exported snapshot lives only while the connection that created the slot is open; "

@@ -41,6 +41,12 @@ class ObjectNotFoundError(ServerError, LookupError):
     """A table or type a catalog lookup named does not exist in the database."""
 
 
+class ExportedSnapshotGoneError(ServerError):
+    """``SET TRANSACTION SNAPSHOT`` could not import an exported snapshot: the transaction that
+    exported it has ended. PostgreSQL 15 says so with SQLSTATE 22023 (invalid snapshot identifier),
+    18 with 42704 (snapshot does not exist); callers tell it by this type, not by the code."""
+
+
 class ReplicationError(ServerError):
     """The replication connection or command failed. ``sqlstate`` is set when the server sent one."""
 

@@ -22,6 +22,7 @@ from pyarrow import csv as pa_csv
 from ..errors import ConfigurationError
 from ..text_format import TEXT_OUTPUT_SETTINGS, libpq_options
 from .connections import connect
+from .errors import ExportedSnapshotGoneError
 from .replication import quote_ident
 
 __all__ = ["ISOLATION_LEVELS", "SnapshotTransaction", "connect_with_text_settings"]
@@ -77,6 +78,12 @@ def table_query(schema: str, table: str, columns: Sequence[str], where: str | No
     return f"{query} WHERE {where}" if where else query
 
 
+#: What each major answers ``SET TRANSACTION SNAPSHOT`` with for a snapshot whose exporter is gone
+#: (15: 22023 invalid snapshot identifier; 18: 42704 snapshot does not exist), or that it may not use.
+_SNAPSHOT_GONE = (psycopg.errors.InvalidParameterValue, psycopg.errors.UndefinedObject,
+                  psycopg.errors.ObjectNotInPrerequisiteState)
+
+
 class SnapshotTransaction:
     """A read-only transaction that sees one snapshot; reads tables as rows of text values.
 
@@ -85,6 +92,7 @@ class SnapshotTransaction:
     """
 
     def __init__(self, conninfo: str, *, snapshot_name: str | None = None, isolation: str = "repeatable_read") -> None:
+        """Raises :class:`ExportedSnapshotGoneError` when ``snapshot_name`` can no longer be imported."""
         if isolation not in ISOLATION_LEVELS:
             raise ConfigurationError(f"unknown snapshot isolation {isolation!r}", prop="isolation")
         # Autocommit, so that our BEGIN (with its isolation level) is the transaction's first statement.
@@ -92,10 +100,13 @@ class SnapshotTransaction:
         try:
             if snapshot_name is not None:
                 self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                self.conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot_name}'".encode())
+                try:
+                    self.conn.execute(f"SET TRANSACTION SNAPSHOT '{snapshot_name}'".encode())
+                except _SNAPSHOT_GONE as exc:
+                    raise ExportedSnapshotGoneError(str(exc).strip()) from exc
             else:
                 self.conn.execute(f"BEGIN ISOLATION LEVEL {ISOLATION_LEVELS[isolation]}".encode())
-        except psycopg.Error:
+        except (psycopg.Error, ExportedSnapshotGoneError):
             self.conn.close()
             raise
 
