@@ -88,6 +88,7 @@ def assess(conn: psycopg.Connection, config: ConnectorConfig) -> Readiness:
     _judge_signal_table(result, conn, config)
     _judge_heartbeat(result, conn, config)
     _judge_standby(result, conn, config)
+    _judge_failover(result, config)
     streams = stream_slots(config)
     if len(streams) > 1:
         # The judgements above are of stream 0's slot and publication (with every captured table).
@@ -263,7 +264,7 @@ def _judge_signal_table(r: Readiness, conn: psycopg.Connection, config: Connecto
     if signal_table is None:
         return
     read_only = config.get_bool("read.only")
-    strategy = config.get("incremental.snapshot.watermarking.strategy") or "insert_insert"
+    strategy = config.get("incremental.snapshot.watermarking.strategy")
     needed = () if read_only else ("INSERT", "DELETE") if strategy == "insert_delete" else ("INSERT",)
     access = table_access(conn, *signal_table, needed)
     name = f"{signal_table[0]}.{signal_table[1]}"
@@ -315,3 +316,19 @@ def _judge_standby(r: Readiness, conn: psycopg.Connection, config: ConnectorConf
         r.warnings.append(f"slot {r.slot_name!r} does not exist: created on a standby, it is ready only after the primary's next "
                           "running-transactions record (every 15 s while the primary is busy; SELECT pg_log_standby_snapshot() "
                           "on the primary writes one at once)")
+
+
+def _judge_failover(r: Readiness, config: ConnectorConfig) -> None:
+    """``slot.failover=true`` on a primary: refused before PostgreSQL 17 (as a run refuses it); a slot that
+    exists without the flag is not copied to any standby yet (a run makes it a failover slot, and a standby
+    copies it some time after), so a failover before then loses it. Whether a standby holds a synchronised
+    copy (``pg_replication_slots.synced`` there) is not visible from the primary."""
+    if not config.settings.slot_failover or r.server.in_recovery:
+        return  # a standby refuses slot.failover itself (_judge_standby)
+    if r.server.version_num < 170000:
+        r.errors.append(f"slot.failover: failover slots need PostgreSQL 17 or later; the server is {r.server.version} "
+                        "(set slot.failover=false)")
+    elif r.slot is not None and not r.slot.failover:
+        r.warnings.append(f"slot.failover: slot {r.slot_name!r} is not a failover slot, so no standby has a copy of it yet: a run makes "
+                          "it one, and a standby with sync_replication_slots copies it after that (check pg_replication_slots.synced "
+                          "on the standby); a failover before then loses the slot")

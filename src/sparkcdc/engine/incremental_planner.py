@@ -88,7 +88,7 @@ class IncrementalSnapshots:
         self.signal_table = signal_table_of(config)
         self.read_only = config.get_bool("read.only")
         self.chunk_size = config.get_int("incremental.snapshot.chunk.size")
-        self.strategy = config.get("incremental.snapshot.watermarking.strategy") or "insert_insert"
+        self.strategy = config.get("incremental.snapshot.watermarking.strategy")
         self._windows: dict[str, SnapshotTransaction] = {}
         #: A blocking snapshot the last :meth:`advance` was asked for (the planner starts it at once).
         self.blocking: BlockingRequest | None = None
