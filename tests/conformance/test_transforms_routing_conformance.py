@@ -296,7 +296,8 @@ def test_partition_routing_lands_on_debezium_s_partitions_in_kafka(
     from ..spark.test_kafka_sink import consume, run_available_now
     from .differential import END_PREFIX, _ends, _until_end
 
-    t = "routed_kafka"
+    # a table (so topic) of its own: the session's broker keeps the topics of the run on the other major
+    t = f"routed_kafka_{unique_name.rsplit('_', 1)[-1]}"
     for statement in _routed_table(t) + [f"INSERT INTO {t} (id, name) SELECT g, 'more ' || g FROM generate_series(1001, 1260) g",
                                          f"ANALYZE {t}"]:
         db.execute(statement)
