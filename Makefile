@@ -25,10 +25,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/lint-imports --no-logo
 
-# Two workers, a test file each at a time (a file's tests share module fixtures and run in order);
-# each worker has its own session fixtures (clusters, SparkSession, Debezium's JVM).
-# TEST_WORKERS=0 runs the suite in one process.
-TEST_WORKERS ?= 2
+# TEST_WORKERS=2 runs the suite in two pytest-xdist workers, a test file each at a time (a file's
+# tests share module fixtures and run in order; each worker has its own clusters, SparkSession and
+# Debezium JVM). Not the default: on two cores the Spark-heavy tests saturate both, so two workers
+# took longer than one would (62 min, 2026-11-28, with other work on the machine) and made
+# timing-sensitive tests flaky.
+TEST_WORKERS ?= 0
 test: lint
 	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
