@@ -24,8 +24,11 @@ from ..support.tcp_proxy import TcpProxy
 from ..support.waiting import wait_until
 from .support import output_lines, payload, properties
 
+#: How many connections the test silences, one after another, until the run notices one.
+SILENCE_ATTEMPTS = 4
 
-@pytest.mark.timeout(600)
+
+@pytest.mark.timeout(900)
 def test_a_silent_replication_connection_is_detected_and_the_run_resumes_exactly_once(spark, tmp_path: Path) -> None:
     output, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
     with ThrowawayCluster(settings={"wal_sender_timeout": "2s"}) as cluster, TcpProxy(cluster.host, cluster.port) as proxy:
@@ -66,16 +69,24 @@ def test_a_silent_replication_connection_is_detected_and_the_run_resumes_exactly
                 wait_until(lambda: len(ids()) >= 10, timeout=180, what="the snapshot")
                 insert(db, 11, 10)
                 wait_until(lambda: len(ids()) >= 20, timeout=120, what="the first streamed rows")
-                proxy.silence_next_replication_status()
-                silenced_at = time.monotonic()
                 next_id = 21
-                while not proxy.silenced_links():  # the writer goes on while a batch's connection goes silent
-                    insert(db, next_id, 1)
-                    next_id += 1
-                    assert time.monotonic() - silenced_at < 120, "no replication connection sent a status update"
-                insert(db, next_id, 10)
-                next_id += 10
-                wait_until(lambda: restarts or "error" in result, timeout=120, what="the run to notice the silence")
+                # A batch bounded by time may end (and leave its silent connection) before its receive
+                # timeout: the next batch reads on a new connection and nothing is lost, but nothing was
+                # detected either. On a loaded machine that happens; silence the next one then.
+                for attempt in range(1, SILENCE_ATTEMPTS + 1):
+                    proxy.silence_next_replication_status()
+                    silenced_at = time.monotonic()
+                    while len(proxy.silenced_links()) < attempt:  # the writer goes on while a connection goes silent
+                        insert(db, next_id, 1)
+                        next_id += 1
+                        assert time.monotonic() - silenced_at < 120, "no replication connection sent a status update"
+                    insert(db, next_id, 10)
+                    next_id += 10
+                    wait_until(lambda expected=next_id - 1: restarts or "error" in result or len(ids()) >= expected, timeout=120,
+                               what="the run to notice the silence, or to read past it on another connection")
+                    if restarts or "error" in result:
+                        break
+                assert restarts or "error" in result, f"{SILENCE_ATTEMPTS} silenced connections, none noticed"
                 detected_after = time.monotonic() - silenced_at
                 wait_until(lambda: len(ids()) >= next_id - 1, timeout=180, what="the rows written during the silence")
         finally:
@@ -85,7 +96,7 @@ def test_a_silent_replication_connection_is_detected_and_the_run_resumes_exactly
         assert "error" not in result, result
         assert "no reply from the server" in restarts[0] and "ReplicationConnectionLost" in restarts[0], restarts
         assert detected_after < 60, f"the silence was noticed after {detected_after:.0f} s"
-        assert proxy.silenced_links() == [{"closed": False}], "the silenced connection stayed open: no FIN, no RST"
+        assert proxy.silenced_links() == [{"closed": False}] * attempt, "the silenced connections stayed open: no FIN, no RST"
         seen = ids()
         assert sorted(seen) == list(range(1, next_id)), "every row, snapshot and stream"
         twice = [i for i, n in Counter(seen).items() if n > 1]
