@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import signal
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from ..support.pg18 import pg18_bindir
 from ..support.standby import StandbyPair
 from ..support.waiting import wait_until
 from .support import output_lines, payload, properties
-from .test_server_restart import TABLES, Writer, _committed, _connect_and_insert, _log, _replay, _rows, _run
+from .test_server_restart import TABLES, Writer, _committed, _connect_and_insert, _log, _run, assert_replays_to
 
 
 @pytest.fixture
@@ -69,23 +68,6 @@ def _confirmed(pair: StandbyPair, slot: str) -> str:
                           (slot,)).fetchone()[0]
 
 
-def _assert_replays_to_source(pair: StandbyPair, lines: list[dict[str, Any]]) -> None:
-    inserts = Counter((line["topic"], change["after"]["id"]) for line in lines
-                      if (change := payload(line)) is not None and change["op"] == "c")
-    twice = [key for key, n in inserts.items() if n > 1]
-    assert not twice, f"inserts written twice: {twice[:5]}"
-    with psycopg.connect(pair.conninfo(), autocommit=True) as source, \
-            psycopg.connect(pair.conninfo("replay"), autocommit=True) as replay:
-        for table in TABLES:
-            replay.execute(f"DROP TABLE IF EXISTS {table}")
-            replay.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, v text)")
-        _replay(lines, replay)
-        for table in TABLES:
-            expected = _rows(source, table)
-            assert len(expected) > 100, "the writer changed the table"
-            assert _rows(replay, table) == expected, f"{table}: the replayed output differs from the new primary"
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_run_goes_on_against_the_promoted_standby_without_loss(tmp_path: Path, bindir: Path) -> None:
@@ -118,7 +100,7 @@ def test_run_goes_on_against_the_promoted_standby_without_loss(tmp_path: Path, b
         finally:
             writer.stop.set()
             run.kill()
-        _assert_replays_to_source(pair, output_lines(tmp_path / "out"))
+        assert_replays_to(pair, output_lines(tmp_path / "out"), "the new primary")
 
 
 @pytest.mark.slow
@@ -168,4 +150,4 @@ def test_a_slot_not_yet_synchronised_is_named_and_when_needed_snapshots_again(tm
         after = [line for line in lines if json.dumps(line, sort_keys=True) not in known]
         resnapshot = [line for line in after if (change := payload(line)) is not None and change["op"] == "r"]
         assert len(resnapshot) >= 200, "the second run snapshots both tables again"
-        _assert_replays_to_source(pair, after)
+        assert_replays_to(pair, after, "the new primary")

@@ -104,6 +104,26 @@ def _rows(conn: psycopg.Connection, table: str) -> list[tuple[Any, ...]]:
     return conn.execute(f"SELECT id, v FROM {table} ORDER BY id").fetchall()
 
 
+def assert_replays_to(server: Any, lines: list[dict[str, Any]], what: str = "the source") -> None:
+    """No insert twice, and ``lines`` replayed onto empty copies of TABLES (in a ``replay`` database
+    of ``server``: anything with ``conninfo(dbname)``) equal the tables on ``server``, which the
+    writer changed. For the runs that outlive a failover or a standby's promotion."""
+    inserts = Counter((line["topic"], change["after"]["id"]) for line in lines
+                      if (change := payload(line)) is not None and change["op"] == "c")
+    twice = [key for key, n in inserts.items() if n > 1]
+    assert not twice, f"inserts written twice: {twice[:5]}"
+    with psycopg.connect(server.conninfo(), autocommit=True) as source, \
+            psycopg.connect(server.conninfo("replay"), autocommit=True) as replay:
+        for table in TABLES:
+            replay.execute(f"DROP TABLE IF EXISTS {table}")
+            replay.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, v text)")
+        _replay(lines, replay)
+        for table in TABLES:
+            expected = _rows(source, table)
+            assert len(expected) > 100, "the writer changed the table"
+            assert _rows(replay, table) == expected, f"{table}: the replayed output differs from {what}"
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("mirror", [False, True], ids=["topic-files", "and-applied"])
