@@ -1,6 +1,6 @@
 """``apply_changes`` killed with SIGKILL at random moments while a random workload runs.
 
-Five kills (three on PostgreSQL 18: see ``kills_for``) land while the pipeline applies batches (snapshot and streaming) into a PostgreSQL
+Four kills (two on PostgreSQL 18: see ``kills_for``) land while the pipeline applies batches (snapshot and streaming) into a PostgreSQL
 mirror (SCD1), a PostgreSQL history (SCD2) and a Delta Lake mirror (SCD1); a final run catches up;
 then the mirrors equal the source and the history has one open version per live key and no
 overlapping versions — a batch applied twice would show as a duplicate version or a wrong row.
@@ -25,7 +25,7 @@ from ..support.waiting import wait_until
 from . import apply_workload as workload
 from .support import kills_for, properties
 
-KILLS = 5
+KILLS = 4
 RUNNER = """
 import json, sys
 from sparkcdc.spark.runner import run_pipeline
@@ -72,7 +72,7 @@ def test_sigkill_while_applying(pg_cluster, pg_major, db, tmp_path, unique_name)
 
     def write() -> None:
         with psycopg.connect(pg_cluster.conninfo(), autocommit=True) as conn:
-            counts.update(workload.run_workload(conn, prefix, 100_000))
+            counts.update(workload.run_workload(conn, prefix, 50_000))
 
     writer = threading.Thread(target=write, daemon=True)
     rnd = random.Random(20261122)

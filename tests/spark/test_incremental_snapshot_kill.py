@@ -34,7 +34,7 @@ from .support import (
     start_run,
 )
 
-KILLS = 10
+KILLS = 6
 ROWS = 3000  # per table, in chunks of CHUNK rows (fewer as the writer deletes): one chunk a micro-batch
 CHUNK = 150
 

@@ -79,6 +79,10 @@ def test_a_silent_replication_connection_is_detected_and_the_run_resumes_exactly
                     while len(proxy.silenced_links()) < attempt:  # the writer goes on while a connection goes silent
                         insert(db, next_id, 1)
                         next_id += 1
+                        # Workload pacing, not synchronisation: the reader asks the walsender for a reply (what
+                        # the proxy silences) only after a status interval (0.5 s) with nothing received, which a
+                        # writer inserting without pause never leaves it (seen: 120 s, no connection silenced).
+                        time.sleep(0.75)
                         assert time.monotonic() - silenced_at < 120, "no replication connection sent a status update"
                     insert(db, next_id, 10)
                     next_id += 10
