@@ -17,6 +17,7 @@ connection's loop polls with a short timeout only to notice ``close()``, never t
 from __future__ import annotations
 
 import json
+import re
 import select
 import socket
 import subprocess
@@ -32,6 +33,8 @@ __all__ = ["TcpProxy"]
 _STATUS_UPDATE = b"d\x00\x00\x00\x26r"
 #: The startup packet of a replication connection holds this parameter (``replication=database``).
 _REPLICATION_STARTUP = b"replication\x00database\x00"
+#: A CopyData message from the walsender carrying WAL data (XLogData, 'w'): 'd', a 4-byte length, 'w'.
+_XLOG_DATA = re.compile(rb"d[\x00-\xff]{4}w")
 
 
 @dataclass
@@ -72,6 +75,14 @@ class TcpProxy:
         self.silenced.clear()
         assert self._ask("silence") == "armed"
 
+    def silence_next_replication_data(self) -> None:
+        """The next WAL data (XLogData) the walsender sends on a replication connection is not forwarded, nor is
+        anything after it on that connection, either way; its sockets stay open. The reader is then mid-stream,
+        short of what it was sent to read, so it waits and asks for a reply (a status update armed silencing
+        needs may never come while data flows)."""
+        self.silenced.clear()
+        assert self._ask("silence-data") == "armed"
+
     def silenced_links(self) -> list[dict[str, bool]]:
         """The silenced connections, each as ``{"closed": ...}``: whether the proxy saw it closed."""
         links = json.loads(self._ask("links"))
@@ -104,7 +115,7 @@ class _Proxy:
         self.port = self._listener.getsockname()[1]
         self.links: list[Link] = []
         self._lock = threading.Lock()
-        self._armed = False
+        self._armed: str | None = None  # "status" or "data": what silences the next replication link
         self._closing = threading.Event()
         #: Set when a connection has been silenced (see silence_next_replication_status).
         self.silenced = threading.Event()
@@ -114,7 +125,13 @@ class _Proxy:
         """The next standby status update asking for a reply that a replication connection sends is not forwarded, nor is
         anything after it on that connection, either way; its sockets stay open."""
         with self._lock:
-            self._armed = True
+            self._armed = "status"
+            self.silenced.clear()
+
+    def silence_next_replication_data(self) -> None:
+        """The next XLogData a walsender sends is not forwarded, nor is anything after it on that connection."""
+        with self._lock:
+            self._armed = "data"
             self.silenced.clear()
 
     def silenced_links(self) -> list[Link]:
@@ -165,8 +182,10 @@ class _Proxy:
                     if sock is link.client:
                         if len(link.seen) < 4096:
                             link.seen += data[: 4096 - len(link.seen)]
-                        if self._silence(link, data):
+                        if self._silence(link, data, "status"):
                             break
+                    elif self._silence(link, data, "data"):
+                        break
                     peers[sock].sendall(data)
         except OSError:
             return
@@ -179,14 +198,17 @@ class _Proxy:
                     except OSError:
                         pass
 
-    def _silence(self, link: Link, data: bytes) -> bool:
-        """Whether ``data`` (from the client) is the status update an armed proxy silences the link at."""
-        if not link.replication or not _asks_for_reply(data):
+    def _silence(self, link: Link, data: bytes, kind: str) -> bool:
+        """Whether ``data`` is what an armed proxy silences the link at: from the client, a status update
+        asking for a reply (``kind`` "status"); from the server, WAL data ("data")."""
+        if self._armed != kind or not link.replication:
+            return False
+        if not (_asks_for_reply(data) if kind == "status" else _XLOG_DATA.search(data)):
             return False
         with self._lock:
-            if not self._armed:
+            if self._armed != kind:
                 return False
-            self._armed = False
+            self._armed = None
             link.silenced = True
         self.silenced.set()
         return True
@@ -214,6 +236,9 @@ def main(host: str, port: str) -> None:
                 answer = str(proxy.port)
             elif command == "silence":
                 proxy.silence_next_replication_status()
+                answer = "armed"
+            elif command == "silence-data":
+                proxy.silence_next_replication_data()
                 answer = "armed"
             elif command == "links":
                 answer = json.dumps([{"closed": link.closed} for link in proxy.silenced_links()])
