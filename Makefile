@@ -27,9 +27,9 @@ lint: $(STAMP)
 
 # TEST_WORKERS=2 runs the suite in two pytest-xdist workers, a test file each at a time (a file's
 # tests share module fixtures and run in order; each worker has its own clusters, SparkSession and
-# Debezium JVM). Not the default: on two cores the Spark-heavy tests saturate both, so two workers
-# took longer than one would (62 min, 2026-11-28, with other work on the machine) and made
-# timing-sensitive tests flaky.
+# Debezium JVM). Measured 2026-11-28 before the kill tests were trimmed: 62 min with two workers (with
+# other work on the machine, and flakier) against 77 min in one process. One process is the default
+# until two workers have passed a full run.
 TEST_WORKERS ?= 0
 test: lint
 	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
