@@ -124,14 +124,13 @@ class _Proxy:
     def silence_next_replication_status(self) -> None:
         """The next standby status update asking for a reply that a replication connection sends is not forwarded, nor is
         anything after it on that connection, either way; its sockets stay open."""
-        with self._lock:
-            self._armed = "status"
-            self.silenced.clear()
+        self.silence_next("status")
 
-    def silence_next_replication_data(self) -> None:
-        """The next XLogData a walsender sends is not forwarded, nor is anything after it on that connection."""
+    def silence_next(self, kind: str) -> None:
+        """Arms the proxy: the next replication link is silenced at ``kind`` ("status": the client's status
+        update asking for a reply; "data": the walsender's next XLogData)."""
         with self._lock:
-            self._armed = "data"
+            self._armed = kind
             self.silenced.clear()
 
     def silenced_links(self) -> list[Link]:
@@ -234,11 +233,8 @@ def main(host: str, port: str) -> None:
             command = line.strip()
             if command == "port":
                 answer = str(proxy.port)
-            elif command == "silence":
-                proxy.silence_next_replication_status()
-                answer = "armed"
-            elif command == "silence-data":
-                proxy.silence_next_replication_data()
+            elif command in ("silence", "silence-data"):
+                proxy.silence_next("data" if command == "silence-data" else "status")
                 answer = "armed"
             elif command == "links":
                 answer = json.dumps([{"closed": link.closed} for link in proxy.silenced_links()])
