@@ -127,10 +127,14 @@ def test_sigkill_during_an_incremental_snapshot(db: psycopg.Connection, pg_clust
                 run = start_run(config, output, checkpoint, log)
             if kill % 2:
                 # Mid-chunk: this run's task reads a chunk's batch (its range fixed in the offset log): the
-                # one the last kill interrupted, read again, or a new one.
-                wait_until(lambda run=run, since=since: (_in_flight(checkpoint) and _streaming(db, name, since))
-                           or run.process.poll() is not None, timeout=180, what=f"run {kill + 1} to read a chunk\n{context()}")
-                time.sleep(rnd.uniform(0.0, 0.3))
+                # one the last kill interrupted, read again, or a new one. A chunk's batch can commit within
+                # the random pause: then wait for the next one (a few tries), so that the kill lands in one.
+                for _ in range(5):
+                    wait_until(lambda run=run, since=since: (_in_flight(checkpoint) and _streaming(db, name, since))
+                               or run.process.poll() is not None, timeout=180, what=f"run {kill + 1} to read a chunk\n{context()}")
+                    time.sleep(rnd.uniform(0.0, 0.3))
+                    if _in_flight(checkpoint) or run.process.poll() is not None:
+                        break
             else:
                 # Once the run planned a chunk of its own (after reading an interrupted one, if any), anywhere:
                 # planning, reading, publishing, committing, idle.
