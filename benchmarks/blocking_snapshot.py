@@ -466,11 +466,11 @@ def main() -> None:
     args = parser.parse_args()
     rows, rate = args.rows, args.writer_rate
 
-    from tests.conformance.oracle import _ensure_jvm
+    from tests.support.debezium_jvm import start_debezium_jvm
 
     load_before = load_average()
     print(f"load average before: {load_before}")
-    _ensure_jvm()
+    start_debezium_jvm()
     runs: dict[str, list[Snapshot]] = {"debezium": [], "blocking": [], "initial": []}
     with (ThrowawayCluster() as cluster, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
           tempfile.TemporaryDirectory(prefix="sparkcdc-bench-blocking-") as tmp):

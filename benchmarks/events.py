@@ -111,9 +111,9 @@ def embedded_debezium(props: dict[str, str], handle_batch: Callable[[Any], bool]
     has what it waits for, which ends :meth:`EmbeddedDebezium.wait`. Closed on exit."""
     import jpype
 
-    from tests.conformance.oracle import _ensure_jvm
+    from tests.support.debezium_jvm import start_debezium_jvm
 
-    _ensure_jvm()
+    start_debezium_jvm()
     run = EmbeddedDebezium()
 
     @jpype.JImplements("io.debezium.engine.DebeziumEngine$ChangeConsumer")

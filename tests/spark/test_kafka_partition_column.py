@@ -11,7 +11,8 @@ from pyspark.sql import functions as F
 from sparkcdc.spark.sinks.kafka import KafkaBatchWriter
 from sparkcdc.spark.sinks.kafka_link import TopicConfig
 
-from .test_kafka_sink import consume, frame, record
+from ..support.kafka_topics import consume
+from .test_kafka_sink import frame, record
 
 
 def test_a_partition_column_chooses_each_record_s_partition(spark: Any, kafka_broker: str, unique_name: str) -> None:

@@ -234,7 +234,8 @@ def test_two_slots_produce_to_kafka_from_their_tasks_exactly_once(
     collide, and a replayed batch produces nothing again."""
     from sparkcdc.spark.sinks.reader_kafka import ReaderKafkaBatchWriter, kafka_link
 
-    from .test_kafka_sink import committed_batches, consume
+    from ..support.kafka_topics import consume
+    from .test_kafka_sink import committed_batches
     from .test_reader_kafka import _Collect, _config, _forget, _kafka_props, _ops_by_key, _run
 
     a, b = f"{unique_name}_a", f"{unique_name}_b"

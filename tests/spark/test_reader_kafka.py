@@ -23,8 +23,9 @@ from sparkcdc.errors import ConfigurationError
 from sparkcdc.spark.runner import run_pipeline
 from sparkcdc.spark.sinks.reader_kafka import PRODUCED_DDL_SCHEMA, ReaderKafkaBatchWriter, kafka_link
 
+from ..support.kafka_topics import consume
 from .support import properties
-from .test_kafka_sink import CONTEXT_HEADER, committed_batches, consume, run_available_now
+from .test_kafka_sink import CONTEXT_HEADER, committed_batches, run_available_now
 
 ROWS = 600
 
