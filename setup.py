@@ -3,7 +3,7 @@
 pyproject.toml holds all of the package's metadata; this file only adds extension modules. The
 modules named in ``src/sparkcdc/native.py`` (``COMPILED_MODULES``) are compiled from their own
 Python source with mypyc, the source staying installed beside them. Without a working C compiler
-(or Python's headers), or with ``SPARKCDC_PURE_PYTHON`` set to anything but ``""``/``"0"``, the
+(or Python's headers), or with the switch ``SPARKCDC_PURE_PYTHON`` on (sparkcdc/environment.py), the
 build installs the plain Python package instead and says why; so does a failed compilation, after
 removing whatever part of it was built, so an install never ends up half compiled.
 
@@ -42,6 +42,18 @@ def _compiled_module_names() -> list[str]:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "COMPILED_MODULES" for t in node.targets):
             return list(ast.literal_eval(node.value))
     raise RuntimeError("src/sparkcdc/native.py defines no COMPILED_MODULES")
+
+
+def _pure_python_requested() -> bool:
+    """The switch ``SPARKCDC_PURE_PYTHON`` is on, by the rule of sparkcdc/environment.py (its
+    ``ON_VALUES``, read without importing sparkcdc); a value that is neither on nor off is refused."""
+    tree = ast.parse((SRC / "sparkcdc" / "environment.py").read_text(encoding="utf-8"))
+    values = {target.id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+              for target in node.targets if isinstance(target, ast.Name) and target.id in ("ON_VALUES", "OFF_VALUES")}
+    value = os.environ.get("SPARKCDC_PURE_PYTHON", "").strip().lower()
+    if value and value not in values["ON_VALUES"] + values["OFF_VALUES"]:
+        raise SystemExit(f"SPARKCDC_PURE_PYTHON: {value!r} is neither on {values['ON_VALUES']} nor off {values['OFF_VALUES']}")
+    return value in values["ON_VALUES"]
 
 
 def _builds_in_place() -> bool:
@@ -142,8 +154,8 @@ def ext_modules() -> list:
         _remove_stale_extensions(modules)
     if not _builds():
         return []
-    if os.environ.get("SPARKCDC_PURE_PYTHON", "") not in ("", "0"):
-        _note("SPARKCDC_PURE_PYTHON is set: installing pure Python")
+    if _pure_python_requested():
+        _note("SPARKCDC_PURE_PYTHON is on: installing pure Python")
         return []
     reason = _c_compiler_works()
     if reason is not None:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from . import environment
 from .errors import ServerError
 
 __all__ = ["ClusterError", "ThrowawayCluster", "find_postgres_bindir"]
@@ -53,7 +54,7 @@ def find_postgres_bindir(minimum_major: int = 15) -> Path:
     ``SPARKCDC_PG_BINDIR`` wins; otherwise the newest ``/usr/lib/postgresql/<major>/bin`` that is at
     least ``minimum_major``; otherwise ``pg_config --bindir``.
     """
-    override = os.environ.get("SPARKCDC_PG_BINDIR")
+    override = environment.value("SPARKCDC_PG_BINDIR")
     if override:
         path = Path(override)
         if not (path / "initdb").exists():

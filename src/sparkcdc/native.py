@@ -2,8 +2,8 @@
 
 The per-event hot path (pgoutput decoding, record building, serialization) is plain Python that
 ``setup.py`` also compiles with mypyc when it can: the same source, as C extension modules next to
-it. A build without a C compiler, or with ``SPARKCDC_PURE_PYTHON`` set, installs only the Python
-source. At run time, ``SPARKCDC_PURE_PYTHON`` set to anything but ``""`` or ``"0"`` makes the
+it. A build without a C compiler, or with the switch ``SPARKCDC_PURE_PYTHON`` on, installs only the
+Python source. At run time, ``SPARKCDC_PURE_PYTHON`` on (:mod:`sparkcdc.environment`) makes the
 compiled modules of an install be ignored: their Python source is imported instead (this is how
 the test suite runs both ways without rebuilding).
 
@@ -24,6 +24,8 @@ import sys
 import warnings
 from collections.abc import Sequence
 from types import ModuleType
+
+from .environment import switch
 
 __all__ = ["COMPILED_MODULES", "compiled_modules", "outdated_modules", "pure_python_requested"]
 
@@ -46,8 +48,8 @@ COMPILED_MODULES = (
 
 
 def pure_python_requested() -> bool:
-    """``SPARKCDC_PURE_PYTHON`` is set (to anything but ``""`` or ``"0"``)."""
-    return os.environ.get("SPARKCDC_PURE_PYTHON", "") not in ("", "0")
+    """The switch ``SPARKCDC_PURE_PYTHON`` is on (:func:`sparkcdc.environment.switch`)."""
+    return switch("SPARKCDC_PURE_PYTHON")
 
 
 class _SourceOnlyFinder:

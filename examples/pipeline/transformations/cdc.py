@@ -18,12 +18,12 @@ Configuration, from the environment of ``spark-pipelines run``:
   SPARKCDC_APPLY_TO    optional: the apply target of the mirror sinks
 """
 
-import os
 from pathlib import Path
 
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame
 
+from sparkcdc import environment
 from sparkcdc.cli.config_files import load_config
 from sparkcdc.spark.options import options_for
 from sparkcdc.spark.pipelines import use_postgres_cdc
@@ -33,10 +33,10 @@ from sparkcdc.spark.views import describe_table, table_changes
 use_postgres_cdc(spark)  # noqa: F821 - spark-pipelines gives definition files their session as `spark`
 
 _here = Path(__file__).resolve().parent.parent
-PROPERTIES = load_config(os.environ.get("SPARKCDC_CONFIG") or _here / "connector.properties").properties
-TABLES = [name.strip() for name in (os.environ.get("SPARKCDC_TABLES") or PROPERTIES["table.include.list"]).split(",")
+PROPERTIES = load_config(environment.value("SPARKCDC_CONFIG") or _here / "connector.properties").properties
+TABLES = [name.strip() for name in (environment.value("SPARKCDC_TABLES") or PROPERTIES["table.include.list"]).split(",")
           if name.strip()]
-APPLY_TO = os.environ.get("SPARKCDC_APPLY_TO")
+APPLY_TO = environment.value("SPARKCDC_APPLY_TO")
 
 
 @dp.table(comment="Every captured change, as the postgres-cdc source emits it (columns layout).")
