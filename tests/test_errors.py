@@ -44,7 +44,7 @@ CLASSES = _public_exception_classes()
 def test_the_walk_finds_the_package_s_exceptions() -> None:
     """The discovery itself works: it sees classes of every layer (else the checks below prove nothing)."""
     names = set(CLASSES)
-    for expected in ("sparkcdc.errors.SparkcdcError", "sparkcdc.debezium.config.ConfigError", "sparkcdc.postgres.errors.SlotNotFoundError",
+    for expected in ("sparkcdc.errors.SparkcdcError", "sparkcdc.debezium.transforms.base.TransformConfigError", "sparkcdc.postgres.errors.SlotNotFoundError",
                      "sparkcdc.engine.offsets.OffsetError", "sparkcdc.apply.errors.TargetError", "sparkcdc.cli.config_files.ConfigFileError",
                      "sparkcdc.spark.sinks.kafka_link.KafkaSinkError", "sparkcdc.lsn.InvalidLsnError"):
         assert expected in names
@@ -62,7 +62,7 @@ def test_every_exception_is_in_one_family(name: str) -> None:
 @pytest.mark.parametrize(
     ("name", "builtin"),
     [
-        ("sparkcdc.debezium.config.ConfigError", ValueError),
+        ("sparkcdc.debezium.transforms.base.TransformConfigError", ValueError),
         ("sparkcdc.cli.config_files.ConfigFileError", ValueError),
         ("sparkcdc.cli.checkpoint.CheckpointError", ValueError),
         ("sparkcdc.apply.errors.ApplySpecError", ValueError),
@@ -101,10 +101,9 @@ def test_re_exported_families_are_the_same_classes() -> None:
 
 
 def test_families_carry_what_they_name() -> None:
-    from sparkcdc.debezium.config import ConfigError
     from sparkcdc.postgres.errors import SlotNotFoundError
 
-    config = ConfigError("slot.name", "must not be empty")
+    config = ConfigurationError("must not be empty", prop="slot.name")
     assert (config.property, str(config), family_of(config)) == ("slot.name", "slot.name: must not be empty", ConfigurationError)
     slot = SlotNotFoundError("gone", sqlstate="42704", slot="s1")
     assert (slot.slot, slot.sqlstate, family_of(slot)) == ("s1", "42704", ServerError)
@@ -123,3 +122,19 @@ def test_a_class_outside_the_families_is_refused() -> None:
 
     with pytest.raises(TypeError, match="Stray derives from SparkcdcError but from none of its families"):
         family_of(Stray("x"))
+
+
+def test_every_configuration_error_takes_the_property_by_name() -> None:
+    """One argument order for the configuration family: the message (or what makes it) first, the
+    property by keyword (``prop=``); ``ConfigError(prop, message)`` was the other order, now gone."""
+    import inspect
+
+    checked = 0
+    for name, cls in CLASSES.items():
+        if issubclass(cls, ConfigurationError) and "__init__" in vars(cls):
+            parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+            for parameter in parameters:
+                if parameter.name in ("prop", "parameter", "property", "option"):
+                    assert parameter.kind is parameter.KEYWORD_ONLY, f"{name}{inspect.signature(cls.__init__)}"
+                    checked += 1
+    assert checked >= 2

@@ -20,10 +20,11 @@ from typer.testing import CliRunner
 
 from sparkcdc.cli.app import app
 from sparkcdc.debezium import config as config_module
-from sparkcdc.debezium.config import ConfigError, ConfigWarning, ConnectorConfig, report_warnings
+from sparkcdc.debezium.config import ConfigWarning, ConnectorConfig, report_warnings
 from sparkcdc.debezium.property_docs import render_table, replace_table
 from sparkcdc.debezium.property_table import ALIAS, FAMILIES, HONOURED, PROPERTIES, REFUSED, STATUSES, WARNED, Property, family_of
 from sparkcdc.debezium.settings import attribute_name
+from sparkcdc.errors import ConfigurationError
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src" / "sparkcdc"
@@ -122,7 +123,7 @@ def test_a_warned_family_warns(family) -> None:
 @pytest.mark.parametrize("name", [p.name for p in PROPERTIES.values() if p.status == REFUSED])
 def test_a_refused_property_fails_naming_itself(name: str) -> None:
     prop = PROPERTIES[name]
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(ConfigurationError) as info:
         _config(**{name: _value(prop)})
     assert info.value.property == name and prop.doc in str(info.value)
     for quiet in prop.quiet:
@@ -133,7 +134,7 @@ def test_a_refused_property_fails_naming_itself(name: str) -> None:
                          + [("plugin.name", "decoderbufs"), ("connector.class", "io.debezium.connector.mysql.MySqlConnector"),
                             ("topic.naming.strategy", "io.debezium.schema.DefaultTopicNamingStrategy")])
 def test_a_refused_value_fails_naming_its_property(name: str, value: str) -> None:
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(ConfigurationError) as info:
         _config(**{name: value})
     assert info.value.property == name
 
@@ -155,7 +156,7 @@ def test_an_alias_maps_to_its_current_property(name: str, given: dict, expected:
 
 
 def test_an_alias_conflicting_with_its_current_property_is_refused() -> None:
-    with pytest.raises(ConfigError, match="topic.prefix is set to 'other'") as info:
+    with pytest.raises(ConfigurationError, match="topic.prefix is set to 'other'") as info:
         _config(**{"database.server.name": "fulfillment", "topic.prefix": "other"})
     assert info.value.property == "database.server.name"
     assert _config(**{"database.server.name": "srv"}).get("topic.prefix") == "srv"  # the same value is fine
@@ -349,7 +350,7 @@ def test_spark_options_report_the_warnings(monkeypatch) -> None:
 
 
 def test_the_sink_notification_channel_needs_its_topic() -> None:
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(ConfigurationError) as caught:
         _config(**{"notification.enabled.channels": "log,sink"})
     assert caught.value.property == "notification.sink.topic.name"
     assert "is required when notification.enabled.channels includes sink" in str(caught.value)

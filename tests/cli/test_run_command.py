@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from sparkcdc.apply.errors import ApplyError
 from sparkcdc.cli.app import EXIT_CONFIG, EXIT_PROBLEMS, app
 from sparkcdc.cli.signals import StopEvent
-from sparkcdc.debezium.config import ConfigError, ConnectorConfig
+from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.engine.offsets import OffsetError
 from sparkcdc.errors import ConfigurationError, ProtocolError, SparkcdcError
 from sparkcdc.postgres.errors import SlotNotFoundError
@@ -138,7 +138,7 @@ def test_configuration_errors_come_before_the_runner(tmp_path: Path, fake_runner
 
 def test_configuration_error_raised_by_the_pipeline_names_the_file(config_file: Path, fake_runner: types.ModuleType) -> None:
     def run_pipeline(*args: Any, **kwargs: Any) -> None:
-        raise ConfigError("table.include.list", "no table matches")
+        raise ConfigurationError("no table matches", prop="table.include.list")
 
     fake_runner.run_pipeline = run_pipeline  # type: ignore[attr-defined]
     result = RUNNER.invoke(app, ["run", str(config_file), "--output", "o", "--checkpoint", "c"])

@@ -10,10 +10,11 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from sparkcdc.debezium.config import ConfigError, ConnectorConfig
+from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.embedded_postgres import ThrowawayCluster
 from sparkcdc.engine.connection import conninfo_from_config
 from sparkcdc.engine.planner import ConnectorPlanner
+from sparkcdc.errors import ConfigurationError
 from sparkcdc.postgres.slots import create_logical_slot, drop_slot, slot_failover
 
 BASE = {"database.hostname": "h", "database.user": "u", "database.dbname": "d", "topic.prefix": "srv"}
@@ -35,17 +36,17 @@ def test_several_hosts_connect_to_the_one_accepting_writes() -> None:
     assert (two["host"], two["port"], two["target_session_attrs"]) == ("h1,h2", "5432", "read-write")
     each = conninfo_to_dict(conninfo_from_config(ConnectorConfig(BASE | {"database.hostname": "h1,h2", "database.port": "5432,5433"})))
     assert each["port"] == "5432,5433"
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(ConfigurationError) as caught:
         conninfo_from_config(ConnectorConfig(BASE | {"database.hostname": "h1,h2", "database.port": "1,2,3"}))
     assert caught.value.property == "database.port" and "3 ports for the 2 hosts" in str(caught.value)
-    with pytest.raises(ConfigError, match="database.port"):
+    with pytest.raises(ConfigurationError, match="database.port"):
         ConnectorConfig(BASE | {"database.port": "5432,x"})
 
 
 def test_failover_slots_are_refused_before_postgresql_17(pg_cluster: ThrowawayCluster, unique_name: str, tmp_path: Path) -> None:
     planner = ConnectorPlanner(_config(pg_cluster, unique_name, tmp_path, **{"slot.failover": "true"}))
     try:
-        with pytest.raises(ConfigError) as caught:
+        with pytest.raises(ConfigurationError) as caught:
             planner.initial_offset()
     finally:
         planner.stop()

@@ -14,11 +14,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from sparkcdc.debezium.config import ConfigError, ConnectorConfig
+from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.engine import parallel_stream
 from sparkcdc.engine.metric_reports import metrics_location
 from sparkcdc.engine.planner import ConnectorPlanner
 from sparkcdc.engine.work import read_stream_encoded, read_work, serializer_for
+from sparkcdc.errors import ConfigurationError
 from sparkcdc.spark.sinks.reader_files import TopicRunEncoder, write_topic_runs
 
 
@@ -114,14 +115,14 @@ def test_several_processes_make_the_records_one_makes(
 
 def test_refused_where_the_processes_cannot_work(pg_cluster: Any) -> None:
     lines = _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "2", "sparkcdc.output.layout": "lines"})
-    with pytest.raises(ConfigError, match="sparkcdc.stream.decode.processes"):
+    with pytest.raises(ConfigurationError, match="sparkcdc.stream.decode.processes"):
         parallel_stream.check_parallel_decoding(lines)
     signals = _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "2", "signal.data.collection": "public.sig"})
-    with pytest.raises(ConfigError, match="signal.data.collection"):
+    with pytest.raises(ConfigurationError, match="signal.data.collection"):
         parallel_stream.check_parallel_decoding(signals)
     assert parallel_stream.check_parallel_decoding(_config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "3"})) == 3
     alone = _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.chunk.messages": "100"})
-    with pytest.raises(ConfigError, match="sparkcdc.stream.decode.chunk.messages"):
+    with pytest.raises(ConfigurationError, match="sparkcdc.stream.decode.chunk.messages"):
         parallel_stream.check_parallel_decoding(alone)
 
 

@@ -10,9 +10,10 @@ from types import SimpleNamespace
 import psycopg
 import pytest
 
-from sparkcdc.debezium.config import ConfigError, ConnectorConfig
+from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.engine.planner import ConnectorPlanner
 from sparkcdc.engine.setup import check_guardrail
+from sparkcdc.errors import ConfigurationError
 from sparkcdc.postgres import (
     LogicalReplicationReader,
     ReplicationOptions,
@@ -75,7 +76,7 @@ def test_the_guardrail_warns_or_fails_naming_the_limit(caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="sparkcdc.engine.setup"):
         check_guardrail(ConnectorConfig(BASE | {"guardrail.collections.max": "3"}), tables)
     assert [r.getMessage() for r in caplog.records if "guardrail.collections.max=3" in r.getMessage()]
-    with pytest.raises(ConfigError, match="captures 4 tables, more than guardrail.collections.max=3") as info:
+    with pytest.raises(ConfigurationError, match="captures 4 tables, more than guardrail.collections.max=3") as info:
         check_guardrail(ConnectorConfig(BASE | {"guardrail.collections.max": "3", "guardrail.collections.limit.action": "fail"}), tables)
     assert info.value.property == "guardrail.collections.max"
 
@@ -91,7 +92,7 @@ def test_the_planner_checks_the_guardrail_before_setting_anything_up(pg_cluster,
     })
     planner = ConnectorPlanner(config)
     try:
-        with pytest.raises(ConfigError, match="captures 2 tables"):
+        with pytest.raises(ConfigurationError, match="captures 2 tables"):
             planner.initial_offset()
     finally:
         planner.stop()

@@ -5,9 +5,10 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from sparkcdc.debezium.config import ConfigError, ConnectorConfig
+from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.engine.planner import ConnectorPlanner
 from sparkcdc.engine.setup import SetupError
+from sparkcdc.errors import ConfigurationError
 from sparkcdc.postgres import drop_slot, publication_tables
 from sparkcdc.postgres.publications import publication_members
 
@@ -104,5 +105,5 @@ def test_disabled_requires_the_publication(db, pg_cluster, unique_name, tables) 
 
 def test_filtered_without_any_matching_table_names_the_property(pg_cluster, unique_name) -> None:
     config = _config(pg_cluster, unique_name, **{"publication.autocreate.mode": "filtered", "table.include.list": "public\\.no_such_table"})
-    with pytest.raises(ConfigError, match="table.include.list"):
+    with pytest.raises(ConfigurationError, match="table.include.list"):
         _start(config)

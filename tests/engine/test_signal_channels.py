@@ -18,12 +18,13 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from sparkcdc.debezium.config import ConfigError, ConnectorConfig
+from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.engine.connector import LocalConnector
 from sparkcdc.engine.signal_channels import open_channel, polled_channels, signal_from_json, signal_to_json
 from sparkcdc.engine.signal_channels.file import FileSignalChannel
 from sparkcdc.engine.signal_channels.kafka import kafka_client_settings
 from sparkcdc.engine.signals import Signal, SignalError
+from sparkcdc.errors import ConfigurationError
 
 from ..support.waiting import wait_until
 from .test_incremental_snapshot import _config, _replay, _table
@@ -100,7 +101,7 @@ def test_signal_json_is_debeziums_line_and_reads_back() -> None:
 
 def test_the_kafka_channel_needs_its_brokers() -> None:
     base = {"database.hostname": "h", "database.user": "u", "database.dbname": "d", "topic.prefix": "srv"}
-    with pytest.raises(ConfigError, match="signal.kafka.bootstrap.servers"):
+    with pytest.raises(ConfigurationError, match="signal.kafka.bootstrap.servers"):
         ConnectorConfig({**base, "signal.enabled.channels": "source,kafka"})
     config = ConnectorConfig({**base, "signal.enabled.channels": "kafka,file", "signal.kafka.bootstrap.servers": "b:9092",
                               "signal.consumer.security.protocol": "plaintext", "signal.consumer.group.id": "mine",

@@ -13,7 +13,7 @@ import orjson
 import psycopg
 import pytest
 
-from sparkcdc.debezium.config import ConfigError, ConnectorConfig
+from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.embedded_postgres import ThrowawayCluster
 from sparkcdc.engine.connector import LocalConnector
 from sparkcdc.errors import ConfigurationError
@@ -47,7 +47,7 @@ def test_origin_is_accepted(value: str) -> None:
     ("origin=none;origin=any", "names the parameter 'origin' twice"),
 ])
 def test_other_parameters_are_refused_naming_them(value: str, named: str) -> None:
-    with pytest.raises(ConfigError) as raised:
+    with pytest.raises(ConfigurationError) as raised:
         ConnectorConfig({**_BASE, "slot.stream.params": value})
     assert raised.value.property == "slot.stream.params" and named in str(raised.value)
 

@@ -122,9 +122,10 @@ def test_custom_metric_tags_label_every_sample(tmp_path: Path) -> None:
     ("a-b=1,a_b=2", "would both be the label 'a_b'"),
 ])
 def test_custom_metric_tags_that_cannot_be_labels_are_refused(value: str, message: str) -> None:
-    from sparkcdc.debezium.config import ConfigError, ConnectorConfig
+    from sparkcdc.debezium.config import ConnectorConfig
+    from sparkcdc.errors import ConfigurationError
 
-    with pytest.raises(ConfigError) as raised:
+    with pytest.raises(ConfigurationError) as raised:
         ConnectorConfig({"topic.prefix": "p", "database.hostname": "h", "database.user": "u", "database.dbname": "d",
                          "custom.metric.tags": value})
     assert raised.value.property == "custom.metric.tags" and message in str(raised.value)

@@ -16,11 +16,12 @@ import psycopg
 import pytest
 
 from sparkcdc.cli.status import server_report
-from sparkcdc.debezium.config import ConfigError, ConnectorConfig
+from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.engine.offsets import OffsetError, SourceOffset
 from sparkcdc.engine.planner import ConnectorPlanner
 from sparkcdc.engine.setup import SetupError, ensure_stream_publications
 from sparkcdc.engine.stream_slots import assign_tables, check_parallel_streaming, stream_slots
+from sparkcdc.errors import ConfigurationError
 from sparkcdc.pgoutput.messages import Insert
 from sparkcdc.postgres import get_slot
 from sparkcdc.postgres.replication import LogicalReplicationReader, ReplicationOptions
@@ -90,7 +91,7 @@ def _config(pg_cluster: Any, name: str, tables: list[str], **overrides: Any) -> 
 def test_what_several_streams_cannot_do_is_refused_naming_the_property(pg_cluster: Any, overrides: dict[str, str], named: str,
                                                                       says: str) -> None:
     config = _config(pg_cluster, "refused", ["public.a"], **overrides)
-    with pytest.raises(ConfigError, match=says) as raised:
+    with pytest.raises(ConfigurationError, match=says) as raised:
         check_parallel_streaming(config)
     assert raised.value.property == named
 
@@ -110,7 +111,7 @@ def test_a_slot_left_without_tables_or_a_table_in_two_publications_is_refused(db
                                                                                unique_name: str) -> None:
     table = f"t_{unique_name}"
     db.execute(f"CREATE TABLE {table} (id int PRIMARY KEY)")
-    with pytest.raises(ConfigError, match="would stream no table") as raised:
+    with pytest.raises(ConfigurationError, match="would stream no table") as raised:
         ensure_stream_publications(db, _config(pg_cluster, unique_name, []), [("public", table)])
     assert raised.value.property == "sparkcdc.stream.slots"
     db.execute(f"CREATE PUBLICATION {unique_name} FOR TABLE {table}")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql.datasource import CaseInsensitiveDict
 
-from sparkcdc.debezium.config import ConfigError
+from sparkcdc.errors import ConfigurationError
 from sparkcdc.spark.options import options_for, properties_from_options
 
 from .support import properties
@@ -81,7 +81,7 @@ def test_the_list_of_overrides_may_come_from_the_json_option() -> None:
 
 
 def test_tables_that_differ_only_in_case_are_refused_with_the_way_out() -> None:
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(ConfigurationError) as info:
         properties_from_options(_lowered({"snapshot.select.statement.overrides": "inv.T,inv.t",
                                           "snapshot.select.statement.overrides.inv.T": "SELECT 1"}))
     assert info.value.property == "snapshot.select.statement.overrides.inv.t" and "sparkcdc.config" in str(info.value)

@@ -6,7 +6,8 @@ import psycopg
 import psycopg.errors
 import pytest
 
-from sparkcdc.debezium.config import ConfigError, ConnectorConfig
+from sparkcdc.debezium.config import ConnectorConfig
+from sparkcdc.errors import ConfigurationError
 from sparkcdc.postgres.errors import ReplicationConnectionLost, ReplicationError, SlotInUseError, SlotNotFoundError
 from sparkcdc.spark.restarts import RestartPolicy, exception_types, retriable, retriable_cause
 
@@ -64,5 +65,5 @@ def test_errors_max_retries_counts_consecutive_restarts(retries: str, allowed: l
 def test_the_wait_and_a_bad_limit() -> None:
     config = ConnectorConfig({**BASE, "retriable.restart.connector.wait.ms": "250"})
     assert RestartPolicy.from_config(config) == RestartPolicy(None, 0.25)
-    with pytest.raises(ConfigError, match=r"errors\.max\.retries"):
+    with pytest.raises(ConfigurationError, match=r"errors\.max\.retries"):
         RestartPolicy.from_config(ConnectorConfig({**BASE, "errors.max.retries": "-2"}))

@@ -62,11 +62,11 @@ def test_query_fails_clearly_and_a_restart_loses_nothing(spark, tmp_path: Path) 
 
 @pytest.mark.parametrize("bad", [{"snapshot.mode": "sometimes"}, {"database.port": "port"}, {"slot.name": "Bad-Name"}])
 def test_invalid_configuration_fails_before_touching_the_database(spark, pg_cluster, db, unique_name, tmp_path, bad) -> None:
-    from sparkcdc.debezium.config import ConfigError
+    from sparkcdc.errors import ConfigurationError
 
     props = properties(pg_cluster, unique_name, ["public.nothing"], **bad)
     before = db.execute("SELECT count(*) FROM pg_replication_slots").fetchone()
-    with pytest.raises(ConfigError, match=list(bad)[0].replace(".", r"\.")):
+    with pytest.raises(ConfigurationError, match=list(bad)[0].replace(".", r"\.")):
         run_pipeline(props, output=tmp_path / "o", checkpoint=tmp_path / "c", once=True)
     assert db.execute("SELECT count(*) FROM pg_replication_slots").fetchone() == before
     assert not (tmp_path / "c").exists()

@@ -8,7 +8,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from sparkcdc.debezium.config import ConfigError
+from sparkcdc.errors import ConfigurationError
 from sparkcdc.postgres import drop_slot, get_slot
 
 from .support import output_lines, payload, properties, run_once
@@ -103,5 +103,5 @@ def test_configuration_based(spark, db, pg_cluster, unique_name, table, tmp_path
 
 
 def test_custom_is_refused_before_connecting(pg_cluster, unique_name, tmp_path) -> None:
-    with pytest.raises(ConfigError, match="snapshot.mode"):
+    with pytest.raises(ConfigurationError, match="snapshot.mode"):
         _run(pg_cluster, unique_name, "t", tmp_path, "custom")

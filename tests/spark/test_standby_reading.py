@@ -22,9 +22,10 @@ import pytest
 from typer.testing import CliRunner
 
 from sparkcdc.cli.app import EXIT_PROBLEMS, app
-from sparkcdc.debezium.config import ConfigError, ConnectorConfig
+from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.embedded_postgres import ThrowawayCluster
 from sparkcdc.engine.standby import check_standby
+from sparkcdc.errors import ConfigurationError
 from sparkcdc.postgres.slots import set_slot_failover
 
 from ..support.pg18 import pg18_bindir
@@ -99,7 +100,7 @@ def test_write_needing_settings_are_refused_on_the_standby_naming_their_property
                                                                                       "read.only": "true"})), tables) is True
         assert check_standby(primary, ConnectorConfig(_props(pair.primary, "fine", **refused["heartbeat.action.query"])), tables) is False
         for prop, settings in refused.items():
-            with pytest.raises(ConfigError) as caught:
+            with pytest.raises(ConfigurationError) as caught:
                 check_standby(standby, ConnectorConfig(_props(pair.standby, "refused", **settings)), tables)
             assert caught.value.property == prop and "standby" in str(caught.value), (prop, str(caught.value))
 

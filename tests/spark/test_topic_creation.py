@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sparkcdc.debezium.config import ConfigError, ConnectorConfig
+from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.debezium.topic_creation import unused_without_kafka
+from sparkcdc.errors import ConfigurationError
 
 BASE = {"database.hostname": "h", "database.user": "u", "database.dbname": "d", "topic.prefix": "srv",
         "sparkcdc.output.layout": "kafka", "sparkcdc.output.kafka.bootstrap.servers": "127.0.0.1:9"}
@@ -42,7 +43,7 @@ def test_the_default_groups_sizes_are_the_kafka_layouts() -> None:
     assert _link().topic_config == _link(**{"topic.creation.default.partitions": "1"}).topic_config
     assert _link(**{"sparkcdc.output.kafka.topic.partitions": "4"}).topic_config.partitions == 4
     assert _link(**{"topic.creation.default.partitions": "4", "sparkcdc.output.kafka.topic.partitions": "4"}).topic_config.partitions == 4
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(ConfigurationError) as info:
         ConnectorConfig(BASE | {"topic.creation.default.partitions": "4", "sparkcdc.output.kafka.topic.partitions": "2"})
     assert info.value.property == "topic.creation.default.partitions" and "sparkcdc.output.kafka.topic.partitions is 2" in str(info.value)
     with pytest.raises(Exception, match="topic.creation.default.cleanup.policy is delete"):
@@ -57,7 +58,7 @@ def test_the_default_groups_sizes_are_the_kafka_layouts() -> None:
     ({"topic.creation.groups": "g", "topic.creation.g.include": "(unclosed"}, "topic.creation.g.include"),
 ])
 def test_bad_settings_are_refused_naming_the_property(props: dict, prop: str) -> None:
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(ConfigurationError) as info:
         ConnectorConfig(BASE | props)
     assert info.value.property == prop
 

@@ -22,7 +22,8 @@ import pytest
 from pyspark.sql.datasource import CaseInsensitiveDict
 
 from sparkcdc.debezium import config as config_module
-from sparkcdc.debezium.config import ConfigError, ConfigWarning
+from sparkcdc.debezium.config import ConfigWarning
+from sparkcdc.errors import ConfigurationError
 from sparkcdc.spark.options import config_from_options, options_for, properties_from_options
 
 from .support import properties
@@ -109,7 +110,7 @@ def test_describe_table_reports_and_strict_refuses(pg_cluster, db, unique_name: 
     assert [c.name for c in view.columns] == ["id", "secret"]
     assert _config_warnings(caught) == ["column.mask.with.3.char: is not a property sparkcdc knows; did you mean "
                                         "column.mask.with.<n>.chars? (ignored)"]
-    with pytest.raises(ConfigError) as refused:
+    with pytest.raises(ConfigurationError) as refused:
         describe_table(props | {"sparkcdc.strict": "true"}, f"public.{table}")
     assert refused.value.property == "column.mask.with.3.char" and "did you mean column.mask.with.<n>.chars?" in str(refused.value)
 
@@ -126,7 +127,7 @@ def test_apply_changes_reports_and_strict_refuses(spark, tmp_path: Path) -> None
                       table="public.orders")
     assert "sparkcdc.apply.schema.evolutoin: is not a property sparkcdc knows; did you mean sparkcdc.apply.schema.evolution? " \
            "(ignored)" in _config_warnings(caught)
-    with pytest.raises(ConfigError, match=r"did you mean sparkcdc\.apply\.schema\.evolution\?") as refused:
+    with pytest.raises(ConfigurationError, match=r"did you mean sparkcdc\.apply\.schema\.evolution\?") as refused:
         apply_changes(source, "postgresql://127.0.0.1/mirror", properties=props | {"sparkcdc.strict": "true"},
                       checkpoint_location=str(tmp_path / "ck"), table="public.orders")
     assert refused.value.property == "sparkcdc.apply.schema.evolutoin"

@@ -12,9 +12,9 @@ class ApplyError(DestinationError):
 class ApplySpecError(ConfigurationError):
     """An ``apply_changes`` parameter is invalid; ``parameter`` (also ``property``) names it."""
 
-    def __init__(self, parameter: str, message: str) -> None:
-        self.parameter = parameter
-        super().__init__(message, prop=parameter)
+    def __init__(self, message: str, *, prop: str) -> None:
+        self.parameter = prop
+        super().__init__(message, prop=prop)
 
 
 class TargetError(ApplyError):

@@ -29,9 +29,9 @@ def _names(value: str | Sequence[str] | None, parameter: str) -> tuple[str, ...]
         return None
     names = (value,) if isinstance(value, str) else tuple(value)
     if not names or not all(isinstance(n, str) and n for n in names):
-        raise ApplySpecError(parameter, f"expected one or more column names, got {value!r}")
+        raise ApplySpecError(f"expected one or more column names, got {value!r}", prop=parameter)
     if len(set(names)) != len(names):
-        raise ApplySpecError(parameter, f"a column is named twice in {list(names)}")
+        raise ApplySpecError(f"a column is named twice in {list(names)}", prop=parameter)
     return names
 
 
@@ -60,17 +60,17 @@ class ApplySpec:
 
     def __post_init__(self) -> None:
         if not isinstance(self.table, str) or not self.table.strip():
-            raise ApplySpecError("table", "a source table name is required")
+            raise ApplySpecError("a source table name is required", prop="table")
         if self.stored_as_scd_type not in (1, 2, "1", "2"):
-            raise ApplySpecError("stored_as_scd_type", f"must be 1 or 2, got {self.stored_as_scd_type!r}")
+            raise ApplySpecError(f"must be 1 or 2, got {self.stored_as_scd_type!r}", prop="stored_as_scd_type")
         if self.column_list is not None and self.except_column_list is not None:
-            raise ApplySpecError("column_list", "give column_list or except_column_list, not both")
+            raise ApplySpecError("give column_list or except_column_list, not both", prop="column_list")
         if self.track_history_column_list is not None and self.track_history_except_column_list is not None:
-            raise ApplySpecError("track_history_column_list", "give track_history_column_list or track_history_except_column_list, not both")
+            raise ApplySpecError("give track_history_column_list or track_history_except_column_list, not both", prop="track_history_column_list")
         if int(self.stored_as_scd_type) == 1 and (self.track_history_column_list or self.track_history_except_column_list):
-            raise ApplySpecError("track_history_column_list", "history is tracked only with stored_as_scd_type=2")
+            raise ApplySpecError("history is tracked only with stored_as_scd_type=2", prop="track_history_column_list")
         if not isinstance(self.tombstone_retention, timedelta) or self.tombstone_retention <= timedelta(0):
-            raise ApplySpecError("tombstone_retention", f"must be a positive timedelta, got {self.tombstone_retention!r}")
+            raise ApplySpecError(f"must be a positive timedelta, got {self.tombstone_retention!r}", prop="tombstone_retention")
         for parameter in ("keys", "sequence_by", "column_list", "except_column_list",
                           "track_history_column_list", "track_history_except_column_list"):
             _names(getattr(self, parameter), parameter)
@@ -89,7 +89,7 @@ class ApplySpec:
         known = set(available)
         keys = _names(self.keys, "keys") or tuple(event_keys)
         if not keys:
-            raise ApplySpecError("keys", f"table {self.qualified_table} has no primary key: name the key columns")
+            raise ApplySpecError(f"table {self.qualified_table} has no primary key: name the key columns", prop="keys")
         self._known(keys, known, "keys")
         if self.column_list is not None:
             listed = _names(self.column_list, "column_list") or ()
@@ -99,7 +99,7 @@ class ApplySpec:
             excluded = set(_names(self.except_column_list, "except_column_list") or ())
             self._known(tuple(excluded), known, "except_column_list")
             if excluded & set(keys):
-                raise ApplySpecError("except_column_list", f"key column(s) {sorted(excluded & set(keys))} cannot be excluded")
+                raise ApplySpecError(f"key column(s) {sorted(excluded & set(keys))} cannot be excluded", prop="except_column_list")
             selected = tuple(c for c in available if c not in excluded)
         else:
             selected = available
@@ -121,7 +121,7 @@ class ApplySpec:
     def _known(self, names: Sequence[str], known: set[str], parameter: str) -> None:
         missing = [n for n in names if n not in known]
         if missing:
-            raise ApplySpecError(parameter, f"table {self.qualified_table} has no column(s) {', '.join(missing)}")
+            raise ApplySpecError(f"table {self.qualified_table} has no column(s) {', '.join(missing)}", prop=parameter)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from ..debezium.config import ConfigError, ConfigWarning
+from ..debezium.config import PROPERTIES, ConfigWarning
 from ..errors import ConfigurationError, DestinationError, PipelineError, ProtocolError, ServerError, SparkcdcError, family_of
 from .config_files import ConfigFileError, LoadedConfig, load_config
 from .render import config_summary, print_problems, readiness_view, status_view
@@ -91,9 +91,11 @@ _FAMILY_EXITS: dict[type[SparkcdcError], tuple[int, str]] = {
 
 
 def _exit_for(exc: SparkcdcError, loaded: LoadedConfig | None) -> tuple[int, str]:
-    """The exit code and message for a failure; a property's error points at its line in the file."""
+    """The exit code and message for a failure; the error of a connector property (one of the file's,
+    or of the property table) points at the file, and its line when the file sets it."""
     code, prefix = _FAMILY_EXITS[family_of(exc)]
-    if isinstance(exc, ConfigError) and loaded is not None:
+    if (isinstance(exc, ConfigurationError) and loaded is not None and exc.property
+            and (exc.property in loaded.properties or exc.property in PROPERTIES)):
         message = str(exc).removeprefix(f"{exc.property}: ")
         return code, str(ConfigFileError(loaded.path, message, line=loaded.lines.get(exc.property), prop=exc.property))
     return code, prefix + str(exc)

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from ..debezium.config import ConfigError, ConnectorConfig
+from ..debezium.config import ConnectorConfig
 from ..errors import ConfigurationError
 from .properties import PropertiesSyntaxError, parse_properties
 
@@ -85,7 +85,7 @@ def load_config(path: Path | str, environ: Mapping[str, str] | None = None, *, s
     properties = expand_env(raw, os.environ if environ is None else environ)
     try:
         config = ConnectorConfig(properties, strict=strict)
-    except ConfigError as exc:
+    except ConfigurationError as exc:
         message = str(exc).removeprefix(f"{exc.property}: ")
         raise raw.error(exc.property, message) from None
     warnings = list(raw.warnings)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from ..debezium.config import ConfigError, ConnectorConfig
+from ..debezium.config import ConnectorConfig
 from ..engine.setup import (
     captured_tables,
     heartbeat_query_refusal,
@@ -24,6 +24,7 @@ from ..engine.signal_channels import enabled_channels
 from ..engine.signals import signal_table_of
 from ..engine.standby import STANDBY_DECODING_MAJOR, standby_refusals
 from ..engine.stream_slots import check_parallel_streaming, stream_slots
+from ..errors import ConfigurationError
 from ..postgres.privileges import describe_missing, sql_identifiers, table_access
 from ..postgres.replication import quote_ident
 from ..postgres.server_facts import (
@@ -62,7 +63,7 @@ class Readiness:
 
 
 def assess(conn: psycopg.Connection, config: ConnectorConfig) -> Readiness:
-    """Gather the facts and judge them; raises :class:`ConfigError` where the set-up itself would."""
+    """Gather the facts and judge them; raises :class:`ConfigurationError` where the set-up itself would."""
     check_parallel_streaming(config)  # what several slots cannot do is refused here as by a run
     slot_name = config.settings.slot_name
     slot = get_slot(conn, slot_name)
@@ -168,7 +169,7 @@ def _judge_publication(r: Readiness, conn: psycopg.Connection, config: Connector
     mode = config.get("publication.autocreate.mode")
     captured = {(t.schema, t.table) for t in r.tables}
     if mode == "filtered" and not captured:
-        raise ConfigError("table.include.list", "no table matches the table/schema filters, so a filtered publication would be empty")
+        raise ConfigurationError("no table matches the table/schema filters, so a filtered publication would be empty", prop="table.include.list")
     if not pub.exists:
         if mode == "disabled":
             listed = [t.sql_name or f"{quote_ident(t.schema)}.{quote_ident(t.table)}" for t in r.tables] + _signal_sql_name(r, conn, config)

@@ -24,7 +24,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from .config import ConfigError, ConnectorConfig, compile_patterns
+from ..errors import ConfigurationError
+from .config import ConnectorConfig, compile_patterns
 
 __all__ = ["ColumnRules", "java_serialized_string"]
 
@@ -85,7 +86,7 @@ class ColumnRules:
             try:
                 hashlib.new(algorithm)
             except ValueError:
-                raise ConfigError(match.group(0), f"unknown hash algorithm {match.group(2)!r}") from None
+                raise ConfigurationError(f"unknown hash algorithm {match.group(2)!r}", prop=match.group(0)) from None
             self._hash.append((bool(match.group(1)), algorithm, match.group(3).encode("utf-8"), compile_patterns(value)))
         self._propagate_columns = config.get_patterns("column.propagate.source.type")
         self._propagate_types = config.get_patterns("datatype.propagate.source.type")

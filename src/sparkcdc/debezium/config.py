@@ -38,18 +38,9 @@ if TYPE_CHECKING:
     from .settings import Settings
 
 __all__ = [
-    "PROPERTIES", "ConfigError", "ConfigWarning", "ConnectorConfig", "Property", "compile_patterns", "report_warnings",
+    "PROPERTIES", "ConfigurationError", "ConfigWarning", "ConnectorConfig", "Property", "compile_patterns", "report_warnings",
     "split_list",
 ]
-
-
-class ConfigError(ConfigurationError):
-    """A configuration property (``property``) is missing or has an invalid value."""
-
-    property: str
-
-    def __init__(self, prop: str, message: str) -> None:
-        super().__init__(message, prop=prop)
 
 
 class ConfigWarning(UserWarning):
@@ -93,19 +84,19 @@ class ConnectorConfig:
             value = self.raw.get(name)
             if value is None or value == "":
                 if prop.required:
-                    raise ConfigError(name, "is required")
+                    raise ConfigurationError("is required", prop=name)
                 if prop.required_with and prop.required_with[1] in split_list(self.raw.get(prop.required_with[0])):
                     other, listed = prop.required_with
-                    raise ConfigError(name, f"is required when {other} includes {listed}")
+                    raise ConfigurationError(f"is required when {other} includes {listed}", prop=name)
                 continue
             problem = prop.problem(value)
             if problem:
-                raise ConfigError(name, problem)
+                raise ConfigurationError(problem, prop=name)
         for prefix in ("table", "schema", "column", "message.prefix"):
             if self.raw.get(f"{prefix}.include.list") and self.raw.get(f"{prefix}.exclude.list"):
-                raise ConfigError(f"{prefix}.exclude.list", f"cannot be combined with {prefix}.include.list")
+                raise ConfigurationError(f"cannot be combined with {prefix}.include.list", prop=f"{prefix}.exclude.list")
         if "kafka" in split_list(self.raw.get("signal.enabled.channels")) and not self.raw.get("signal.kafka.bootstrap.servers"):
-            raise ConfigError("signal.kafka.bootstrap.servers", "is required with the kafka signal channel (signal.enabled.channels)")
+            raise ConfigurationError("is required with the kafka signal channel (signal.enabled.channels)", prop="signal.kafka.bootstrap.servers")
         self._check_select_overrides()
         from .transforms import transform_chain
 
@@ -146,14 +137,14 @@ class ConnectorConfig:
                     # one that is very close to a property is reported as that (refused under strict).
                     guess = closest_known(name, 0.85, families=False)
                     if guess and strict:
-                        raise ConfigError(name, f"is not a property sparkcdc knows; did you mean {guess}?")
+                        raise ConfigurationError(f"is not a property sparkcdc knows; did you mean {guess}?", prop=name)
                     self.warnings.append(f"{name}: {family.doc}" + (f"; did you mean {guess}?" if guess else ""))
                 continue
             if prop.status == REFUSED and not prop.is_quiet(value):
-                raise ConfigError(name, prop.doc)
+                raise ConfigurationError(prop.doc, prop=name)
             refused = dict(prop.refused_values).get(value.strip().lower())
             if refused is not None:
-                raise ConfigError(name, refused)
+                raise ConfigurationError(refused, prop=name)
             if prop.status == WARNED and not prop.is_quiet(value):
                 self.warnings.append(f"{name}: {prop.doc}")
             current = dict(prop.old_values).get(value.strip().lower())
@@ -166,12 +157,12 @@ class ConnectorConfig:
                 continue
             problem = prop.problem(value)
             if problem:
-                raise ConfigError(name, problem)
+                raise ConfigurationError(problem, prop=name)
             for target, translated in prop.translate(value, given).items():
                 explicit = given.get(target, "")
                 if explicit and explicit.strip().lower() != translated.strip().lower() and not prop.merges:
-                    raise ConfigError(name, f"{value!r} means {target}={translated}, but {target} is set to {explicit!r}; "
-                                            f"remove {name} (it is deprecated)")
+                    raise ConfigurationError(f"{value!r} means {target}={translated}, but {target} is set to {explicit!r}; "
+                                            f"remove {name} (it is deprecated)", prop=name)
                 self.raw[target] = translated
             targets = ", ".join(prop.alias_of)
             self.warnings.append(f"{name} is deprecated: use {targets} ({name}={value} is read as "
@@ -183,7 +174,7 @@ class ConnectorConfig:
         guess = closest_known(name)
         message = "is not a property sparkcdc knows" + (f"; did you mean {guess}?" if guess else "")
         if strict:
-            raise ConfigError(name, message)
+            raise ConfigurationError(message, prop=name)
         self.warnings.append(f"{name}: {message} (ignored)")
 
     def is_secret(self, name: str) -> bool:
@@ -239,13 +230,13 @@ class ConnectorConfig:
         """A property that always has a value (a default in the table, or required)."""
         value = self.get(name)
         if value is None:
-            raise ConfigError(name, "has no value")
+            raise ConfigurationError("has no value", prop=name)
         return value
 
     def get_int(self, name: str) -> int:
         value = self.get(name)
         if value is None:
-            raise ConfigError(name, "has no value")
+            raise ConfigurationError("has no value", prop=name)
         return int(value)
 
     def get_bool(self, name: str) -> bool:

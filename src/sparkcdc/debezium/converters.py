@@ -89,9 +89,6 @@ _NO_HEADER_TRANSFORM: Final = ("no transform sparkcdc runs puts such a header on
 class ConverterConfigError(ConfigurationError):
     """A converter or one of its settings cannot be honoured; ``property`` names it."""
 
-    def __init__(self, prop: str, message: str) -> None:
-        super().__init__(message, prop=prop)
-
 
 @dataclass(frozen=True)
 class CloudEventsSettings:
@@ -233,9 +230,9 @@ def _check_data_schema_name(raw: Mapping[str, str], name: str, value: str, notes
     header_enable = _flag(raw, "value.converter.schema.data.name.source.header.enable", False)
     if _metadata_sources(value).get("dataSchemaName") == "header":
         if header_enable:
-            raise ConverterConfigError(name, "dataSchemaName:header with schema.data.name.source.header.enable=true takes "
+            raise ConverterConfigError("dataSchemaName:header with schema.data.name.source.header.enable=true takes "
                                              f"the data schema's name from a 'dataSchemaName' header; {_NO_HEADER_TRANSFORM}, "
-                                             "so Debezium's converter would fail on every change event")
+                                             "so Debezium's converter would fail on every change event", prop=name)
         notes.append(f"{name}: dataSchemaName:header has no effect without "
                      "value.converter.schema.data.name.source.header.enable=true (as in Debezium): the name is generated")
     elif header_enable:
@@ -247,7 +244,7 @@ def _class_of(raw: Mapping[str, str], part: str) -> str:
     """``<part>.converter`` (Kafka Connect's name) or ``<part>.converter.class`` (the embedded engine's)."""
     connect, engine = (raw.get(f"{part}.converter") or "").strip(), (raw.get(f"{part}.converter.class") or "").strip()
     if connect and engine and connect != engine:
-        raise ConverterConfigError(f"{part}.converter.class", f"{engine!r} contradicts {part}.converter={connect}; set one of them")
+        raise ConverterConfigError(f"{engine!r} contradicts {part}.converter={connect}; set one of them", prop=f"{part}.converter.class")
     return connect or engine or JSON_CONVERTER
 
 

@@ -13,9 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..errors import ConfigurationError
 from ..pgoutput.messages import UNCHANGED_TOAST
 from .column_rules import ColumnRules
-from .config import ConfigError, ConnectorConfig
+from .config import ConnectorConfig
 from .connect import NO_DEFAULT, ConnectSchema, Field, struct
 from .defaults import default_value
 from .names import NameAdjuster, TopicNamer
@@ -344,7 +345,7 @@ class TableSchemaFactory:
                 value_fields.append(self._value_field(column, mapping, qualified, snapshot, renderer))
         missing = [name for name in key_names if name not in key_candidates]
         if missing and override is not None:
-            raise ConfigError("message.key.columns", f"table {qualified_table} has no column(s) {', '.join(missing)}")
+            raise ConfigurationError(f"table {qualified_table} has no column(s) {', '.join(missing)}", prop="message.key.columns")
         key_fields = [self._key_field(*key_candidates[name], snapshot) for name in key_names if name in key_candidates]
 
         prefix = self.schema_names(topic)

@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .config import ConfigError
+from ..errors import ConfigurationError
 
 __all__ = ["TopicCreation", "TopicGroup", "topic_creation", "unused_without_kafka"]
 
@@ -77,7 +77,7 @@ def _patterns(prop: str, raw: str) -> tuple[str, ...]:
         try:
             re.compile(pattern)
         except re.error as exc:
-            raise ConfigError(prop, f"{pattern!r} is not a valid regular expression: {exc}") from None
+            raise ConfigurationError(f"{pattern!r} is not a valid regular expression: {exc}", prop=prop) from None
     return patterns
 
 
@@ -85,9 +85,9 @@ def _size(prop: str, raw: str) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise ConfigError(prop, f"{raw!r} is not an integer") from None
+        raise ConfigurationError(f"{raw!r} is not an integer", prop=prop) from None
     if value == 0 or value < -1:
-        raise ConfigError(prop, f"must be positive, or -1 for the broker's default, not {raw}")
+        raise ConfigurationError(f"must be positive, or -1 for the broker's default, not {raw}", prop=prop)
     return value
 
 
@@ -96,8 +96,8 @@ def _group(name: str, settings: Mapping[str, str]) -> TopicGroup:
     include = _patterns(prefix + "include", settings.get("include", ""))
     exclude = _patterns(prefix + "exclude", settings.get("exclude", ""))
     if name != _DEFAULT and not include:
-        raise ConfigError(prefix + "include", f"is required: the topics (regular expressions) group {name!r} of topic.creation.groups "
-                                 "applies to")
+        raise ConfigurationError(f"is required: the topics (regular expressions) group {name!r} of topic.creation.groups "
+                                 "applies to", prop=prefix + "include")
     sizes = {key: _size(prefix + key, settings[key]) for key in _SIZES if settings.get(key, "").strip()}
     config = {key: value for key, value in settings.items() if key not in ("include", "exclude", *_SIZES)}
     return TopicGroup(name, include, exclude, sizes.get("partitions"), sizes.get("replication.factor"), config)
@@ -115,7 +115,7 @@ def topic_creation(raw: Mapping[str, str], warnings: list[str] | None = None) ->
         return TopicCreation()
     listed = [name.strip() for name in (given.get(_GROUPS) or "").split(",") if name.strip()]
     if _DEFAULT in listed:
-        raise ConfigError(_GROUPS, "lists 'default', which is the group every topic no other group takes falls in: remove it")
+        raise ConfigurationError("lists 'default', which is the group every topic no other group takes falls in: remove it", prop=_GROUPS)
     settings: dict[str, dict[str, str]] = {}
     for name, value in given.items():
         group, dot, key = name[len(_PREFIX):].partition(".")
@@ -131,7 +131,7 @@ def topic_creation(raw: Mapping[str, str], warnings: list[str] | None = None) ->
         theirs = getattr(default, key.replace(".", "_"))
         mine = (raw.get(ours) or "").strip()
         if theirs is not None and mine and int(mine) != theirs:
-            raise ConfigError(f"{_PREFIX}{_DEFAULT}.{key}", f"is {theirs}, but {ours} is {mine}: they are one setting, give one of them")
+            raise ConfigurationError(f"is {theirs}, but {ours} is {mine}: they are one setting, give one of them", prop=f"{_PREFIX}{_DEFAULT}.{key}")
     return TopicCreation(default, tuple(_group(name, settings.get(name, {})) for name in dict.fromkeys(listed)))
 
 

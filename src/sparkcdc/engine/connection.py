@@ -5,7 +5,8 @@ from __future__ import annotations
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from ..debezium.config import ConfigError, ConnectorConfig
+from ..debezium.config import ConnectorConfig
+from ..errors import ConfigurationError
 from ..postgres.slots import run_statement
 from ..postgres.snapshot import connect_with_text_settings
 from ..text_format import libpq_options
@@ -32,8 +33,8 @@ def conninfo_from_config(config: ConnectorConfig) -> str:
     hosts = [host.strip() for host in settings.database_hostname.split(",")]
     ports = [port.strip() for port in str(settings.database_port).split(",")]
     if len(ports) not in (1, len(hosts)):
-        raise ConfigError("database.port", f"lists {len(ports)} ports for the {len(hosts)} hosts of database.hostname; "
-                          "give one port for all or one per host")
+        raise ConfigurationError(f"lists {len(ports)} ports for the {len(hosts)} hosts of database.hostname; "
+                          "give one port for all or one per host", prop="database.port")
     params: dict[str, str] = {
         "host": ",".join(hosts),
         "port": ",".join(ports),
@@ -91,5 +92,5 @@ def sql_connection(config: ConnectorConfig, *, autocommit: bool = True, applicat
             conn.commit()
     except psycopg.Error as exc:
         conn.close()
-        raise ConfigError("database.initial.statements", f"failed on the server: {exc}") from exc
+        raise ConfigurationError(f"failed on the server: {exc}", prop="database.initial.statements") from exc
     return conn

@@ -42,9 +42,9 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from ..debezium.config import ConfigError, ConnectorConfig
+from ..debezium.config import ConnectorConfig
 from ..debezium.records import ChangeRecord
-from ..errors import ServerError
+from ..errors import ConfigurationError, ServerError
 from ..lsn import format_lsn
 from ..pgoutput.messages import PG_EPOCH_OFFSET_US
 from ..postgres.errors import ReplicationConnectionLost
@@ -108,23 +108,23 @@ def check_parallel_decoding(config: ConnectorConfig) -> int:
     count = config.get_int(DECODE_PROCESSES)
     if count == 1:
         if config.raw.get(CHUNK_MESSAGES):
-            raise ConfigError(CHUNK_MESSAGES, f"sizes what each decoding process is given, but {DECODE_PROCESSES}=1: there are "
-                                              f"none; set {DECODE_PROCESSES} or drop it")
+            raise ConfigurationError(f"sizes what each decoding process is given, but {DECODE_PROCESSES}=1: there are "
+                                              f"none; set {DECODE_PROCESSES} or drop it", prop=CHUNK_MESSAGES)
         return count
     layout = config.get("sparkcdc.output.layout")
     if layout != "topic_files":
-        raise ConfigError(DECODE_PROCESSES, f"decodes in processes that write topic files' bytes, but sparkcdc.output.layout={layout}: "
-                                            "use sparkcdc.output.layout=topic_files, or drop the property")
+        raise ConfigurationError(f"decodes in processes that write topic files' bytes, but sparkcdc.output.layout={layout}: "
+                                            "use sparkcdc.output.layout=topic_files, or drop the property", prop=DECODE_PROCESSES)
     if signal_table_of(config) is not None:
-        raise ConfigError(DECODE_PROCESSES, f"{DECODE_PROCESSES}={count} cannot follow the signal table (signal.data.collection) and "
-                                            "the incremental snapshots' windows, which act on the stream in order: drop one of them")
+        raise ConfigurationError(f"{DECODE_PROCESSES}={count} cannot follow the signal table (signal.data.collection) and "
+                                            "the incremental snapshots' windows, which act on the stream in order: drop one of them", prop=DECODE_PROCESSES)
     if config.get_bool("include.schema.changes"):
-        raise ConfigError(DECODE_PROCESSES, f"{DECODE_PROCESSES}={count} cannot follow the tables' shapes for include.schema.changes=true "
+        raise ConfigurationError(f"{DECODE_PROCESSES}={count} cannot follow the tables' shapes for include.schema.changes=true "
                                             "(each schema change is known only from the Relation messages before it, in WAL order): "
-                                            "drop one of them")
+                                            "drop one of them", prop=DECODE_PROCESSES)
     if config.post_processors:
-        raise ConfigError(DECODE_PROCESSES, f"{DECODE_PROCESSES}={count} cannot run post.processors (they read rows again through "
-                                            "the stream task's connection, before the records are encoded): drop one of them")
+        raise ConfigurationError(f"{DECODE_PROCESSES}={count} cannot run post.processors (they read rows again through "
+                                            "the stream task's connection, before the records are encoded): drop one of them", prop=DECODE_PROCESSES)
     return count
 
 

@@ -20,9 +20,9 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..debezium.config import ConfigError, ConnectorConfig
+from ..debezium.config import ConnectorConfig
 from ..debezium.stream_params import check_server_supports
-from ..errors import PipelineError, ServerError
+from ..errors import ConfigurationError, PipelineError, ServerError
 from ..lsn import format_lsn
 from ..postgres.catalog import Catalog
 from ..postgres.errors import SlotInUseError
@@ -180,8 +180,8 @@ class ConnectorPlanner:
         # slot.stream.params: origin needs a PostgreSQL 16 pgoutput; refused before anything is set up or read
         check_server_supports(self.config.raw, self.admin.info.server_version)
         if self.failover and self.admin.info.server_version < FAILOVER_SLOTS_MAJOR * 10000:
-            raise ConfigError("slot.failover", f"failover slots need PostgreSQL {FAILOVER_SLOTS_MAJOR} or later; the server "
-                              f"is {self.admin.info.server_version // 10000} (set slot.failover=false)")
+            raise ConfigurationError(f"failover slots need PostgreSQL {FAILOVER_SLOTS_MAJOR} or later; the server "
+                              f"is {self.admin.info.server_version // 10000} (set slot.failover=false)", prop="slot.failover")
         self.tables = captured_tables(self.admin, self.config)
         check_guardrail(self.config, self.tables)  # guardrail.collections.max, before anything is set up or read
         published = list(self.tables)

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import psycopg
 
-from ..debezium.config import ConfigError, ConnectorConfig
-from ..errors import ServerError
+from ..debezium.config import ConnectorConfig
+from ..errors import ConfigurationError, ServerError
 from ..postgres.catalog import user_tables
 from ..postgres.privileges import InsufficientPrivilegeError, current_role, sql_identifiers, statement_denied, table_access
 from ..postgres.publications import (
@@ -76,7 +76,7 @@ def check_guardrail(config: ConnectorConfig, tables: Sequence[tuple[str, str]]) 
     message = (f"the connector captures {len(tables)} tables, more than guardrail.collections.max={limit} "
                f"(first: {', '.join(f'{s}.{t}' for s, t in tables[:3])}...); narrow the table filters or raise the limit")
     if config.get("guardrail.collections.limit.action") == "fail":
-        raise ConfigError("guardrail.collections.max", message)
+        raise ConfigurationError(message, prop="guardrail.collections.max")
     log.warning("%s", message)
 
 
@@ -118,13 +118,13 @@ def ensure_publication_for(conn: psycopg.Connection, config: ConnectorConfig, ta
         return
     if mode == "filtered":
         if not tables:
-            raise ConfigError("table.include.list", "no table matches the table/schema filters, so a filtered publication would be empty")
+            raise ConfigurationError("no table matches the table/schema filters, so a filtered publication would be empty", prop="table.include.list")
         if not exists:
             create_publication(conn, name, tables=tables, publish=publish, via_partition_root=via_root)
         elif publication_members(conn, name) != sorted(tables):
             set_publication_tables(conn, name, tables)
         return
-    raise ConfigError("publication.autocreate.mode", f"unknown mode {mode!r}")
+    raise ConfigurationError(f"unknown mode {mode!r}", prop="publication.autocreate.mode")
 
 
 def ensure_stream_publications(conn: psycopg.Connection, config: ConnectorConfig, tables: Sequence[tuple[str, str]]) -> None:
@@ -142,9 +142,9 @@ def ensure_stream_publications(conn: psycopg.Connection, config: ConnectorConfig
         return
     for stream, share in zip(streams, shares, strict=True):
         if not share:
-            raise ConfigError("sparkcdc.stream.slots", f"slot {stream.index} ({stream.slot}) would stream no table: the "
+            raise ConfigurationError(f"slot {stream.index} ({stream.slot}) would stream no table: the "
                                                        f"{len(tables)} captured tables hash to the other slots; place them with "
-                                                       "sparkcdc.stream.slots.assignment or use fewer slots")
+                                                       "sparkcdc.stream.slots.assignment or use fewer slots", prop="sparkcdc.stream.slots")
     for stream, share in zip(streams, shares, strict=True):
         ensure_publication_for(conn, config, share, name=stream.publication)
 
@@ -213,7 +213,7 @@ def replica_identity_changes(conn: psycopg.Connection, config: ConnectorConfig,
         identity = identity.strip()
         upper = identity.upper()
         if not sep or not (upper in _IDENTITIES or upper.startswith("INDEX ")):
-            raise ConfigError("replica.identity.autoset.values", f"{entry.strip()!r} must be <table regex>:<FULL|DEFAULT|NOTHING|INDEX name>")
+            raise ConfigurationError(f"{entry.strip()!r} must be <table regex>:<FULL|DEFAULT|NOTHING|INDEX name>", prop="replica.identity.autoset.values")
         rules.append((re.compile(pattern.strip()), identity))
     changes = []
     for schema, table in tables:
@@ -288,7 +288,7 @@ def check_heartbeat_action_query(conn: psycopg.Connection, config: ConnectorConf
     if refusal is None:
         return
     if not refusal.privilege:
-        raise ConfigError("heartbeat.action.query", refusal.message)
+        raise ConfigurationError(refusal.message, prop="heartbeat.action.query")
     raise InsufficientPrivilegeError(
         f"{refusal.message}: {' '.join(refusal.fixes) or 'grant the role what the statement needs'}",
         fix=" ".join(refusal.fixes), prop="heartbeat.action.query")

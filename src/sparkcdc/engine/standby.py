@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import psycopg
 
-from ..debezium.config import ConfigError, ConnectorConfig
+from ..debezium.config import ConnectorConfig
+from ..errors import ConfigurationError
 from .setup import publication_writes, replica_identity_changes
 from .signals import signal_table_of
 
@@ -84,12 +85,12 @@ def standby_refusals(conn: psycopg.Connection, config: ConnectorConfig, publishe
 
 
 def check_standby(conn: psycopg.Connection, config: ConnectorConfig, published: Sequence[tuple[str, str]]) -> bool:
-    """Whether the server is a standby; on one, the first refusal raised as a :class:`ConfigError` naming its property."""
+    """Whether the server is a standby; on one, the first refusal raised as a :class:`ConfigurationError` naming its property."""
     if not in_recovery(conn):
         return False
     refusals = standby_refusals(conn, config, published)
     if refusals:
-        raise ConfigError(refusals[0].prop, refusals[0].message)
+        raise ConfigurationError(refusals[0].message, prop=refusals[0].prop)
     log.info("the server is a standby: reading from it; nothing is written there (docs/high-availability.md)")
     return True
 

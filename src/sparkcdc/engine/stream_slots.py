@@ -24,8 +24,9 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..debezium.config import ConfigError, ConnectorConfig
+from ..debezium.config import ConnectorConfig
 from ..debezium.property_table import split_list
+from ..errors import ConfigurationError
 from .signal_channels import enabled_channels
 from .signals import signal_table_of
 
@@ -66,7 +67,7 @@ def _listed(config: ConnectorConfig, count: int) -> dict[str, int]:
         name, _, index = entry.rpartition(":")
         slot = int(index)
         if slot >= count:
-            raise ConfigError(ASSIGNMENT, f"{entry!r} names slot {slot}, but {SLOTS}={count} has slots 0 to {count - 1}")
+            raise ConfigurationError(f"{entry!r} names slot {slot}, but {SLOTS}={count} has slots 0 to {count - 1}", prop=ASSIGNMENT)
         listed[name.strip().lower()] = slot
     return listed
 
@@ -92,31 +93,31 @@ def check_parallel_streaming(config: ConnectorConfig) -> None:
     count = config.get_int(SLOTS)
     if count == 1:
         if config.get(ASSIGNMENT):
-            raise ConfigError(ASSIGNMENT, f"places tables on slots, but {SLOTS}=1: there is only one; set {SLOTS} or drop it")
+            raise ConfigurationError(f"places tables on slots, but {SLOTS}=1: there is only one; set {SLOTS} or drop it", prop=ASSIGNMENT)
         return
     _listed(config, count)
     longest = stream_slot(config, count - 1)
     if len(longest.slot) > _MAX_SLOT_NAME:
-        raise ConfigError("slot.name", f"with {SLOTS}={count} the slots are named up to {longest.slot!r}, longer than "
-                                       f"{_MAX_SLOT_NAME} characters: use a shorter slot.name")
+        raise ConfigurationError(f"with {SLOTS}={count} the slots are named up to {longest.slot!r}, longer than "
+                                       f"{_MAX_SLOT_NAME} characters: use a shorter slot.name", prop="slot.name")
     if len(longest.publication) > _MAX_SLOT_NAME:
-        raise ConfigError("publication.name", f"with {SLOTS}={count} the publications are named up to {longest.publication!r}, "
-                                              f"longer than {_MAX_SLOT_NAME} characters: use a shorter publication.name")
+        raise ConfigurationError(f"with {SLOTS}={count} the publications are named up to {longest.publication!r}, "
+                                              f"longer than {_MAX_SLOT_NAME} characters: use a shorter publication.name", prop="publication.name")
     mode = config.get("publication.autocreate.mode")
     if mode in ("all_tables", "no_tables"):
-        raise ConfigError(SLOTS, f"{SLOTS}={count} splits the tables over {count} publications, but "
+        raise ConfigurationError(f"{SLOTS}={count} splits the tables over {count} publications, but "
                                  f"publication.autocreate.mode={mode} publishes {'every' if mode == 'all_tables' else 'no'} table "
-                                 "in each: use publication.autocreate.mode=filtered (or disabled, with publications made by hand)")
+                                 "in each: use publication.autocreate.mode=filtered (or disabled, with publications made by hand)", prop=SLOTS)
     if mode == "disabled" and config.get(ASSIGNMENT):
-        raise ConfigError(ASSIGNMENT, "with publication.autocreate.mode=disabled the publications made by hand decide "
-                                      "which table each slot streams: drop the assignment")
+        raise ConfigurationError("with publication.autocreate.mode=disabled the publications made by hand decide "
+                                      "which table each slot streams: drop the assignment", prop=ASSIGNMENT)
     if signal_table_of(config) is not None:
-        raise ConfigError(SLOTS, f"signals through the signal table (signal.data.collection) and the incremental and blocking "
+        raise ConfigurationError(f"signals through the signal table (signal.data.collection) and the incremental and blocking "
                                  f"snapshots they start are not supported with {SLOTS}={count}: their watermarks and the "
-                                 "tables' changes would be in different streams")
+                                 "tables' changes would be in different streams", prop=SLOTS)
     if any(channel != "source" for channel in enabled_channels(config)):
-        raise ConfigError(SLOTS, f"signal.enabled.channels={config.get('signal.enabled.channels')}: signals (and the incremental "
-                                 f"and blocking snapshots they start) are not supported with {SLOTS}={count}")
+        raise ConfigurationError(f"signal.enabled.channels={config.get('signal.enabled.channels')}: signals (and the incremental "
+                                 f"and blocking snapshots they start) are not supported with {SLOTS}={count}", prop=SLOTS)
     if config.provide_transaction_metadata:
         log.warning("%s=%d with provide.transaction.metadata=true: each stream emits its own BEGIN and END for the part of a "
                     "transaction in its tables (the ENDs share an id; each counts only its stream's events)", SLOTS, count)

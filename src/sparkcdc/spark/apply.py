@@ -243,9 +243,9 @@ class ChangeApplier:
         events_per_partition: int | None = None,
     ) -> None:
         if not specs and not all_tables:
-            raise ApplySpecError("table", "name the tables to apply (specs) or apply all tables")
+            raise ApplySpecError("name the tables to apply (specs) or apply all tables", prop="table")
         if not pipeline_id:
-            raise ApplySpecError("pipeline_id", "a pipeline id is required (the checkpoint location is the usual one)")
+            raise ApplySpecError("a pipeline id is required (the checkpoint location is the usual one)", prop="pipeline_id")
         self._target_location = target if isinstance(target, str) else None
         self._target: ApplyTarget | None = None if isinstance(target, str) else target
         self.properties = dict(properties)
@@ -253,7 +253,7 @@ class ChangeApplier:
         self.specs = {spec.qualified_table: spec for spec in specs}
         targets = [spec.target or spec.qualified_table for spec in specs]
         if len(set(targets)) != len(targets):
-            raise ApplySpecError("target", f"two tables are applied to one target table: {sorted(targets)}")
+            raise ApplySpecError(f"two tables are applied to one target table: {sorted(targets)}", prop="target")
         self.all_tables = all_tables
         self.defaults = dict(defaults or {})
         if all_tables:
@@ -261,7 +261,7 @@ class ChangeApplier:
         if events_per_partition is None:
             events_per_partition = config_from_options(properties).get_int("sparkcdc.apply.changes.per.task")
         if events_per_partition < 1:
-            raise ApplySpecError("events_per_partition", f"must be at least 1, not {events_per_partition}")
+            raise ApplySpecError(f"must be at least 1, not {events_per_partition}", prop="events_per_partition")
         self.events_per_partition = events_per_partition
         self.stats = ApplyStats()
         self._versions: dict[str, TableView] = {}  # a table version's view, by the digest of its description

@@ -23,8 +23,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..debezium.config import PROPERTIES, ConfigError, ConnectorConfig, report_warnings
+from ..debezium.config import PROPERTIES, ConnectorConfig, report_warnings
 from ..debezium.property_table import split_list
+from ..errors import ConfigurationError
 
 __all__ = ["CONFIG_OPTION", "SPARK_OPTIONS", "config_from_options", "options_for", "properties_from_options"]
 
@@ -85,8 +86,8 @@ def _with_table_case(key: str, listed: list[str]) -> str | None:
     table = key[len(prefix):]
     matches = sorted({entry for entry in listed if entry.lower() == table.lower()})
     if len(matches) > 1:
-        raise ConfigError(key, f"Spark passes option names in lower case, and {' and '.join(matches)} (listed in {_OVERRIDES}) "
-                               "differ only in case: give these properties in the sparkcdc.config option, which keeps their case")
+        raise ConfigurationError(f"Spark passes option names in lower case, and {' and '.join(matches)} (listed in {_OVERRIDES}) "
+                               "differ only in case: give these properties in the sparkcdc.config option, which keeps their case", prop=key)
     return prefix + matches[0] if matches else None
 
 

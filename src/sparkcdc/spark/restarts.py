@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import psycopg
 
-from ..debezium.config import ConfigError, ConnectorConfig
+from ..debezium.config import ConnectorConfig
+from ..errors import ConfigurationError
 from ..postgres.errors import ServerUnavailableError, SlotInUseError, SlotLostError
 
 __all__ = ["RestartPolicy", "exception_types", "retriable", "retriable_cause"]
@@ -97,7 +98,7 @@ class RestartPolicy:
     def from_config(cls, config: ConnectorConfig) -> RestartPolicy:
         retries = config.get_int("errors.max.retries")
         if retries < -1:
-            raise ConfigError("errors.max.retries", f"must be -1 (retry without limit), 0 (never) or more, not {retries}")
+            raise ConfigurationError(f"must be -1 (retry without limit), 0 (never) or more, not {retries}", prop="errors.max.retries")
         wait_ms = config.get_int("retriable.restart.connector.wait.ms")
         return cls(None if retries == -1 else retries, wait_ms / 1000)
 

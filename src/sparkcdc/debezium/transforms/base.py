@@ -33,9 +33,6 @@ class TransformConfigError(ConfigurationError):
     """A transform or predicate is configured wrongly; ``property`` names the property at fault
     (``transforms.<alias>.<option>``)."""
 
-    def __init__(self, prop: str, message: str) -> None:
-        super().__init__(message, prop=prop)
-
 
 class RecordError(PipelineError):
     """A transform cannot transform a record (Kafka Connect's ``DataException``): the run stops, naming
@@ -107,14 +104,14 @@ class Options:
                 self.explicit.add(option.name)
                 problem = option.problem(self._given[option.name])
                 if problem:
-                    raise TransformConfigError(prefix + option.name, problem)
+                    raise TransformConfigError(problem, prop=prefix + option.name)
             elif option.required:
-                raise TransformConfigError(prefix + option.name, "is required")
+                raise TransformConfigError("is required", prop=prefix + option.name)
         self.raw_given = dict(given)
         self._warnings = warnings
 
     def error(self, option: str, message: str) -> TransformConfigError:
-        return TransformConfigError(self.prefix + option, message)
+        return TransformConfigError(message, prop=self.prefix + option)
 
     def warn(self, option: str, message: str) -> None:
         """Reports what an accepted option does differently here (with the configuration's warnings)."""

@@ -252,10 +252,10 @@ def _target(prop: str, text: str) -> str:
     if name in _TARGETS:
         return _TARGETS[name]
     if name in _CONNECT_TYPES:
-        raise TransformConfigError(prop, f"Cast transformation does not support casting to {name.upper()}; supported types "
-                                         f"are {_SUPPORTED_OUT}")
-    raise TransformConfigError(prop, f"Invalid type found in casting spec: {text} (one of int8, int16, int32, int64, float32, "
-                                     "float64, boolean, string)")
+        raise TransformConfigError(f"Cast transformation does not support casting to {name.upper()}; supported types "
+                                         f"are {_SUPPORTED_OUT}", prop=prop)
+    raise TransformConfigError(f"Invalid type found in casting spec: {text} (one of int8, int16, int32, int64, float32, "
+                                     "float64, boolean, string)", prop=prop)
 
 
 _Plan = tuple[ConnectSchema | None, tuple[tuple[str, str | None], ...], str | None]
@@ -284,13 +284,13 @@ class Cast(PartTransform):
                 parts.pop()
             if len(parts) == 1:
                 if len(items) > 1:
-                    raise TransformConfigError(prop, "Cast transformations that specify a type to cast the entire value to may "
-                                                     "only specify a single cast in their spec")
+                    raise TransformConfigError("Cast transformations that specify a type to cast the entire value to may "
+                                                     "only specify a single cast in their spec", prop=prop)
                 self._whole = _target(prop, parts[0])
             elif len(parts) == 2:
                 self._casts[parts[0]] = _target(prop, parts[1])
             else:
-                raise TransformConfigError(prop, f"Invalid rename mapping: {item} (a type, or field:type pairs)")
+                raise TransformConfigError(f"Invalid rename mapping: {item} (a type, or field:type pairs)", prop=prop)
         self._plans: PerSchema[_Plan] = PerSchema(self._plan)
 
     # -- per schema --

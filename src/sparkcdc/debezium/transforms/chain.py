@@ -101,7 +101,7 @@ def _unknown_option(prop: str, option: str, known: Iterable[str], strict: bool, 
     hint = f"; did you mean {prop[: len(prop) - len(option)]}{guess}?" if guess else ""
     message = f"is not an option of {what}{hint}"
     if strict:
-        raise TransformConfigError(prop, message)
+        raise TransformConfigError(message, prop=prop)
     warnings.append(f"{prop}: {message} (ignored)")
 
 
@@ -112,7 +112,7 @@ def _options_of(raw: Mapping[str, str], prefix: str) -> dict[str, str]:
 def _class_name(raw: Mapping[str, str], prop: str) -> str:
     class_name = (raw.get(prop) or "").strip()
     if not class_name:
-        raise TransformConfigError(prop, "is required: the class of the transform or predicate")
+        raise TransformConfigError("is required: the class of the transform or predicate", prop=prop)
     return class_name
 
 
@@ -124,8 +124,8 @@ def _build_predicates(raw: Mapping[str, str], strict: bool, warnings: list[str])
         kind = PREDICATES.get(class_name)
         if kind is None:
             guess = closest(class_name, PREDICATES)
-            raise TransformConfigError(prefix + "type", f"{class_name!r} is not a predicate sparkcdc has (it has "
-                                       f"{', '.join(sorted(PREDICATES))})" + (f"; did you mean {guess}?" if guess else ""))
+            raise TransformConfigError(f"{class_name!r} is not a predicate sparkcdc has (it has "
+                                       f"{', '.join(sorted(PREDICATES))})" + (f"; did you mean {guess}?" if guess else ""), prop=prefix + "type")
         given = _options_of(raw, prefix)
         _report_unknown(prefix, given, kind.OPTIONS, _PREDICATE_OPTIONS, strict, warnings, class_name.rsplit(".", 1)[-1])
         built[alias] = kind(alias, Options(prefix, kind.OPTIONS, given, warnings))
@@ -149,7 +149,7 @@ def transform_chain(raw: Mapping[str, str], *, strict: bool = False, warnings: l
     predicates = _build_predicates(raw, strict, notes)
     aliases = split_list(raw.get("transforms"))
     if len(set(aliases)) != len(aliases):
-        raise TransformConfigError("transforms", f"lists an alias twice: {raw.get('transforms')!r}")
+        raise TransformConfigError(f"lists an alias twice: {raw.get('transforms')!r}", prop="transforms")
     steps: list[Step] = []
     used: set[str] = set()
     for alias in aliases:
@@ -157,16 +157,16 @@ def transform_chain(raw: Mapping[str, str], *, strict: bool = False, warnings: l
         class_name = _class_name(raw, prefix + "type")
         reason = UNAVAILABLE.get(class_name)
         if reason is not None:
-            raise TransformConfigError(prefix + "type", f"{class_name} cannot run here: {reason}")
+            raise TransformConfigError(f"{class_name} cannot run here: {reason}", prop=prefix + "type")
         kind = TRANSFORMS.get(class_name)
         if kind is None:
             guess = closest(class_name, TRANSFORMS)
-            raise TransformConfigError(prefix + "type", f"{class_name!r} is a Java class sparkcdc does not have (its transforms "
-                                       "are listed in docs/transforms.md)" + (f"; did you mean {guess}?" if guess else ""))
+            raise TransformConfigError(f"{class_name!r} is a Java class sparkcdc does not have (its transforms "
+                                       "are listed in docs/transforms.md)" + (f"; did you mean {guess}?" if guess else ""), prop=prefix + "type")
         given = _options_of(raw, prefix)
         for option in sorted(set(given) & set(kind.REMOVED)):
             if strict:
-                raise TransformConfigError(prefix + option, kind.REMOVED[option])
+                raise TransformConfigError(kind.REMOVED[option], prop=prefix + option)
             notes.append(f"{prefix}{option}: {kind.REMOVED[option]}")
         given = {name: value for name, value in given.items() if name not in kind.REMOVED}
         _report_unknown(prefix, given, kind.OPTIONS, _STEP_OPTIONS, strict, notes, class_name.rsplit(".", 1)[-1])
@@ -175,14 +175,14 @@ def transform_chain(raw: Mapping[str, str], *, strict: bool = False, warnings: l
         if predicate_alias:
             predicate = predicates.get(predicate_alias)
             if predicate is None:
-                raise TransformConfigError(prefix + "predicate", f"names {predicate_alias!r}, which predicates= does not define "
-                                           f"(it defines {', '.join(predicates) or 'none'})")
+                raise TransformConfigError(f"names {predicate_alias!r}, which predicates= does not define "
+                                           f"(it defines {', '.join(predicates) or 'none'})", prop=prefix + "predicate")
             used.add(predicate_alias)
         negate_raw = (given.get("negate") or "false").strip().lower()
         if negate_raw not in ("true", "false"):
-            raise TransformConfigError(prefix + "negate", f"{given.get('negate')!r} is not a boolean (true or false)")
+            raise TransformConfigError(f"{given.get('negate')!r} is not a boolean (true or false)", prop=prefix + "negate")
         if negate_raw == "true" and predicate is None:
-            raise TransformConfigError(prefix + "negate", "needs a predicate (transforms.<alias>.predicate)")
+            raise TransformConfigError("needs a predicate (transforms.<alias>.predicate)", prop=prefix + "negate")
         options = {name: value for name, value in given.items() if name not in _STEP_OPTIONS}
         transform = kind(alias, Options(prefix, kind.OPTIONS, options, notes))
         steps.append(Step(alias, transform, predicate, negate_raw == "true"))
@@ -193,11 +193,11 @@ def transform_chain(raw: Mapping[str, str], *, strict: bool = False, warnings: l
         if name.startswith("transforms.") and raw[name] != "" and name.split(".")[1] not in aliases:
             message = f"configures transform {name.split('.')[1]!r}, which transforms= does not list"
             if strict:
-                raise TransformConfigError(name, message)
+                raise TransformConfigError(message, prop=name)
             notes.append(f"{name}: {message} (ignored)")
         if name.startswith("predicates.") and raw[name] != "" and name.split(".")[1] not in predicates:
             message = f"configures predicate {name.split('.')[1]!r}, which predicates= does not list"
             if strict:
-                raise TransformConfigError(name, message)
+                raise TransformConfigError(message, prop=name)
             notes.append(f"{name}: {message} (ignored)")
     return TransformChain(tuple(steps))

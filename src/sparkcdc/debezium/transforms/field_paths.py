@@ -34,8 +34,8 @@ def _v2_steps(prop: str, path: str) -> tuple[str, ...]:
             while True:
                 close = path.find("`", close)
                 if close < 0:
-                    raise TransformConfigError(prop, f"Incomplete backtick pair in path: [{path}], consider adding a backslash "
-                                                     f"before backtick at position {i} to escape it")
+                    raise TransformConfigError(f"Incomplete backtick pair in path: [{path}], consider adding a backslash "
+                                                     f"before backtick at position {i} to escape it", prop=prop)
                 if path[close - 1] != "\\" and (close + 1 == len(path) or path[close + 1] == "."):
                     break
                 close += 1

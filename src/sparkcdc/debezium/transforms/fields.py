@@ -182,8 +182,8 @@ class InsertField(PartTransform):
                 raise options.error(option, f"{raw!r} names no field (a name, optionally ending with ! or ?)")
             insertions.append((name, what, schema.as_optional(optional)))
         if not insertions:
-            raise TransformConfigError(options.prefix + "topic.field", "No field insertion configured: set at least one of "
-                                       + ", ".join(option for option, _, _ in _INSERTIONS))
+            raise TransformConfigError("No field insertion configured: set at least one of "
+                                       + ", ".join(option for option, _, _ in _INSERTIONS), prop=options.prefix + "topic.field")
         static = options.raw("static.value")
         self._static = None if static is None else _java_trim(static)
         if any(what == "static" for _, what, _ in insertions) and self._static is None:

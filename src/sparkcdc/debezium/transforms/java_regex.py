@@ -24,7 +24,7 @@ def compile_java_regex(prop: str, pattern: str) -> re.Pattern[str]:
     try:
         return re.compile(_NAMED_GROUP.sub("(?P<", pattern))
     except re.error as exc:
-        raise TransformConfigError(prop, f"{pattern!r} is not a valid regular expression: {exc}") from None
+        raise TransformConfigError(f"{pattern!r} is not a valid regular expression: {exc}", prop=prop) from None
 
 
 def java_replacement(prop: str, replacement: str) -> Callable[[re.Match[str]], str]:
@@ -37,25 +37,25 @@ def java_replacement(prop: str, replacement: str) -> Callable[[re.Match[str]], s
         char = replacement[i]
         if char == "\\":
             if i + 1 >= len(replacement):
-                raise TransformConfigError(prop, f"{replacement!r} ends with a lone backslash")
+                raise TransformConfigError(f"{replacement!r} ends with a lone backslash", prop=prop)
             literal.append(replacement[i + 1])
             i += 2
         elif char == "$":
             if i + 1 < len(replacement) and replacement[i + 1] == "{":
                 end = replacement.find("}", i + 2)
                 if end < 0:
-                    raise TransformConfigError(prop, f"{replacement!r} has an unclosed ${{ group reference")
+                    raise TransformConfigError(f"{replacement!r} has an unclosed ${{ group reference", prop=prop)
                 group: str | int = replacement[i + 2:end]
                 if not (group and group[0].isalpha() and group.isalnum()):
-                    raise TransformConfigError(prop, f"{replacement!r}: ${{{group}}} is not a group name (a letter, then "
-                                                     "letters or digits; a group number is written $1)")
+                    raise TransformConfigError(f"{replacement!r}: ${{{group}}} is not a group name (a letter, then "
+                                                     "letters or digits; a group number is written $1)", prop=prop)
                 i = end + 1
             else:
                 j = i + 1
                 while j < len(replacement) and replacement[j].isdigit():
                     j += 1
                 if j == i + 1:
-                    raise TransformConfigError(prop, f"{replacement!r} has a $ that names no group (escape it as \\$)")
+                    raise TransformConfigError(f"{replacement!r} has a $ that names no group (escape it as \\$)", prop=prop)
                 group = int(replacement[i + 1:j])
                 i = j
             if literal:

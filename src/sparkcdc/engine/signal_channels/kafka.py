@@ -27,7 +27,8 @@ import logging
 import re
 from typing import Any
 
-from ...debezium.config import ConfigError, ConnectorConfig
+from ...debezium.config import ConnectorConfig
+from ...errors import ConfigurationError
 from ..signals import Signal, SignalError
 from .base import PolledChannel, SignalSendError, signal_from_json, signal_to_json
 
@@ -128,7 +129,7 @@ class KafkaSignalChannel(PolledChannel):
             try:
                 self._consumer = Consumer(settings, logger=log)
             except KafkaException as exc:
-                raise ConfigError("signal.consumer.*", f"the signal topic's consumer refuses its settings: {exc}") from exc
+                raise ConfigurationError(f"the signal topic's consumer refuses its settings: {exc}", prop="signal.consumer.*") from exc
         return self._consumer
 
     def _signal(self, message: Any) -> Signal | None:
@@ -168,7 +169,7 @@ class KafkaSignalChannel(PolledChannel):
         try:
             producer = Producer(self.settings, logger=log)
         except KafkaException as exc:
-            raise ConfigError("signal.consumer.*", f"the signal topic's producer refuses its settings: {exc}") from exc
+            raise ConfigurationError(f"the signal topic's producer refuses its settings: {exc}", prop="signal.consumer.*") from exc
         failures: list[str] = []
 
         def delivered(error: Any, message: Any) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import psycopg
 
-from ...debezium.config import ConfigError, ConnectorConfig
+from ...debezium.config import ConnectorConfig
+from ...errors import ConfigurationError
 from ...postgres.incremental import insert_signal
 from ...postgres.privileges import InsufficientPrivilegeError, describe_missing, table_access
 from ...postgres.publications import qualified_name
@@ -25,7 +26,7 @@ class SourceSignalChannel(SignalChannel):
     def __init__(self, config: ConnectorConfig) -> None:
         table = signal_table_of(config)
         if table is None:
-            raise ConfigError("signal.data.collection", "is required to send through the source signal channel (the signal table)")
+            raise ConfigurationError("is required to send through the source signal channel (the signal table)", prop="signal.data.collection")
         self.config = config
         self.table = table
 

@@ -149,8 +149,8 @@ class ApplyStreamWriter(DataSourceStreamArrowWriter):
         lowered = {key.lower(): value for key, value in options.items()}
         missing = [name for name in ("target", "table", "pipeline_id") if not lowered.get(name)]
         if missing:
-            raise ApplySpecError(missing[0], f"the {APPLY_SINK_FORMAT} sink needs the option {missing[0]!r} "
-                                             "(apply_sink_options builds them)")
+            raise ApplySpecError(f"the {APPLY_SINK_FORMAT} sink needs the option {missing[0]!r} "
+                                             "(apply_sink_options builds them)", prop=missing[0])
         self.location = lowered["target"]
         self.pipeline_id = lowered["pipeline_id"]
         properties, _ = properties_from_options({k: v for k, v in options.items() if k.lower() not in ("target", "table", "pipeline_id", _PARAMETERS_OPTION)})
@@ -161,8 +161,8 @@ class ApplyStreamWriter(DataSourceStreamArrowWriter):
         wanted = list(dict.fromkeys([*self.resolved.columns, *self.resolved.sequence, DELETE_FLAG, TRUNCATE_FLAG, UNCHANGED, OLD_KEY]))
         absent = [name for name in wanted if name not in schema.fieldNames()]
         if absent:
-            raise ApplySpecError("input", f"the {APPLY_SINK_FORMAT} sink of {spec.qualified_table} needs the columns "
-                                          f"{absent}: feed it table_changes(...) through apply_input(...)")
+            raise ApplySpecError(f"the {APPLY_SINK_FORMAT} sink of {spec.qualified_table} needs the columns "
+                                          f"{absent}: feed it table_changes(...) through apply_input(...)", prop="input")
         arrow = to_arrow_schema(schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC", prefers_large_types=False)
         self.schema = pa.schema([arrow.field(name) for name in wanted])
         self.columns, self.sequence = target_columns(self.resolved, view, self.schema)
