@@ -1,6 +1,6 @@
-"""The driver JVM's flags: the class archive (sparkcdc.spark.class_archive), made for one class
+"""The driver JVM's flags: the class archive (sparkcdc.spark.launch.class_archive), made for one class
 path and used only by it, mapped by the driver JVMs sparkcdc starts, and the quick JIT
-(sparkcdc.spark.driver_jvm); one's own flags come later and win."""
+(sparkcdc.spark.launch.driver_jvm); one's own flags come later and win."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkcdc.spark import class_archive
-from sparkcdc.spark.driver_jvm import QUICK_JIT, launch_settings
+from sparkcdc.spark.launch import class_archive
+from sparkcdc.spark.launch.driver_jvm import QUICK_JIT, launch_settings
 
 
 @pytest.fixture
@@ -94,7 +94,7 @@ def test_a_new_driver_jvm_maps_spark_classes_from_the_archive(tmp_path: Path) ->
     made = subprocess.run([sys.executable, "-m", "sparkcdc.cli", "prepare"], capture_output=True, text=True, env=env, timeout=900, check=False)
     assert made.returncode == 0, made.stderr
     loaded = tmp_path / "classes.log"
-    probe = ("from sparkcdc.spark.session import spark_session\n"
+    probe = ("from sparkcdc.spark.launch.spark_session import spark_session\n"
              f"spark = spark_session('local[1]', extra={{'spark.driver.extraJavaOptions': '-Xlog:class+load=info:file={loaded}'}})\n"
              "assert spark.range(5).count() == 5\n"
              "spark.stop()\n")

@@ -49,7 +49,7 @@ def test_the_source_reports_a_misspelt_option_with_the_closest_name(pg_cluster, 
     props.pop("table.include.list")
     script = textwrap.dedent(f"""
         import json
-        from sparkcdc.spark.session import spark_session
+        from sparkcdc.spark.launch.spark_session import spark_session
         from sparkcdc.spark.source import register
         spark = spark_session("local[1]", app_name="unknown-option")
         register(spark)

@@ -87,7 +87,7 @@ def run_pipeline(
 
     A query that fails because the server went away is restarted from its checkpoint (see
     :mod:`sparkcdc.spark.restarts`); ``on_restart`` hears of each restart (default: a log warning).
-    ``spark_conf`` (``sparkcdc run --conf``) goes to the session builder (:mod:`sparkcdc.spark.session`).
+    ``spark_conf`` (``sparkcdc run --conf``) goes to the session builder (:mod:`sparkcdc.spark.launch.spark_session`).
     ``metrics_port``: serve the connector's metrics for Prometheus on ``metrics_host:metrics_port``
     while the run lasts (see :mod:`sparkcdc.spark.metrics` and docs/metrics.md). ``display``: a
     progress display of the same figures (``start(collector)``, ``stop()``; see :mod:`sparkcdc.cli.progress`);
@@ -100,13 +100,13 @@ def run_pipeline(
     from pyspark.errors import StreamingQueryException
 
     from ..gc_policy import use_throughput_gc
+    from .launch.spark_session import is_connect, spark_session
+    from .launch.warm_workers import warm_python_workers
     from .metrics import RunMetrics
     from .options import options_for
     from .server_stats import ApplyStatsChannel, merge_apply_stats
-    from .session import is_connect, spark_session
     from .sinks.topic_files import TopicFilesBatchWriter, local_output_path
     from .source import register
-    from .warm_workers import warm_python_workers
 
     called = time.perf_counter()
     notify = on_restart or log.warning

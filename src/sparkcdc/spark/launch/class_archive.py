@@ -32,7 +32,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from ..errors import PipelineError
+from ...errors import PipelineError
 
 __all__ = ["ClassArchiveError", "archive_directory", "archive_path", "archive_option", "build", "spark_defaults",
            "turned_off"]
@@ -173,7 +173,7 @@ def _train(partial: str, settings: dict[str, str]) -> None:
     """The training run, in this process: its driver JVM writes the archive to ``partial`` as it exits."""
     from pyspark.core.context import SparkContext
 
-    from .session import spark_session
+    from .spark_session import spark_session
 
     own = settings.get(JAVA_OPTIONS, spark_defaults().get(JAVA_OPTIONS, ""))
     settings[JAVA_OPTIONS] = f"-XX:ArchiveClassesAtExit={partial} -Xlog:cds=off -Xlog:cds+dynamic=off {own}".strip()
@@ -194,7 +194,7 @@ def _train(partial: str, settings: dict[str, str]) -> None:
 def _exercise(spark: object, work: Path) -> None:
     from pyspark.sql import SparkSession
 
-    from . import source
+    from .. import source
 
     assert isinstance(spark, SparkSession)
     source.register(spark)

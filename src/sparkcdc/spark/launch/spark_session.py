@@ -24,7 +24,7 @@ from pyspark import SparkConf
 from pyspark.core.context import SparkContext
 from pyspark.sql import SparkSession
 
-from ..errors import ConfigurationError
+from ...errors import ConfigurationError
 from .class_archive import spark_defaults
 from .driver_jvm import launch_driver_jvm
 from .python_forks import start_for_launch, use_fork_server
@@ -38,8 +38,8 @@ DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "4",
     "spark.python.worker.reuse": "true",
-    # Task workers forked with the reader's modules already imported (see sparkcdc.spark.worker_daemon).
-    "spark.python.daemon.module": "sparkcdc.spark.worker_daemon",
+    # Task workers forked with the reader's modules already imported (see sparkcdc.spark.launch.worker_daemon).
+    "spark.python.daemon.module": "sparkcdc.spark.launch.worker_daemon",
     "spark.sql.streaming.stopGracefullyOnShutdown": "true",
 }
 #: Of those, what a Spark Connect session sets on itself (the others are the server application's).
@@ -127,7 +127,7 @@ def _connect_session(remote: str, extra: Mapping[str, str]) -> SparkSession:
     The server's Python workers (its driver's and executors') run the source's reader and the
     ``foreachBatch`` functions: sparkcdc must be installed there, which this process cannot do.
     """
-    from ..errors import PipelineError
+    from ...errors import PipelineError
 
     try:
         from pyspark.sql.connect.utils import check_dependencies
