@@ -73,8 +73,8 @@ def _run_available_now(writer: Any, checkpoint: Path) -> list[int]:
 def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark, pg_cluster, db, tmp_path, unique_name):
     from sparkcdc.spark import views
     from sparkcdc.spark.apply import apply_changes
-    from sparkcdc.spark.launch.spark_session import default_parallelism
     from sparkcdc.spark.options import options_for
+    from sparkcdc.spark.running_session import default_parallelism
     from sparkcdc.spark.sinks.topic_files import topic_files_writer
 
     spark = connect_spark
@@ -133,13 +133,13 @@ def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark,
 
 
 def test_a_setting_of_the_servers_application_is_refused_naming_it(connect_server, monkeypatch):
-    from sparkcdc.spark.launch.spark_session import spark_session
+    from sparkcdc.spark import launch
 
     for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE"):  # the session's process-wide mode, undone after
         monkeypatch.delenv(name, raising=False)
 
     with pytest.raises(ConfigurationError, match=r"^spark\.executor\.memory: a Spark Connect session sets only runtime"):
-        spark_session(remote=connect_server.url, extra={"spark.sql.shuffle.partitions": "3", "spark.executor.memory": "2g"})
+        launch.session(remote=connect_server.url, extra={"spark.sql.shuffle.partitions": "3", "spark.executor.memory": "2g"})
 
 
 def test_run_remote_writes_topic_files_and_mirrors(connect_server, pg_cluster, db, tmp_path, unique_name):

@@ -61,10 +61,10 @@ def test_a_driver_jvm_sparkcdc_launches_does_not_look_for_static_data_sources(st
     probe = """
 import sys
 from sparkcdc.spark.launch.driver_jvm import static_data_sources_skipped
-from sparkcdc.spark.launch.spark_session import spark_session
+from sparkcdc.spark import launch
 from sparkcdc.spark.source import PostgresCdcDataSource, register
 
-spark = spark_session("local[1]")
+spark = launch.session("local[1]")
 assert "pyspark.testing.utils" in sys.modules, "py4j's converters were not imported beside the launch"
 assert static_data_sources_skipped(spark._jvm)
 register(spark)
@@ -86,10 +86,10 @@ def test_a_session_started_by_its_user_still_finds_static_data_sources(static_so
     probe = """
 from pyspark.sql import SparkSession
 from sparkcdc.spark.launch.driver_jvm import static_data_sources_skipped
-from sparkcdc.spark.launch.spark_session import spark_session
+from sparkcdc.spark import launch
 
 mine = SparkSession.builder.master("local[1]").getOrCreate()
-spark = spark_session()
+spark = launch.session()
 assert spark is mine
 assert [tuple(row) for row in spark.read.format("probe_static").load().collect()] == [(1,)]
 assert not static_data_sources_skipped(spark._jvm)

@@ -87,7 +87,7 @@ def run_pipeline(
 
     A query that fails because the server went away is restarted from its checkpoint (see
     :mod:`sparkcdc.spark.restarts`); ``on_restart`` hears of each restart (default: a log warning).
-    ``spark_conf`` (``sparkcdc run --conf``) goes to the session builder (:mod:`sparkcdc.spark.launch.spark_session`).
+    ``spark_conf`` (``sparkcdc run --conf``) goes to the session builder (:mod:`sparkcdc.spark.launch`).
     ``metrics_port``: serve the connector's metrics for Prometheus on ``metrics_host:metrics_port``
     while the run lasts (see :mod:`sparkcdc.spark.metrics` and docs/metrics.md). ``display``: a
     progress display of the same figures (``start(collector)``, ``stop()``; see :mod:`sparkcdc.cli.progress`);
@@ -100,10 +100,11 @@ def run_pipeline(
     from pyspark.errors import StreamingQueryException
 
     from ..gc_policy import use_throughput_gc
-    from .launch.spark_session import is_connect, spark_session
+    from . import launch
     from .launch.warm_workers import warm_python_workers
     from .metrics import RunMetrics
     from .options import options_for
+    from .running_session import is_connect
     from .server_stats import ApplyStatsChannel, merge_apply_stats
     from .sinks.topic_files import TopicFilesBatchWriter, local_output_path
     from .source import register
@@ -148,7 +149,7 @@ def run_pipeline(
         # --conf wins over what the display asks for (Spark's console progress bar off while it draws;
         # a Connect server's bar is not on this terminal)
         extra = {**((metrics.spark_conf or {}) if metrics and remote is None else {}), **(spark_conf or {})}
-        spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}", extra=extra or None, remote=remote)
+        spark = launch.session(master, app_name=f"sparkcdc-{config.settings.name}", extra=extra or None, remote=remote)
     except BaseException:
         if metrics is not None:
             metrics.close()

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .class_archive import turned_off
+from .switches import turned_off
 
 __all__ = ["SWITCH", "ForkServer", "is_local_master", "launcher_source", "start_for_launch", "start_fork_server",
            "use_fork_server"]
