@@ -26,12 +26,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..debezium.config import ConnectorConfig
-from ..debezium.metric_tags import PROPERTY as TAGS_PROPERTY
-from ..debezium.metric_tags import mbean_name, metric_tags, prometheus_labels
-from ..engine.metric_reports import metrics_location, read_json, stream_report_lsn
-from ..engine.metrics import ATTRIBUTES, SNAPSHOT, STREAMING, ConnectorMetrics
-from ..engine.stream_slots import stream_slots
+from ...debezium.config import ConnectorConfig
+from ...debezium.metric_tags import PROPERTY as TAGS_PROPERTY
+from ...debezium.metric_tags import mbean_name, metric_tags, prometheus_labels
+from ...engine.metric_reports import metrics_location, read_json, stream_report_lsn
+from ...engine.metrics import ATTRIBUTES, SNAPSHOT, STREAMING, ConnectorMetrics
+from ...engine.stream_slots import stream_slots
 
 __all__ = ["CdcMetricsListener", "MetricsCollector", "PrometheusExposition", "RunMetrics", "serve_metrics"]
 
@@ -195,7 +195,7 @@ class MetricsCollector:
     def _poll_slot(self) -> None:
         try:
             if self._conn is None or self._conn.closed:
-                from ..engine.connection import sql_connection
+                from ...engine.connection import sql_connection
 
                 self._conn = sql_connection(self.config, autocommit=True, application_name="sparkcdc-metrics")
             row = self._conn.execute(_SLOT_QUERY, ([stream.slot for stream in stream_slots(self.config)],)).fetchone()
@@ -390,7 +390,7 @@ class RunMetrics:
         """Started before Spark: a port in use fails the run at once. None when nothing asks for metrics."""
         if port is None and display is None:
             return None
-        from ..errors import PipelineError
+        from ...errors import PipelineError
 
         collector = MetricsCollector(ConnectorConfig(dict(properties)), remote=remote)
         server = None
@@ -439,7 +439,7 @@ class CdcMetricsListener(_listener_base()):  # type: ignore[misc]
 
     def __init__(self, options: Mapping[str, str], *, on_progress: Any = None, poll_server: bool = True) -> None:
         super().__init__()
-        from .options import config_from_options
+        from ..options import config_from_options
 
         self.collector = MetricsCollector(config_from_options(dict(options)), poll_server=poll_server)
         self.on_progress = on_progress
