@@ -102,7 +102,7 @@ def run_pipeline(
     from ..gc_policy import use_throughput_gc
     from . import launch
     from .launch.warm_workers import warm_python_workers
-    from .metrics import RunMetrics
+    from .metrics.run_metrics import RunMetrics
     from .options import options_for
     from .running_session import is_connect
     from .server_stats import ApplyStatsChannel, merge_apply_stats
