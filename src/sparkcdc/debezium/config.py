@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError
+from .config_errors import ConfigError
 from .property_table import (
     ALIAS,
     PROPERTIES,
@@ -41,15 +41,6 @@ __all__ = [
     "PROPERTIES", "ConfigError", "ConfigWarning", "ConnectorConfig", "Property", "compile_patterns", "report_warnings",
     "split_list",
 ]
-
-
-class ConfigError(ConfigurationError):
-    """A configuration property (``property``) is missing or has an invalid value."""
-
-    property: str
-
-    def __init__(self, prop: str, message: str) -> None:
-        super().__init__(message, prop=prop)
 
 
 class ConfigWarning(UserWarning):

@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .config import ConfigError
+from .config_errors import ConfigError
 
 __all__ = ["TopicCreation", "TopicGroup", "topic_creation", "unused_without_kafka"]
 
