@@ -84,10 +84,10 @@ def _server_features(request: pytest.FixtureRequest) -> None:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
     """One local SparkSession for the whole test session (starting Spark costs seconds)."""
-    from sparkcdc.spark.session import spark_session
+    from sparkcdc.spark import launch
     from sparkcdc.spark.source import register
 
-    session = spark_session("local[2]", app_name="sparkcdc-tests")
+    session = launch.session("local[2]", app_name="sparkcdc-tests")
     register(session)
     yield session
     session.stop()

@@ -142,9 +142,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=2)
     args = parser.parse_args()
-    from sparkcdc.spark.session import spark_session
+    from sparkcdc.spark import launch
 
-    spark = spark_session("local[2]", app_name="typed-layout-probe")
+    spark = launch.session("local[2]", app_name="typed-layout-probe")
     _register(spark)
     layouts: tuple[str, ...] = ("json", "text", "arrow", "ipc")
     try:

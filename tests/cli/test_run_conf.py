@@ -30,7 +30,7 @@ def test_conf_reaches_the_session_and_a_static_one_is_named(spark, pg_cluster, d
     before = spark.conf.get("spark.sql.shuffle.partitions")
     assert before != "7"
     try:
-        with caplog.at_level(logging.WARNING, logger="sparkcdc.spark.session"):
+        with caplog.at_level(logging.WARNING, logger="sparkcdc.spark.launch.spark_session"):
             result = CliRunner().invoke(app, [
                 "run", str(config), "--checkpoint", str(tmp_path / "ck"), "--output", str(tmp_path / "out"), "--once",
                 "--conf", "spark.sql.shuffle.partitions=7", "--conf", "spark.sql.session.timeZone=America/St_Johns",

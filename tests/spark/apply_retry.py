@@ -40,11 +40,11 @@ class RetriedApplier(ChangeApplier):
 
 def run(spec: dict[str, Any]) -> None:
     os.environ[MARKERS] = spec["markers"]  # before the JVM starts: the workers inherit it
+    from sparkcdc.spark import launch
     from sparkcdc.spark.options import options_for
-    from sparkcdc.spark.session import spark_session
     from sparkcdc.spark.source import register
 
-    spark = spark_session("local[2,2]", app_name="sparkcdc-apply-retry")
+    spark = launch.session("local[2,2]", app_name="sparkcdc-apply-retry")
     register(spark)
     appliers = [RetriedApplier(target, spec["properties"], pipeline_id=spec["checkpoint"], all_tables=True,
                                defaults={"stored_as_scd_type": scd}, events_per_partition=spec["events_per_partition"])

@@ -1,6 +1,6 @@
-"""The driver JVM's flags: the class archive (sparkcdc.spark.class_archive), made for one class
+"""The driver JVM's flags: the class archive (sparkcdc.spark.launch.class_archive), made for one class
 path and used only by it, mapped by the driver JVMs sparkcdc starts, and the quick JIT
-(sparkcdc.spark.driver_jvm); one's own flags come later and win."""
+(sparkcdc.spark.launch.driver_jvm); one's own flags come later and win."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from sparkcdc.spark import class_archive
-from sparkcdc.spark.driver_jvm import QUICK_JIT, launch_settings
+from sparkcdc.spark.launch import class_archive
+from sparkcdc.spark.launch.driver_jvm import QUICK_JIT, launch_settings
+from sparkcdc.spark.launch.spark_defaults import JAVA_OPTIONS
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def test_a_jar_installed_again_is_another_archive(cache: Path, monkeypatch: pyte
 
 
 def test_the_driver_gets_the_archive_and_the_quick_jit_ahead_of_its_own_flags(cache: Path) -> None:
-    options = class_archive.JAVA_OPTIONS
+    options = JAVA_OPTIONS
     assert launch_settings({}) == {options: QUICK_JIT}, "no archive made yet: nothing to map"
     path = _fake_archive()
     assert launch_settings({}) == {options: f"-XX:SharedArchiveFile={path} {QUICK_JIT}"}
@@ -65,37 +66,37 @@ def test_spark_defaults_flags_are_kept(cache: Path) -> None:
     (cache / "conf").mkdir()
     (cache / "conf" / "spark-defaults.conf").write_text("# site settings\nspark.driver.extraJavaOptions   -Dsite=1 -Dsite.b=2\n")
     path = _fake_archive()
-    assert launch_settings({}) == {class_archive.JAVA_OPTIONS: f"-XX:SharedArchiveFile={path} {QUICK_JIT} -Dsite=1 -Dsite.b=2"}
+    assert launch_settings({}) == {JAVA_OPTIONS: f"-XX:SharedArchiveFile={path} {QUICK_JIT} -Dsite=1 -Dsite.b=2"}
 
 
 @pytest.mark.parametrize("own", ["-Xshare:off", "-XX:SharedArchiveFile=/elsewhere.jsa", "-XX:ArchiveClassesAtExit=/x.jsa"])
 def test_own_class_sharing_flags_win(cache: Path, own: str) -> None:
     _fake_archive()
-    assert launch_settings({class_archive.JAVA_OPTIONS: own}) == {class_archive.JAVA_OPTIONS: f"{QUICK_JIT} {own}"}
+    assert launch_settings({JAVA_OPTIONS: own}) == {JAVA_OPTIONS: f"{QUICK_JIT} {own}"}
 
 
 @pytest.mark.parametrize("own", ["-XX:TieredStopAtLevel=4", "-XX:-TieredCompilation"])
 def test_own_jit_flags_win(cache: Path, own: str) -> None:
     path = _fake_archive()
-    assert launch_settings({class_archive.JAVA_OPTIONS: own}) == {class_archive.JAVA_OPTIONS: f"-XX:SharedArchiveFile={path} {own}"}
+    assert launch_settings({JAVA_OPTIONS: own}) == {JAVA_OPTIONS: f"-XX:SharedArchiveFile={path} {own}"}
 
 
 def test_turned_off(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_archive()
     monkeypatch.setenv(class_archive.SWITCH, "off")
-    assert launch_settings({}) == {class_archive.JAVA_OPTIONS: QUICK_JIT}
+    assert launch_settings({}) == {JAVA_OPTIONS: QUICK_JIT}
 
 
 def test_a_new_driver_jvm_maps_spark_classes_from_the_archive(tmp_path: Path) -> None:
     """The real thing: the archive of this machine's Spark (``make venv`` makes it with ``sparkcdc
-    prepare``; made here if missing) is mapped by a driver JVM that ``spark_session`` launches, as
+    prepare``; made here if missing) is mapped by a driver JVM that ``launch.session`` launches, as
     the JVM's class-loading log shows, and the session works."""
     env = {key: value for key, value in os.environ.items() if key not in (class_archive.SWITCH, "SPARK_CONF_DIR")}
     made = subprocess.run([sys.executable, "-m", "sparkcdc.cli", "prepare"], capture_output=True, text=True, env=env, timeout=900, check=False)
     assert made.returncode == 0, made.stderr
     loaded = tmp_path / "classes.log"
-    probe = ("from sparkcdc.spark.session import spark_session\n"
-             f"spark = spark_session('local[1]', extra={{'spark.driver.extraJavaOptions': '-Xlog:class+load=info:file={loaded}'}})\n"
+    probe = ("from sparkcdc.spark import launch\n"
+             f"spark = launch.session('local[1]', extra={{'spark.driver.extraJavaOptions': '-Xlog:class+load=info:file={loaded}'}})\n"
              "assert spark.range(5).count() == 5\n"
              "spark.stop()\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300, check=False)

@@ -23,7 +23,8 @@ from typer.testing import CliRunner
 
 from sparkcdc.cli.app import EXIT_CONFIG, app
 from sparkcdc.errors import ConfigurationError
-from sparkcdc.spark.runner import _observe_records, _observed_records, run_pipeline
+from sparkcdc.spark.connect_run import observe_records, observed_records
+from sparkcdc.spark.runner import run_pipeline
 
 from ..support.processes import GroupProcess
 from ..support.standalone_cluster import free_port
@@ -67,14 +68,14 @@ def _run_available_now(writer: Any, checkpoint: Path) -> list[int]:
     finally:
         query.stop()
     assert query.exception() is None, str(query.exception())
-    return [_observed_records(p) for p in query.recentProgress]
+    return [observed_records(p) for p in query.recentProgress]
 
 
 def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark, pg_cluster, db, tmp_path, unique_name):
     from sparkcdc.spark import views
     from sparkcdc.spark.apply import apply_changes
     from sparkcdc.spark.options import options_for
-    from sparkcdc.spark.session import default_parallelism
+    from sparkcdc.spark.running_session import default_parallelism
     from sparkcdc.spark.sinks.topic_files import topic_files_writer
 
     spark = connect_spark
@@ -95,7 +96,7 @@ def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark,
         # As `run --output` does: the reader's tasks write the topic files (on the server's side), the
         # writer publishes them; the records counted by what the runner observes on Connect.
         files = source({**files_props, "sparkcdc.output.layout": "topic_files", "sparkcdc.output.topic.files": str(out)})
-        written = _run_available_now(topic_files_writer(_observe_records(files, "topic_files"), out), tmp_path / "ck-files")
+        written = _run_available_now(topic_files_writer(observe_records(files, "topic_files"), out), tmp_path / "ck-files")
         frame = source(view_props)
         changes = views.table_changes(frame, view, layout="columns")
         # The layout given, building the view analysed nothing: no round trip to the server, whose
@@ -104,7 +105,7 @@ def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark,
         _run_available_now(changes.writeStream.format("parquet").option("path", str(typed)), tmp_path / "ck-view")
         mirror_url = f"postgresql://{pg_cluster.user}@{pg_cluster.host}:{pg_cluster.port}/{mirror}"
         # The changes layout (typed blocks, decoded by mapInArrow on the server), as `run --apply-to` reads it.
-        typed_blocks = _observe_records(source({**apply_props, "sparkcdc.output.layout": "changes"}), "changes")
+        typed_blocks = observe_records(source({**apply_props, "sparkcdc.output.layout": "changes"}), "changes")
         applied = _run_available_now(apply_changes(typed_blocks, mirror_url, properties=apply_props,
                                                    checkpoint_location=tmp_path / "ck-apply"), tmp_path / "ck-apply")
         return [written, applied]
@@ -133,13 +134,13 @@ def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark,
 
 
 def test_a_setting_of_the_servers_application_is_refused_naming_it(connect_server, monkeypatch):
-    from sparkcdc.spark.session import spark_session
+    from sparkcdc.spark import launch
 
     for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE"):  # the session's process-wide mode, undone after
         monkeypatch.delenv(name, raising=False)
 
     with pytest.raises(ConfigurationError, match=r"^spark\.executor\.memory: a Spark Connect session sets only runtime"):
-        spark_session(remote=connect_server.url, extra={"spark.sql.shuffle.partitions": "3", "spark.executor.memory": "2g"})
+        launch.session(remote=connect_server.url, extra={"spark.sql.shuffle.partitions": "3", "spark.executor.memory": "2g"})
 
 
 def test_run_remote_writes_topic_files_and_mirrors(connect_server, pg_cluster, db, tmp_path, unique_name):
@@ -257,12 +258,12 @@ def test_master_and_remote_are_refused_together(tmp_path):
 def test_a_server_without_sparkcdc_is_named_with_what_to_install():
     """What the server answers when its Python lacks sparkcdc (seen with a server whose
     PYSPARK_PYTHON shadows it; starting a second server here would double the module's time)."""
-    from sparkcdc.spark.runner import _server_lacks
+    from sparkcdc.spark.connect_run import server_lacks
 
     answer = ("[PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source instance: Traceback (most recent call last):\n"
               "  File \"/srv/sparkcdc/__init__.py\", line 1, in <module>\nModuleNotFoundError: No module named 'sparkcdc'\n"
               " SQLSTATE: 38000\n\nJVM stacktrace:\norg.apache.spark.sql.AnalysisException")
-    message = _server_lacks(answer)
+    message = server_lacks(answer)
     assert message is not None and "cannot import 'sparkcdc'" in message and "PYSPARK_PYTHON" in message
-    assert _server_lacks("ModuleNotFoundError: No module named 'deltalake'") is not None
-    assert _server_lacks("[PYTHON_DATA_SOURCE_ERROR] connection refused") is None
+    assert server_lacks("ModuleNotFoundError: No module named 'deltalake'") is not None
+    assert server_lacks("[PYTHON_DATA_SOURCE_ERROR] connection refused") is None

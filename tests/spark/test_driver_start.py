@@ -1,4 +1,4 @@
-"""The start of a driver JVM sparkcdc launches (sparkcdc.spark.driver_jvm): Spark's lookup of static
+"""The start of a driver JVM sparkcdc launches (sparkcdc.spark.launch.driver_jvm): Spark's lookup of static
 Python data sources is spared there, and only there; py4j's argument converters are imported
 beside the launch. Each case starts its own JVM in a subprocess (a JVM's lookup happens once)."""
 
@@ -60,11 +60,11 @@ def _run(probe: str, env: dict[str, str]) -> None:
 def test_a_driver_jvm_sparkcdc_launches_does_not_look_for_static_data_sources(static_source: dict[str, str]) -> None:
     probe = """
 import sys
-from sparkcdc.spark.driver_jvm import static_data_sources_skipped
-from sparkcdc.spark.session import spark_session
+from sparkcdc.spark.launch.driver_jvm import static_data_sources_skipped
+from sparkcdc.spark import launch
 from sparkcdc.spark.source import PostgresCdcDataSource, register
 
-spark = spark_session("local[1]")
+spark = launch.session("local[1]")
 assert "pyspark.testing.utils" in sys.modules, "py4j's converters were not imported beside the launch"
 assert static_data_sources_skipped(spark._jvm)
 register(spark)
@@ -85,11 +85,11 @@ def test_a_session_started_by_its_user_still_finds_static_data_sources(static_so
     """Where the user starts Spark, sparkcdc reuses the session and leaves Spark's lookup alone."""
     probe = """
 from pyspark.sql import SparkSession
-from sparkcdc.spark.driver_jvm import static_data_sources_skipped
-from sparkcdc.spark.session import spark_session
+from sparkcdc.spark.launch.driver_jvm import static_data_sources_skipped
+from sparkcdc.spark import launch
 
 mine = SparkSession.builder.master("local[1]").getOrCreate()
-spark = spark_session()
+spark = launch.session()
 assert spark is mine
 assert [tuple(row) for row in spark.read.format("probe_static").load().collect()] == [(1,)]
 assert not static_data_sources_skipped(spark._jvm)

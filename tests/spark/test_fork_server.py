@@ -1,4 +1,4 @@
-"""Spark's Python processes forked from sparkcdc's fork server (sparkcdc.spark.python_forks): a
+"""Spark's Python processes forked from sparkcdc's fork server (sparkcdc.spark.launch.python_forks): a
 process the launcher stands for behaves as the one the real interpreter would start, signals and
 kills included, and what the server cannot stand in for runs the real interpreter."""
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkcdc.spark.python_forks import ForkServer, is_local_master, start_fork_server
+from sparkcdc.spark.launch.python_forks import ForkServer, is_local_master, start_fork_server
 
 PROBE = textwrap.dedent("""
     import json, os, signal, sys, time
@@ -124,7 +124,7 @@ def test_a_killed_launcher_takes_its_process_with_it(server: ForkServer, probe_e
 def test_the_server_ends_with_its_driver(tmp_path: Path) -> None:
     driver = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
         import sys, time
-        from sparkcdc.spark.python_forks import start_fork_server
+        from sparkcdc.spark.launch.python_forks import start_fork_server
         server = start_fork_server("local[1]")
         print(server.pid, server.directory, flush=True)
         time.sleep(60)
@@ -166,12 +166,12 @@ def test_a_local_session_sparkcdc_starts_forks_its_python_processes(spark) -> No
     assert server is not None
     assert spark.sparkContext.pythonExec == server.launcher
     daemon, above = spark.sparkContext.parallelize(range(1), 1).map(_python_lineage).collect()[0]
-    assert daemon.startswith(f"{sys.executable} -m sparkcdc.spark.worker_daemon"), daemon
-    assert "sparkcdc.spark.fork_server" in above, above
+    assert daemon.startswith(f"{sys.executable} -m sparkcdc.spark.launch.worker_daemon"), daemon
+    assert "sparkcdc.spark.launch.fork_server" in above, above
 
 
 def test_the_switch_turns_the_fork_server_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sparkcdc.spark.python_forks import SWITCH
+    from sparkcdc.spark.launch.python_forks import SWITCH
 
     monkeypatch.setenv(SWITCH, "off")
     assert start_fork_server("local[2]") is None

@@ -60,7 +60,7 @@ def test_reports_out_of_reach_are_named_with_the_property(tmp_path: Path, caplog
     collector.refresh()
     assert collector.snapshot()["sparkcdc"]["metric_reports_found"] is None  # nothing committed yet: nothing to say
     collector.observe_progress({"batchId": 0, "sources": []})
-    with caplog.at_level("WARNING", logger="sparkcdc.spark.metrics"):
+    with caplog.at_level("WARNING", logger="sparkcdc.spark.metrics.collector"):
         collector.refresh()
         collector.refresh()
     warnings = [r.getMessage() for r in caplog.records if "metric report" in r.getMessage()]

@@ -12,28 +12,29 @@ from pathlib import Path
 import pytest
 
 from sparkcdc.errors import ConfigurationError
-from sparkcdc.spark.runner import _state_location, run_pipeline
+from sparkcdc.spark.run_locations import state_location
+from sparkcdc.spark.runner import run_pipeline
 
 
-def test_a_relative_checkpoint_gives_an_absolute_state_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_relative_checkpoint_gives_an_absolutestate_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    assert _state_location(None, "ck") == str(tmp_path / "ck" / "sparkcdc-state")
-    assert _state_location(None, str(tmp_path / "ck")) == str(tmp_path / "ck" / "sparkcdc-state")
-    assert _state_location(None, f"file://{tmp_path}/ck") == str(tmp_path / "ck" / "sparkcdc-state")
+    assert state_location(None, "ck") == str(tmp_path / "ck" / "sparkcdc-state")
+    assert state_location(None, str(tmp_path / "ck")) == str(tmp_path / "ck" / "sparkcdc-state")
+    assert state_location(None, f"file://{tmp_path}/ck") == str(tmp_path / "ck" / "sparkcdc-state")
 
 
 def test_a_configured_state_location_is_kept_and_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    assert _state_location("state", "s3a://bucket/ck") == str(tmp_path / "state")
-    assert _state_location("/mnt/shared/state", "ck") == "/mnt/shared/state"
-    assert _state_location("file:///mnt/shared/state", "ck") == "/mnt/shared/state"
+    assert state_location("state", "s3a://bucket/ck") == str(tmp_path / "state")
+    assert state_location("/mnt/shared/state", "ck") == "/mnt/shared/state"
+    assert state_location("file:///mnt/shared/state", "ck") == "/mnt/shared/state"
 
 
 @pytest.mark.parametrize(("configured", "checkpoint"), [(None, "s3a://bucket/ck"), (None, "hdfs://nn:8020/ck"),
                                                         ("s3a://bucket/state", "ck"), ("file://elsewhere/state", "ck")])
 def test_a_location_that_is_not_a_local_path_is_refused(configured: str | None, checkpoint: str) -> None:
     with pytest.raises(ConfigurationError) as info:
-        _state_location(configured, checkpoint)
+        state_location(configured, checkpoint)
     assert info.value.property == "sparkcdc.state.location"
 
 

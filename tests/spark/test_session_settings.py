@@ -1,4 +1,4 @@
-"""What sparkcdc.spark.session decides before Spark starts: a packed environment's relative
+"""What sparkcdc.spark.launch.spark_session decides before Spark starts: a packed environment's relative
 interpreter path must resolve on the driver too (the source's planning runs it there)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sparkcdc.errors import ConfigurationError
-from sparkcdc.spark.session import _check_on_the_driver
+from sparkcdc.spark.launch.spark_session import _check_on_the_driver
 
 
 def test_a_relative_python_missing_in_the_drivers_directory_is_refused_with_the_way_out(tmp_path: Path,

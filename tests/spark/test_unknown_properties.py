@@ -50,9 +50,9 @@ def test_the_source_reports_a_misspelt_option_with_the_closest_name(pg_cluster, 
     props.pop("table.include.list")
     script = textwrap.dedent(f"""
         import json
-        from sparkcdc.spark.session import spark_session
+        from sparkcdc.spark import launch
         from sparkcdc.spark.source import register
-        spark = spark_session("local[1]", app_name="unknown-option")
+        spark = launch.session("local[1]", app_name="unknown-option")
         register(spark)
         reader = spark.readStream.format("postgres-cdc")
         for name, value in json.loads({json.dumps(json.dumps(props))}).items():

@@ -6,7 +6,7 @@ import os
 import sys
 from typing import Any
 
-from sparkcdc.spark.warm_workers import start_python_workers, warm_python_workers
+from sparkcdc.spark.launch.warm_workers import start_python_workers, warm_python_workers
 
 
 def _worker_pids(batches: Any) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from sparkcdc.spark.worker_daemon import PRELOADED, preload
+from sparkcdc.spark.launch.worker_daemon import PRELOADED, preload
 
 
 def _worker_view(_: object) -> tuple[str, bool, bool]:
@@ -19,7 +19,7 @@ def _worker_view(_: object) -> tuple[str, bool, bool]:
 def test_task_workers_are_forked_from_the_preloading_daemon(spark) -> None:  # noqa: ANN001 - the session fixture
     views = spark.sparkContext.parallelize(range(2), 2).map(_worker_view).collect()
     for parent, rendered, files in views:
-        assert "sparkcdc.spark.worker_daemon" in parent, parent
+        assert "sparkcdc.spark.launch.worker_daemon" in parent, parent
         assert rendered and files
 
 

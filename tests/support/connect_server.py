@@ -122,11 +122,11 @@ _CONNECT_MODE_VARIABLES = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")
 def client_session(url: str) -> Iterator[object]:
     """A Spark Connect client session on ``url`` with ``postgres-cdc`` registered; stopped at the end
     of the block, and this process back in classic mode."""
-    from sparkcdc.spark.session import spark_session
+    from sparkcdc.spark import launch
     from sparkcdc.spark.source import register
 
     before = {name: os.environ.get(name) for name in _CONNECT_MODE_VARIABLES}
-    session = spark_session(remote=url)
+    session = launch.session(remote=url)
     try:
         register(session)
         yield session

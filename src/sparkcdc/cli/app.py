@@ -424,7 +424,7 @@ def prepare(
     Made once per Java, Spark and class path (about a minute; `make venv` runs it); `sparkcdc run` and
     the sessions sparkcdc starts use it from then on. SPARKCDC_CLASS_ARCHIVE=off turns it off.
     """
-    from ..spark import class_archive
+    from ..spark.launch import class_archive
 
     settings = _conf_pairs(conf or ())
     path = class_archive.archive_path(settings)

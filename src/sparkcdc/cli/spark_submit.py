@@ -2,7 +2,7 @@
 
 spark-submit needs the path of a ``.py`` file (``sparkcdc submit-script`` prints this one's); the
 arguments after it are ``sparkcdc``'s. The session is spark-submit's: its ``--master``, ``--conf``
-and ``--name`` stay as given (:mod:`sparkcdc.spark.session`), so ``run --master`` is refused here.
+and ``--name`` stay as given (:mod:`sparkcdc.spark.launch.spark_session`), so ``run --master`` is refused here.
 The driver's Python (spark-submit's ``spark.pyspark.driver.python``, ``PYSPARK_DRIVER_PYTHON`` or
 ``PYSPARK_PYTHON``) must have sparkcdc installed.
 """

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from ..errors import ConfigurationError
+from .converter_values import CLOUDEVENTS_CONVERTER, JSON_CONVERTER, NO_HEADER_TRANSFORM, metadata_sources
+from .property_table import PROPERTIES, WARNED
 
 __all__ = [
     "CLOUDEVENTS_CONVERTER",
@@ -34,36 +36,10 @@ __all__ = [
     "CloudEventsSettings",
     "ConverterConfigError",
     "Converters",
-    "converter_problem",
     "converters_of",
-    "metadata_source_problem",
 ]
 
-JSON_CONVERTER: Final = "org.apache.kafka.connect.json.JsonConverter"
-CLOUDEVENTS_CONVERTER: Final = "io.debezium.converters.CloudEventsConverter"
-
 PARTS: Final = ("key", "value", "header")
-
-_WRITES_JSON: Final = "sparkcdc writes JSON (org.apache.kafka.connect.json.JsonConverter"
-
-#: Converters that serialize through a schema registry, and what they write.
-_REGISTRY_CONVERTERS: Final[Mapping[str, str]] = {
-    "io.confluent.connect.avro.AvroConverter": "Avro",
-    "io.confluent.connect.protobuf.ProtobufConverter": "Protobuf",
-    "io.confluent.connect.json.JsonSchemaConverter": "JSON Schema",
-    "io.apicurio.registry.utils.converter.AvroConverter": "Avro",
-    "io.apicurio.registry.utils.converter.ProtobufConverter": "Protobuf",
-    "io.apicurio.registry.utils.converter.ExtJsonConverter": "JSON with registered schemas",
-}
-
-#: Other converter classes a configuration may name, and why sparkcdc cannot write what they write.
-_OTHER_CONVERTERS: Final[Mapping[str, str]] = {
-    "org.apache.kafka.connect.storage.StringConverter": "it writes a struct as Java's Struct.toString(), which sparkcdc does not imitate",
-    "org.apache.kafka.connect.converters.ByteArrayConverter": "it takes byte arrays, and Debezium's keys and values are structs",
-    "io.debezium.converters.ByteArrayConverter": "it takes byte arrays, and Debezium's keys and values are structs",
-    "io.debezium.converters.BinaryDataConverter": "it takes byte arrays, and Debezium's keys and values are structs",
-    "org.apache.kafka.connect.storage.SimpleHeaderConverter": "sparkcdc writes headers with JsonConverter (their schemas included)",
-}
 
 #: JsonConverter's settings that change its bytes, with their defaults (what happens when unset).
 _JSON_SETTINGS: Final[Mapping[str, str]] = {
@@ -78,12 +54,6 @@ _CLOUDEVENTS_SETTINGS: Final = (
     "schema.data.name.source.header.enable", "opentelemetry.tracing.attributes.enable", "extension.attributes.enable",
     "metadata.source",
 )
-
-_METADATA_FIELDS: Final = ("id", "type", "traceparent", "dataSchemaName")
-METADATA_SOURCE_DEFAULT: Final = "value,id:generate,type:generate,traceparent:header,dataSchemaName:generate"
-
-_NO_HEADER_TRANSFORM: Final = ("no transform sparkcdc runs puts such a header on a change event (Kafka's InsertHeader and "
-                               "HeaderFrom are not among them)")
 
 
 class ConverterConfigError(ConfigurationError):
@@ -114,79 +84,12 @@ class Converters:
         return self.cloudevents is None
 
 
-def converter_problem(part: str, raw: str) -> str | None:
-    """Why ``<part>.converter=raw`` cannot be honoured, or None (the property table's check)."""
-    name = raw.strip()
-    if name == JSON_CONVERTER:
-        return None
-    if name == CLOUDEVENTS_CONVERTER:
-        if part == "value":
-            return None
-        return (f"{name} converts record values (Debezium documents it as value.converter); sparkcdc writes {part}s "
-                f"with {JSON_CONVERTER}")
-    written = _REGISTRY_CONVERTERS.get(name)
-    if written is not None:
-        return (f"{name} writes {written} through a schema registry, and none runs beside sparkcdc (a registry's schema ids "
-                f"would name schemas nobody can resolve); {_WRITES_JSON}, or {CLOUDEVENTS_CONVERTER} for values with "
-                "serializer.type=json)")
-    reason = _OTHER_CONVERTERS.get(name)
-    if reason is None:
-        reason = "sparkcdc cannot load Java classes and does not know what it writes"
-    return f"{name} is not a converter sparkcdc runs: {reason}; {_WRITES_JSON}" + (
-        f", or {CLOUDEVENTS_CONVERTER})" if part == "value" else ")")
-
-
-def metadata_source_problem(raw: str) -> str | None:
-    """Why ``value.converter.metadata.source=raw`` cannot be honoured, or None (the property table's
-    check). Read as Debezium reads it: the comma-separated parts trimmed, the first ``value`` or
-    ``header`` (any case), then ``<field>:<source>`` pairs, field names exactly as written, a later
-    pair winning over an earlier one."""
-    try:
-        sources = _metadata_sources(raw)
-    except ValueError as exc:
-        return str(exc)
-    if sources["global"] == "header":
-        return ("'header' reads each change event's source, op and transaction from headers that Kafka's HeaderFrom "
-                f"transform adds; {_NO_HEADER_TRANSFORM}, and without them Debezium's converter writes every value as "
-                "null: use value")
-    for field in ("id", "type"):
-        source = sources.get(field)
-        if source is None:
-            return (f"gives {field} no source: Debezium's converter fails on every change event without one "
-                    f"(null used for required field {field!r}); add {field}:generate")
-        if source == "header":
-            return (f"{field}:header takes each CloudEvent's {field} from a header named {field!r}; {_NO_HEADER_TRANSFORM}, "
-                    f"so Debezium's converter would fail on every change event (Header `{field}` was not provided): "
-                    f"use {field}:generate")
-    return None
-
-
-def _metadata_sources(raw: str) -> dict[str, str]:
-    parts = [part.strip() for part in raw.split(",")]
-    head = parts[0].lower()
-    if head not in ("value", "header"):
-        raise ValueError(f"{raw!r} must start with value or header (where change events' metadata is read)")
-    sources = {"global": head}
-    for part in parts[1:]:
-        field, colon, source = part.partition(":")
-        if not colon:
-            raise ValueError(f"{part!r} must be <field>:<source> (for example id:generate)")
-        if field not in _METADATA_FIELDS:
-            raise ValueError(f"{field!r} is not a CloudEvents field whose source can be set ({', '.join(_METADATA_FIELDS)})")
-        source = source.strip().lower()
-        if source not in ("generate", "header"):
-            raise ValueError(f"{part!r}: the source must be generate or header")
-        sources[field] = source
-    return sources
-
-
 def converters_of(raw: Mapping[str, str], warnings: list[str] | None = None) -> Converters:
     """The converters ``raw`` (a configuration's properties) asks for. The property table has checked
     each property's own value (a refused class or value raised there); what depends on the class
     chosen is checked here: the two names of a class must agree, and a setting that changes nothing
     for the chosen converter is reported in ``warnings`` (as Kafka Connect hands every converter its
     settings and the converter ignores those it does not read)."""
-    from .property_table import PROPERTIES, WARNED
 
     notes = warnings if warnings is not None else []
     classes = {part: _class_of(raw, part) for part in PARTS}
@@ -228,10 +131,10 @@ def _check_data_schema_name(raw: Mapping[str, str], name: str, value: str, notes
     """``dataSchemaName:header`` takes the data schema's name from a header only with
     ``schema.data.name.source.header.enable=true`` (Debezium ignores it otherwise)."""
     header_enable = _flag(raw, "value.converter.schema.data.name.source.header.enable", False)
-    if _metadata_sources(value).get("dataSchemaName") == "header":
+    if metadata_sources(value).get("dataSchemaName") == "header":
         if header_enable:
             raise ConverterConfigError("dataSchemaName:header with schema.data.name.source.header.enable=true takes "
-                                             f"the data schema's name from a 'dataSchemaName' header; {_NO_HEADER_TRANSFORM}, "
+                                             f"the data schema's name from a 'dataSchemaName' header; {NO_HEADER_TRANSFORM}, "
                                              "so Debezium's converter would fail on every change event", prop=name)
         notes.append(f"{name}: dataSchemaName:header has no effect without "
                      "value.converter.schema.data.name.source.header.enable=true (as in Debezium): the name is generated")

@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .converter_values import JSON_CONVERTER, converter_problem, metadata_source_problem
+
 __all__ = [
     "ALIAS", "FAMILIES", "HONOURED", "PROPERTIES", "REFUSED", "STATUSES", "WARNED", "Family", "Property",
     "closest", "closest_known", "compile_patterns", "split_list",
@@ -163,7 +165,6 @@ def _skipped_operations(raw: str) -> str | None:
 
 _CONNECTOR_CLASS = "io.debezium.connector.postgresql.PostgresConnector"
 _TOPIC_NAMING = "io.debezium.schema.SchemaTopicNamingStrategy"
-_JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 
 
 def _plugin(raw: str) -> str | None:
@@ -207,16 +208,8 @@ def _topic_naming(raw: str) -> str | None:
 def _converter(part: str) -> Callable[[str], str | None]:
     """The check of ``<part>.converter`` (and ``.class``): JsonConverter, CloudEvents for values."""
     def check(raw: str) -> str | None:
-        from .converters import converter_problem
-
         return converter_problem(part, raw)
     return check
-
-
-def _metadata_source(raw: str) -> str | None:
-    from .converters import metadata_source_problem
-
-    return metadata_source_problem(raw)
 
 
 _NO_REGISTRY = ("needs a schema registry, and none runs beside sparkcdc (a registry's schema ids would name schemas nobody can "
@@ -631,21 +624,21 @@ _ALL = [
            "(kafka) the reader tasks produce the records to Kafka exactly once themselves (sparkcdc.output.kafka.*) and the rows "
            "count them (index, topic, records, skipped)"),
     # converters (docs/converters.md): Kafka Connect's JsonConverter, Debezium's CloudEventsConverter for values
-    _P("key.converter", _JSON_CONVERTER, check=_converter("key"),
+    _P("key.converter", JSON_CONVERTER, check=_converter("key"),
        doc="org.apache.kafka.connect.json.JsonConverter only; a converter that needs a schema registry (Avro, Protobuf, "
            "JSON Schema) or any other class is refused, naming it"),
-    _P("value.converter", _JSON_CONVERTER, check=_converter("value"),
+    _P("value.converter", JSON_CONVERTER, check=_converter("value"),
        doc="org.apache.kafka.connect.json.JsonConverter or io.debezium.converters.CloudEventsConverter (JSON envelope and "
            "data, as Debezium writes them: docs/converters.md); a converter that needs a schema registry (Avro, Protobuf, "
            "JSON Schema) or any other class is refused, naming it"),
-    _P("header.converter", _JSON_CONVERTER, check=_converter("header"),
+    _P("header.converter", JSON_CONVERTER, check=_converter("header"),
        doc="org.apache.kafka.connect.json.JsonConverter only (headers are written with their schemas); any other class "
            "(SimpleHeaderConverter among them) is refused, naming it"),
-    _P("key.converter.class", _JSON_CONVERTER, check=_converter("key"),
+    _P("key.converter.class", JSON_CONVERTER, check=_converter("key"),
        doc="Debezium's embedded engine's name of key.converter (the same values; the two must agree)"),
-    _P("value.converter.class", _JSON_CONVERTER, check=_converter("value"),
+    _P("value.converter.class", JSON_CONVERTER, check=_converter("value"),
        doc="Debezium's embedded engine's name of value.converter (the same values; the two must agree)"),
-    _P("header.converter.class", _JSON_CONVERTER, check=_converter("header"),
+    _P("header.converter.class", JSON_CONVERTER, check=_converter("header"),
        doc="Debezium's embedded engine's name of header.converter (the same values; the two must agree)"),
     _P("key.converter.schemas.enable", "true", "bool"),
     _P("value.converter.schemas.enable", "true", "bool",
@@ -668,7 +661,7 @@ _ALL = [
     _P("value.converter.extension.attributes.enable", "true", "bool",
        doc="CloudEventsConverter: whether the iodebezium* attributes (op, every source field, the transaction) are written"),
     _P("value.converter.metadata.source", "value,id:generate,type:generate,traceparent:header,dataSchemaName:generate",
-       check=_metadata_source,
+       check=metadata_source_problem,
        doc="CloudEventsConverter: value with id:generate and type:generate; header (global, or for id or type) is refused: "
            "it reads headers that Kafka's HeaderFrom or InsertHeader would add, and no transform sparkcdc runs adds them"),
     _P("value.converter.opentelemetry.tracing.attributes.enable", "false", "bool",

@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import make_dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .property_table import ALIAS, PROPERTIES, Property, compile_patterns, split_list
 
-if TYPE_CHECKING:
-    from .config import ConnectorConfig
+__all__ = ["PropertyValues", "Settings", "attribute_name", "settings_of"]
 
-__all__ = ["Settings", "attribute_name", "settings_of"]
+
+class PropertyValues(Protocol):
+    """What the settings are read from: a property's value, its default applied (a validated
+    :class:`~sparkcdc.debezium.config.ConnectorConfig`)."""
+
+    def get(self, name: str) -> str | None: ...
 
 
 def attribute_name(name: str) -> str:
@@ -59,6 +63,6 @@ def _typed(prop: Property, value: str | None) -> Any:
     return value
 
 
-def settings_of(config: ConnectorConfig) -> Settings:
+def settings_of(config: PropertyValues) -> Settings:
     """The typed settings of a validated configuration (``config.settings`` caches this)."""
     return Settings(**{attr: _typed(prop, config.get(prop.name)) for attr, prop in _FIELDS.items()})

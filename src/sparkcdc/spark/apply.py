@@ -64,7 +64,7 @@ from ..apply.staged import StagedBatch, StagedPart
 from ..apply.targets import ApplyTarget, TargetColumn, already_applied, target_for
 from .changes_layout import BlockTyper, arrow_typable, table_blocks, versioned_changes
 from .options import config_from_options
-from .session import default_parallelism, job_description
+from .running_session import default_parallelism, job_description
 from .views import CHANGE_OPS, TableView, describe_table, table_changes
 from .views.kernels import KernelRefused
 from .views.versions import fill_expression, lossy_columns, merged_view, ordered_versions, view_of_description

@@ -42,7 +42,7 @@ def use_postgres_cdc(spark: Any) -> None:
     source and the ``sparkcdc-apply`` sink (:mod:`sparkcdc.spark.sinks.apply_sink`) registered on it
     and, on Spark Connect, :func:`install_accumulator_workaround`. Calling it again does no harm
     (each definition file may call it)."""
-    from .session import is_connect
+    from .running_session import is_connect
     from .sinks.apply_sink import register_apply_sink
     from .source import register
 
@@ -61,7 +61,7 @@ def in_pipeline_query_function(spark: Any) -> bool:
     file's own code runs under one without a flow name, and may analyse); it is read here without a
     request to the server. False for a classic session, and when pyspark keeps the mark elsewhere.
     """
-    from .session import is_connect
+    from .running_session import is_connect
 
     if not is_connect(spark):
         return False

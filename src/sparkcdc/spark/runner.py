@@ -12,53 +12,21 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from ..debezium.config import ConnectorConfig
 from ..errors import ConfigurationError, PipelineError  # PipelineError: raised when the streaming query fails, with Spark's cause
+from .connect_run import observe_records, observed_records, server_lacks
+from .query_control import describe_failure, failure_report, release_quietly, stop_quietly, watch
 from .restarts import RestartPolicy, retriable_cause
+from .run_locations import state_location
+from .run_summary import RunSummary
+from .run_targets import BatchFanOut, appliers_for
 
 __all__ = ["PipelineError", "RunSummary", "run_pipeline"]
 
 log = logging.getLogger(__name__)
-
-@dataclass(frozen=True)
-class RunSummary:
-    batches: int
-    records: int
-    stopped_by_signal: bool
-    restarts: int = 0  # streaming queries restarted after the server went away
-    startup_seconds: float = 0.0  # from the call to the query's start: Spark's own start-up, mostly
-    batch_durations_ms: tuple[int, ...] = ()  # Spark's triggerExecution time of each micro-batch
-    #: Spark's ``durationMs`` of each micro-batch (latestOffset, queryPlanning, addBatch, walCommit …):
-    #: where a batch's time went outside the sink's own work
-    batch_phases_ms: tuple[dict[str, int], ...] = ()
-    # Of each micro-batch too, from the same progress: its id (the topic files' part-<id>-* names), its
-    # input rows, and when its trigger began (Spark's ISO 8601 UTC timestamp): which batch did what, when.
-    batch_ids: tuple[int, ...] = ()
-    batch_input_rows: tuple[int, ...] = ()
-    batch_timestamps: tuple[str, ...] = ()
-    applied: dict[str, dict[str, int]] | None = None  # apply target -> table -> events applied
-    apply_seconds: dict[str, dict[str, float]] | None = None  # apply target -> phase -> driver seconds
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "batches": self.batches,
-            "records": self.records,
-            "stopped_by_signal": self.stopped_by_signal,
-            "restarts": self.restarts,
-            "startup_seconds": round(self.startup_seconds, 3),
-            "batch_durations_ms": list(self.batch_durations_ms),
-            "batch_phases_ms": [dict(phases) for phases in self.batch_phases_ms],
-            "batch_ids": list(self.batch_ids),
-            "batch_input_rows": list(self.batch_input_rows),
-            "batch_timestamps": list(self.batch_timestamps),
-            "applied": self.applied or {},
-            "apply_seconds": self.apply_seconds or {},
-        }
 
 
 def run_pipeline(
@@ -87,7 +55,7 @@ def run_pipeline(
 
     A query that fails because the server went away is restarted from its checkpoint (see
     :mod:`sparkcdc.spark.restarts`); ``on_restart`` hears of each restart (default: a log warning).
-    ``spark_conf`` (``sparkcdc run --conf``) goes to the session builder (:mod:`sparkcdc.spark.session`).
+    ``spark_conf`` (``sparkcdc run --conf``) goes to the session builder (:mod:`sparkcdc.spark.launch`).
     ``metrics_port``: serve the connector's metrics for Prometheus on ``metrics_host:metrics_port``
     while the run lasts (see :mod:`sparkcdc.spark.metrics` and docs/metrics.md). ``display``: a
     progress display of the same figures (``start(collector)``, ``stop()``; see :mod:`sparkcdc.cli.progress`);
@@ -100,13 +68,14 @@ def run_pipeline(
     from pyspark.errors import StreamingQueryException
 
     from ..gc_policy import use_throughput_gc
-    from .metrics import RunMetrics
+    from . import launch
+    from .launch.warm_workers import warm_python_workers
+    from .metrics.run_metrics import RunMetrics
     from .options import options_for
+    from .running_session import is_connect
     from .server_stats import ApplyStatsChannel, merge_apply_stats
-    from .session import is_connect, spark_session
     from .sinks.topic_files import TopicFilesBatchWriter, local_output_path
     from .source import register
-    from .warm_workers import warm_python_workers
 
     called = time.perf_counter()
     notify = on_restart or log.warning
@@ -138,9 +107,9 @@ def run_pipeline(
         # this process the streaming state's directory and the apply pipeline id against its own:
         # one absolute path (this process's reading of it) for all three.
         location = str(Path(location).absolute())
-    appliers = _appliers(config, location, apply_to, scd_type)
+    appliers = appliers_for(config, location, apply_to, scd_type)
     properties = dict(config.raw)
-    properties["sparkcdc.state.location"] = _state_location(properties.get("sparkcdc.state.location"), location)
+    properties["sparkcdc.state.location"] = state_location(properties.get("sparkcdc.state.location"), location)
     use_throughput_gc()
     restarts = RestartPolicy.from_config(config)
     metrics = RunMetrics.start(properties, metrics_port, metrics_host, display, remote)
@@ -148,7 +117,7 @@ def run_pipeline(
         # --conf wins over what the display asks for (Spark's console progress bar off while it draws;
         # a Connect server's bar is not on this terminal)
         extra = {**((metrics.spark_conf or {}) if metrics and remote is None else {}), **(spark_conf or {})}
-        spark = spark_session(master, app_name=f"sparkcdc-{config.settings.name}", extra=extra or None, remote=remote)
+        spark = launch.session(master, app_name=f"sparkcdc-{config.settings.name}", extra=extra or None, remote=remote)
     except BaseException:
         if metrics is not None:
             metrics.close()
@@ -172,16 +141,16 @@ def run_pipeline(
             # files are written too (they need each record's JSON); one persisted read per batch.
             layout = properties if topic_files is not None else {**properties, "sparkcdc.output.layout": "changes"}
             frame = spark.readStream.format("postgres-cdc").options(**options_for(layout)).load()
-            frame = _observe_records(frame, "changes" if topic_files is None else "columns") if observed else frame
+            frame = observe_records(frame, "changes" if topic_files is None else "columns") if observed else frame
             channel = None
             if observed:  # the appliers count on the server: they hand their counts back through the session
                 channel = ApplyStatsChannel(spark.session_id)
                 channels.append(channel)
-            writer = frame.writeStream.foreachBatch(_BatchFanOut(topic_files, appliers, channel))
+            writer = frame.writeStream.foreachBatch(BatchFanOut(topic_files, appliers, channel))
         elif kafka_writer is not None:
             # The reader's tasks produce (sparkcdc.spark.sinks.reader_kafka); the writer collects their counts.
             frame = spark.readStream.format("postgres-cdc").options(**options_for(properties)).load()
-            frame = _observe_records(frame, "kafka") if observed else frame
+            frame = observe_records(frame, "kafka") if observed else frame
             writer = frame.writeStream.foreachBatch(kafka_writer)
         else:
             # The topic files need only each record's line: the reader's tasks write them (see
@@ -190,14 +159,14 @@ def run_pipeline(
             lines = {**properties, "sparkcdc.output.layout": "topic_files",
                      "sparkcdc.output.topic.files": str(topic_files.output)}
             frame = spark.readStream.format("postgres-cdc").options(**options_for(lines)).load()
-            frame = _observe_records(frame, "topic_files") if observed else frame
+            frame = observe_records(frame, "topic_files") if observed else frame
             writer = frame.writeStream.foreachBatch(topic_files)
         writer = writer.option("checkpointLocation", location).queryName(config.settings.name)
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger_interval)
         try:
             running = writer.start()
         except Exception as exc:
-            lacking = _server_lacks(str(exc)) if observed else None
+            lacking = server_lacks(str(exc)) if observed else None
             if lacking is not None:  # the server analysed the source in its own Python
                 raise PipelineError(lacking) from None
             raise
@@ -215,16 +184,16 @@ def run_pipeline(
         query = start()
         started = time.perf_counter()
         while True:
-            stopped = _watch(query, stop_event)
+            stopped = watch(query, stop_event)
             runs = list(query.recentProgress)
             progress += runs
             failure = query.exception()
             if failure is None:
                 break
-            report = _report(failure)
+            report = failure_report(failure)
             cause = None if stopped else retriable_cause(report)
             if cause is None:
-                raise PipelineError((_server_lacks(report) if observed else None) or _describe(failure))
+                raise PipelineError((server_lacks(report) if observed else None) or describe_failure(failure))
             if any(int(p.numInputRows or 0) for p in runs):
                 consecutive = 0  # records flowed since the last restart: as Debezium, the count starts again
             if not restarts.allows(consecutive):
@@ -237,7 +206,7 @@ def run_pipeline(
             limit = "" if restarts.max_retries is None else f" of {restarts.max_retries}"
             notify(f"the query failed on a server that went away ({cause}); restarting from the checkpoint "
                    f"in {restarts.wait_seconds:g} s (retriable.restart.connector.wait.ms), restart {consecutive}{limit}")
-            _stop_quietly(spark)
+            stop_quietly(spark)
             for applier in appliers:
                 applier.reconnect()
             # Debezium's pause before a restart; a stop signal ends it at once.
@@ -246,14 +215,14 @@ def run_pipeline(
                 break
             query = start()
     except StreamingQueryException as exc:
-        raise PipelineError(_describe(exc)) from exc
+        raise PipelineError(describe_failure(exc)) from exc
     finally:
-        _stop_quietly(spark)
+        stop_quietly(spark)
         for applier in appliers:
             applier.close()
         if observed:
             published = [channel.read(spark) for channel in channels]
-            _release_quietly(spark)
+            release_quietly(spark)
         if metrics is not None:
             metrics.close()
 
@@ -262,7 +231,7 @@ def run_pipeline(
 
     def input_rows(p: Any) -> int:
         if observed:
-            return _observed_records(p)
+            return observed_records(p)
         # On the changes layout (apply without topic files) a source row is a block: the appliers'
         # census counted the changes. On the topic_files layout (topic files only) a row names a
         # file: the writer counted its records (and counts none when Spark wrote the lines).
@@ -296,144 +265,6 @@ def run_pipeline(
     )
 
 
-#: The name of the observed metric that counts each batch's records on Spark Connect.
-RECORDS_METRIC = "sparkcdc_records"
-
-
-def _observe_records(frame: Any, layout: str) -> Any:
-    """``frame`` counting its batch's records as an observed metric (reported in each progress).
-
-    A row of the ``topic_files`` layout names a file of ``records`` records (one of the ``kafka``
-    layout, the ``records`` a task produced to a topic); a row change block of the
-    ``changes`` layout holds ``rows`` changes (its other rows, transaction markers and the like, are
-    not counted, as the appliers' census counts only row changes); a row of the ``columns`` layout is
-    a record.
-    """
-    from pyspark.sql import functions as F
-
-    from .views import CHANGE_OPS
-
-    if layout in ("topic_files", "kafka"):
-        count = F.sum("records")
-    elif layout == "changes":
-        count = F.sum(F.when(F.col("op").isin(*CHANGE_OPS), F.col("rows")))
-    else:
-        count = F.count(F.lit(1))
-    return frame.observe(RECORDS_METRIC, F.coalesce(count, F.lit(0)).cast("long").alias("records"))
-
-
-def _observed_records(progress: Any) -> int:
-    """The records a batch's progress observed (0 when the batch ran no job over its rows)."""
-    row = (progress.get("observedMetrics") or {}).get(RECORDS_METRIC)
-    if row is None:
-        return 0
-    fields = row.asDict()
-    if "records" not in fields and set(fields) == {"values", "schema"}:
-        # pyspark 4.3's StreamingQueryProgress.fromJson (a Spark Connect client's progress) reads a
-        # metric's JSON, ``{"values": [...], "schema": {...}}``, as if it were a row of named fields.
-        fields = dict(zip((f["name"] for f in fields["schema"]["fields"]), fields["values"], strict=True))
-    return int(fields.get("records") or 0)
-
-
-def _server_lacks(report: str) -> str | None:
-    """What to say when a Spark Connect server's Python could not import a module sparkcdc needs
-    (sparkcdc itself, or a target's library): the client cannot install it there. None otherwise."""
-    found = re.search(r"No module named '([A-Za-z0-9_.]+)'", report)
-    if found is None:
-        return None
-    module = found.group(1)
-    return (f"the Spark Connect server's Python cannot import {module!r}: install sparkcdc (the client's version) with its "
-            f"dependencies in the Python the server runs for its workers (its PYSPARK_PYTHON); see docs/spark-connect.md")
-
-
-def _appliers(config: ConnectorConfig, checkpoint: str, apply_to: Sequence[str | tuple[str, int]], scd_type: int) -> list[Any]:
-    """One applier per target, checked before Spark starts (a bad parameter names itself)."""
-    if not apply_to:
-        return []
-    from .apply import ChangeApplier
-
-    # as apply_changes names a pipeline: a local checkpoint by its absolute path, a URI as it is
-    pipeline_id = checkpoint if "://" in checkpoint else str(Path(checkpoint).absolute())
-    pairs = [(target, scd_type) if isinstance(target, str) else target for target in apply_to]
-    return [
-        ChangeApplier(target, config.raw, pipeline_id=pipeline_id, all_tables=True, defaults={"stored_as_scd_type": scd})
-        for target, scd in pairs
-    ]
-
-
-def _state_location(configured: str | None, checkpoint: str) -> str:
-    """``sparkcdc.state.location`` as an absolute local path (default: ``<checkpoint>/sparkcdc-state``).
-
-    The tasks that read the stream write the state there and the driver reads it back (signals, the
-    position to stream from), so every process must name the same directory. An executor resolves a
-    relative path against its own working directory (on a standalone worker
-    ``<work-dir>/<app id>/<executor id>``), not the driver's: ``--checkpoint ck`` would leave each
-    batch's state in the directory of whichever executor ran it. The state store writes with POSIX
-    calls, so a checkpoint URI (other than ``file:``) gives no default: the state then needs a
-    directory every node mounts, named by the property.
-    """
-    text = configured or checkpoint
-    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]+):", text)  # one letter would be a Windows drive
-    if scheme and scheme.group(1).lower() == "file":
-        parsed = urlsplit(text)
-        if parsed.netloc not in ("", "localhost"):
-            raise ConfigurationError(f"{text!r} is not a local path", prop="sparkcdc.state.location")
-        text = unquote(parsed.path)
-    elif scheme:
-        raise ConfigurationError(
-            f"the checkpoint {checkpoint!r} is not a local path and the streaming state is written with file system calls: "
-            "set it to a directory that the driver and every executor mount at the same path"
-            if configured is None else f"{text!r}: give a directory that the driver and every executor mount at the same path",
-            prop="sparkcdc.state.location")
-    path = Path(text).absolute()
-    return str(path if configured else path / "sparkcdc-state")
-
-
-class _BatchFanOut:
-    """One micro-batch to the topic files and every apply target, reading the source once. On
-    Spark Connect (``channel``) the appliers' counts go back to the client after each batch
-    (:mod:`sparkcdc.spark.server_stats`)."""
-
-    def __init__(self, topic_files: Any, appliers: Sequence[Any], channel: Any = None) -> None:
-        self.topic_files = topic_files
-        self.appliers = list(appliers)
-        self.channel = channel
-
-    def __call__(self, batch: Any, batch_id: int) -> None:
-        from pyspark import StorageLevel
-
-        batch = batch.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            if self.topic_files is not None:
-                self.topic_files(batch, batch_id)
-            for applier in self.appliers:
-                applier(batch, batch_id)
-        finally:
-            batch.unpersist()
-        if self.channel is not None:
-            self.channel.publish(self.appliers)
-
-
-def _watch(query: Any, stop_event: threading.Event | None) -> bool:
-    """Until the query ends (finished, failed or stopped by ``stop_event``); whether a signal stopped it."""
-    from pyspark.errors import StreamingQueryException
-
-    try:
-        while query.isActive:
-            if stop_event is not None and stop_event.is_set():
-                _stop_between_batches(query)
-                return True
-            query.awaitTermination(0.1)  # a run --once ends when its last batch does: seen within 0.1 s
-    except StreamingQueryException:
-        pass  # the caller reads it from query.exception()
-    return False
-
-
-def _report(failure: Any) -> str:
-    """Everything Spark says about a failure: the Python tracebacks it carries are in here."""
-    return "\n".join(str(part) for part in (getattr(failure, "desc", None), failure) if part)
-
-
 def _drop_slots(config: ConnectorConfig) -> None:
     """``slot.drop.on.stop`` after a graceful end: every stream's slot (``sparkcdc.stream.slots``).
 
@@ -452,38 +283,3 @@ def _drop_slots(config: ConnectorConfig) -> None:
                 drop_slot(conn, stream.slot, wait=30)
     except (ServerError, psycopg.Error, OSError) as exc:
         log.warning("slot.drop.on.stop: could not drop the slots: %s", exc)
-
-
-def _stop_between_batches(query: Any, patience: float = 60.0) -> None:
-    """Stop after the micro-batch in flight: interrupting one mid-way (its Python sink included)
-    makes Spark report an interrupted batch, and it would be re-executed at the next start anyway."""
-    deadline = time.monotonic() + patience
-    while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
-        query.awaitTermination(0.1)
-    query.stop()
-
-
-def _stop_quietly(spark: Any) -> None:
-    """Stop what is still running (after a failure or an interrupt) without masking the cause."""
-    for query in spark.streams.active:
-        try:
-            query.stop()
-        except Exception:  # noqa: BLE001 - the query's own failure is what gets reported
-            log.debug("stopping query %s failed", query.name, exc_info=True)
-
-
-def _release_quietly(spark: Any) -> None:
-    """End a Spark Connect session: the server drops its state now rather than at its idle timeout
-    (a classic session stays: its SparkContext is this process's, reused by the next run)."""
-    try:
-        spark.stop()
-    except Exception:  # noqa: BLE001 - the run's own outcome is what gets reported
-        log.debug("releasing the Spark Connect session failed", exc_info=True)
-
-
-def _describe(failure: Any) -> str:
-    text = str(getattr(failure, "desc", None) or failure)
-    # Spark wraps the Python traceback; the last line naming an exception is the cause.
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    causes = [line for line in lines if "Error:" in line or "Exception:" in line]
-    return causes[-1] if causes else (lines[0] if lines else repr(failure))

@@ -1,6 +1,6 @@
 """Start the executors' Python workers while the streaming query starts, not in its first batch.
 
-Why: Spark starts an executor's Python daemon (``sparkcdc.spark.worker_daemon``: an interpreter
+Why: Spark starts an executor's Python daemon (``sparkcdc.spark.launch.worker_daemon``: an interpreter
 that imports the reader's modules, about 0.8 s here) when a task first needs Python, and forks a
 worker per task slot from it. For ``sparkcdc run`` that is the first micro-batch's first chunk
 tasks: measured (1,000,000-row initial snapshot applied to Delta, local[2], Spark's event log),
@@ -24,6 +24,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from ..running_session import default_parallelism, is_connect, job_description
+
 __all__ = ["WARM_JOB", "start_python_workers", "warm_python_workers"]
 
 log = logging.getLogger(__name__)
@@ -34,8 +36,6 @@ WARM_JOB = "sparkcdc: starting the executors' Python workers"
 
 def warm_python_workers(spark: Any) -> threading.Thread | None:
     """A thread running the warm-up job on ``spark``; None on Spark Connect."""
-    from .session import is_connect
-
     if is_connect(spark):
         return None
     thread = threading.Thread(target=_warm_up, args=(spark,), name="sparkcdc-warm-python-workers", daemon=True)
@@ -46,8 +46,6 @@ def warm_python_workers(spark: Any) -> threading.Thread | None:
 def start_python_workers(spark: Any) -> list[int]:
     """Run one small task per task slot, each in a Python worker that has imported the reader's
     modules; the process ids of those workers (idle, and reused by the next tasks, afterwards)."""
-    from .session import default_parallelism, job_description
-
     slots = max(1, default_parallelism(spark))
     with job_description(spark, WARM_JOB, "sparkcdc-warm-python-workers"):
         rows = spark.range(0, slots, 1, slots).mapInArrow(_import_reader_modules, "pid long").collect()

@@ -7,8 +7,8 @@ kept; sparkcdc's defaults (no web UI, four shuffle partitions...) only fill what
 
 A Spark Connect session (``remote``: ``sc://host:port``) is a client: there is no JVM, SparkContext or
 py4j gateway in this process. What sparkcdc does through those (log level, the thread's active
-session, the default parallelism, job descriptions) takes another path on it, here; see
-docs/spark-connect.md for what runs where.
+session, the default parallelism, job descriptions) takes another path on it, here and in
+:mod:`sparkcdc.spark.running_session`; see docs/spark-connect.md for what runs where.
 """
 
 from __future__ import annotations
@@ -16,20 +16,20 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
 
 from pyspark import SparkConf
 from pyspark.core.context import SparkContext
 from pyspark.sql import SparkSession
 
-from ..errors import ConfigurationError
-from .class_archive import spark_defaults
+from ...errors import ConfigurationError
+from ..running_session import is_connect
 from .driver_jvm import launch_driver_jvm
 from .python_forks import start_for_launch, use_fork_server
+from .spark_defaults import spark_defaults
 
-__all__ = ["DEFAULTS", "default_parallelism", "is_connect", "job_description", "make_active", "spark_session", "submitted"]
+__all__ = ["DEFAULTS", "make_active", "spark_session", "submitted"]
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +38,8 @@ DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "4",
     "spark.python.worker.reuse": "true",
-    # Task workers forked with the reader's modules already imported (see sparkcdc.spark.worker_daemon).
-    "spark.python.daemon.module": "sparkcdc.spark.worker_daemon",
+    # Task workers forked with the reader's modules already imported (see sparkcdc.spark.launch.worker_daemon).
+    "spark.python.daemon.module": "sparkcdc.spark.launch.worker_daemon",
     "spark.sql.streaming.stopGracefullyOnShutdown": "true",
 }
 #: Of those, what a Spark Connect session sets on itself (the others are the server application's).
@@ -127,7 +127,7 @@ def _connect_session(remote: str, extra: Mapping[str, str]) -> SparkSession:
     The server's Python workers (its driver's and executors') run the source's reader and the
     ``foreachBatch`` functions: sparkcdc must be installed there, which this process cannot do.
     """
-    from ..errors import PipelineError
+    from ...errors import PipelineError
 
     try:
         from pyspark.sql.connect.utils import check_dependencies
@@ -194,12 +194,6 @@ def _warn_unapplied(spark: SparkSession, extra: Mapping[str, str]) -> None:
                     "(only runtime SQL settings apply to it): %s", ", ".join(unapplied))
 
 
-def is_connect(spark: Any) -> bool:
-    """Whether ``spark`` (a session) is a Spark Connect client, without importing Spark Connect's
-    modules (they need grpc) when it is not one."""
-    return type(spark).__module__.startswith("pyspark.sql.connect.")
-
-
 def make_active(spark: SparkSession) -> None:
     """Make ``spark`` the JVM's active session for the calling thread.
 
@@ -211,43 +205,3 @@ def make_active(spark: SparkSession) -> None:
     if is_connect(spark):
         return
     spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)  # type: ignore[union-attr]
-
-
-def default_parallelism(spark: Any) -> int:
-    """The scheduler's default parallelism (the cores of the executors, in practice).
-
-    A Spark Connect client has no SparkContext to ask: there it is ``spark.default.parallelism`` when
-    set, else the partitions of a range read without a partition count (Spark cuts a leaf into the
-    default parallelism), found by a small job.
-    """
-    if not is_connect(spark):
-        return int(spark.sparkContext.defaultParallelism)
-    configured = spark.conf.get("spark.default.parallelism", None)
-    if configured:
-        return int(configured)
-    from pyspark.sql import functions as F
-
-    partitions = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p"))  # not inside an aggregate: nondeterministic
-    row = partitions.agg(F.countDistinct("p").alias("n")).first()
-    return max(1, int(row["n"])) if row is not None else 1
-
-
-@contextmanager
-def job_description(spark: Any, description: str, tag: str) -> Iterator[None]:
-    """Jobs started in the block are described as ``description`` (the UI and the event log show it);
-    the thread's description before is restored. A Spark Connect client cannot set a job's
-    description: its jobs carry the tag ``tag`` instead (letters, digits and dashes)."""
-    if is_connect(spark):
-        spark.addTag(tag)
-        try:
-            yield
-        finally:
-            spark.removeTag(tag)
-        return
-    context = spark.sparkContext
-    before = context.getLocalProperty("spark.job.description")
-    context.setJobDescription(description)
-    try:
-        yield
-    finally:
-        context.setJobDescription(before)

@@ -36,7 +36,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from .class_archive import JAVA_OPTIONS, archive_option, spark_defaults
+from .class_archive import archive_option
+from .spark_defaults import JAVA_OPTIONS, spark_defaults
 
 __all__ = ["QUICK_JIT", "launch_driver_jvm", "launch_settings", "static_data_sources_skipped"]
 

@@ -4,9 +4,9 @@ Why: in local mode Spark starts its Python processes (a data source's planners, 
 source runner, the task workers' daemon) one at a time under one lock, and each imports pyspark
 and sparkcdc before it answers; before a snapshot's first task, that was 2.5-3 s of one core's
 imports in a row while the other core idled (docs/performance.md, "The fork server"). The fork
-server (:mod:`sparkcdc.spark.fork_server`) imports them once, beside the driver JVM's launch, and
+server (:mod:`sparkcdc.spark.launch.fork_server`) imports them once, beside the driver JVM's launch, and
 forks each of those processes ready-made; Spark is given a launcher
-(:mod:`sparkcdc.spark.fork_launcher`) as the Python workers' interpreter, which stands for the
+(:mod:`sparkcdc.spark.launch.fork_launcher`) as the Python workers' interpreter, which stands for the
 forked process as Spark's own child.
 
 Only where it cannot change what runs: a driver JVM sparkcdc launches (not spark-submit's, not a
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .class_archive import turned_off
+from ...environment import switch
 
 __all__ = ["SWITCH", "ForkServer", "is_local_master", "launcher_source", "start_for_launch", "start_fork_server",
            "use_fork_server"]
@@ -77,7 +77,7 @@ def is_local_master(master: str | None) -> bool:
 
 
 def launcher_source(socket_path: str, python: str) -> str:
-    """The launcher script: :mod:`sparkcdc.spark.fork_launcher` behind its ``#!`` line, then its call."""
+    """The launcher script: :mod:`sparkcdc.spark.launch.fork_launcher` behind its ``#!`` line, then its call."""
     source = Path(__file__).with_name("fork_launcher.py").read_text(encoding="utf-8")
     return f"#!{python} -IS\n{source}\nmain({socket_path!r}, {python!r})\n"
 
@@ -87,7 +87,7 @@ def start_fork_server(master: str | None, python: str = sys.executable) -> ForkS
     launch), started if it is not running yet: None when it does not apply (see the module's
     docstring) or cannot start here."""
     global _server
-    if turned_off(SWITCH) or not is_local_master(master) or not os.path.isabs(python):
+    if not switch(SWITCH) or not is_local_master(master) or not os.path.isabs(python):
         return None
     if _server is not None and _server.running:
         return _server
@@ -109,7 +109,7 @@ def start_fork_server(master: str | None, python: str = sys.executable) -> ForkS
         listener.bind(socket_path)
         listener.listen(128)
         try:
-            pid = os.posix_spawn(python, [python, "-m", "sparkcdc.spark.fork_server", str(_LISTENER_FD)], env,
+            pid = os.posix_spawn(python, [python, "-m", "sparkcdc.spark.launch.fork_server", str(_LISTENER_FD)], env,
                                  file_actions=[(os.POSIX_SPAWN_DUP2, lifeline_in, 0),
                                                (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
                                                (os.POSIX_SPAWN_DUP2, listener.fileno(), _LISTENER_FD)],

@@ -1,5 +1,5 @@
 """The "Python interpreter" Spark runs in a local-mode session sparkcdc launches: it has the fork
-server (:mod:`sparkcdc.spark.fork_server`) fork the process Spark asked for, and stands for it.
+server (:mod:`sparkcdc.spark.launch.fork_server`) fork the process Spark asked for, and stands for it.
 
 Spark starts ``<python> -m <module> [args]`` for each of its Python processes: the planners of a
 data source, the streaming source runner, the task workers' daemon. This launcher hands its
@@ -13,7 +13,7 @@ Anything the server cannot stand in for (another form of command line, a server 
 interpreter setting that differs) is run by the real interpreter instead, with ``exec``: nothing is
 lost, only the head start.
 
-This file is the launcher's source, not a module sparkcdc imports: :mod:`sparkcdc.spark.python_forks`
+This file is the launcher's source, not a module sparkcdc imports: :mod:`sparkcdc.spark.launch.python_forks`
 writes it out behind a ``#!<python> -IS`` line (isolated, no ``site``: it starts in milliseconds)
 with the call of :func:`main` that names the server and the real interpreter. It uses the
 standard library only.

@@ -1,5 +1,5 @@
 """A Python process with Spark's and sparkcdc's worker-side modules already imported, that forks the
-Python processes a local-mode Spark starts (:mod:`sparkcdc.spark.python_forks` starts it).
+Python processes a local-mode Spark starts (:mod:`sparkcdc.spark.launch.python_forks` starts it).
 
 Why: in local mode the driver and the executor are one JVM, and Spark starts every Python process
 it needs (a data source's ``create_data_source`` and ``plan_data_source_read`` planners, the
@@ -9,7 +9,7 @@ modules before it answers: the task workers' daemon alone imports for 0.9 s, and
 waits for it. Here those imports happen once, beside the JVM's launch; each process Spark starts
 is a fork of this one, ready in milliseconds (docs/performance.md, "The fork server").
 
-A request comes from :mod:`sparkcdc.spark.fork_launcher` (the interpreter Spark runs): its
+A request comes from :mod:`sparkcdc.spark.launch.fork_launcher` (the interpreter Spark runs): its
 standard streams (as file descriptors), its command line (``-m module args``), environment,
 working directory and whether it ignores SIGINT. The child takes them all on, as a fresh
 interpreter started that way would have them, and runs the module as ``__main__``; the server
@@ -48,7 +48,7 @@ except ImportError:  # an environment without it: children keep the server's com
 
 __all__ = ["PRELOADED", "Request", "main", "refusal"]
 
-#: What the processes Spark starts import: the task workers' (:mod:`sparkcdc.spark.worker_daemon`),
+#: What the processes Spark starts import: the task workers' (:mod:`sparkcdc.spark.launch.worker_daemon`),
 #: Spark's daemon, and a Python data source's planners and streaming runner.
 PRELOADED = (
     "pyspark.daemon",
@@ -56,7 +56,7 @@ PRELOADED = (
     "pyspark.sql.worker.create_data_source",
     "pyspark.sql.streaming.python_streaming_source_runner",
     "pyspark.sql.worker.commit_data_source_write",
-    "sparkcdc.spark.worker_daemon",
+    "sparkcdc.spark.launch.worker_daemon",
 )
 #: Environment variables a Python interpreter reads at its start (the hash seed, ``-X`` options,
 #: encodings...): a request must have the server's values. ``PYTHONPATH`` and ``PYTHONUNBUFFERED``
@@ -97,7 +97,7 @@ def refusal(request: Request, own: dict[str, str]) -> str | None:
 
 
 def preload(modules: tuple[str, ...] = PRELOADED, *, niceness: int = 0) -> list[str]:
-    """Import ``modules`` (as :func:`sparkcdc.spark.worker_daemon.preload`: one that cannot be
+    """Import ``modules`` (as :func:`sparkcdc.spark.launch.worker_daemon.preload`: one that cannot be
     imported is skipped, and the child fails, or not, as a fresh interpreter would); then move them
     out of the cyclic collector's sight, so the children do not copy their pages by collecting them.
 
@@ -309,7 +309,7 @@ def _retitle(argv: list[str]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m sparkcdc.spark.fork_server LISTENER_FD``: serve on the listening socket inherited as
+    """``python -m sparkcdc.spark.launch.fork_server LISTENER_FD``: serve on the listening socket inherited as
     that file descriptor; standard input is the driver's lifeline."""
     listener = socket.socket(fileno=int(argv[1]))
     directory = os.path.dirname(listener.getsockname())

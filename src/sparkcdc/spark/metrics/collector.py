@@ -1,19 +1,13 @@
-"""The connector's metrics on the driver: Debezium's attributes, sparkcdc's extras, Prometheus.
+"""The connector's metrics as the driver sees them: Debezium's attributes and sparkcdc's extras.
 
 :class:`MetricsCollector` gathers what the tasks and the planner reported (see
 :mod:`sparkcdc.engine.metric_reports`) into :class:`~sparkcdc.engine.metrics.ConnectorMetrics`,
 adds what only the driver knows (the slot as the server sees it, the last batch Spark committed,
 whether the server answers), and refreshes it all every ``interval`` seconds on a thread of its own.
 
-:class:`PrometheusExposition` publishes it under the names Debezium's documented Prometheus JMX
-exporter rules give (debezium-examples ``monitoring/debezium-jmx-exporter/config.yml``)::
-
-    debezium_metrics_<Attribute>{plugin="postgres",name="<topic.prefix>",context="snapshot|streaming"}
-    debezium_metrics_RowsScanned{plugin="postgres",name="<topic.prefix>",context="snapshot",table="<schema.table>"}
-
-so Debezium's dashboards and alerts work unchanged; sparkcdc's own figures are ``sparkcdc_*``.
-``sparkcdc run --metrics-port`` serves it; in a query of your own, :class:`CdcMetricsListener`
-does the same (see docs/metrics.md).
+The figures are published by :mod:`.prometheus` (``sparkcdc run --metrics-port``) and shown by
+progress displays; in a query of your own, :class:`~.listener.CdcMetricsListener` keeps a collector
+(see docs/metrics.md).
 """
 
 from __future__ import annotations
@@ -22,23 +16,20 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..debezium.config import ConnectorConfig
-from ..debezium.metric_tags import PROPERTY as TAGS_PROPERTY
-from ..debezium.metric_tags import mbean_name, metric_tags, prometheus_labels
-from ..engine.metric_reports import metrics_location, read_json, stream_report_lsn
-from ..engine.metrics import ATTRIBUTES, SNAPSHOT, STREAMING, ConnectorMetrics
-from ..engine.stream_slots import stream_slots
+from ...debezium.config import ConnectorConfig
+from ...debezium.metric_tags import PROPERTY as TAGS_PROPERTY
+from ...debezium.metric_tags import mbean_name, metric_tags
+from ...engine.metric_reports import metrics_location, read_json, stream_report_lsn
+from ...engine.metrics import SNAPSHOT, STREAMING, ConnectorMetrics
+from ...engine.stream_slots import stream_slots
 
-__all__ = ["CdcMetricsListener", "MetricsCollector", "PrometheusExposition", "RunMetrics", "serve_metrics"]
+__all__ = ["MetricsCollector", "report_location"]
 
 log = logging.getLogger(__name__)
-
-PLUGIN = "postgres"
-WAL_STATUSES = ("reserved", "extended", "unreserved", "lost")
 
 #: The connector's slots as one (several with sparkcdc.stream.slots): the worst WAL status, the most
 #: WAL retained and pending, active only if all are, the least safe size. On a standby WAL is measured
@@ -195,7 +186,7 @@ class MetricsCollector:
     def _poll_slot(self) -> None:
         try:
             if self._conn is None or self._conn.closed:
-                from ..engine.connection import sql_connection
+                from ...engine.connection import sql_connection
 
                 self._conn = sql_connection(self.config, autocommit=True, application_name="sparkcdc-metrics")
             row = self._conn.execute(_SLOT_QUERY, ([stream.slot for stream in stream_slots(self.config)],)).fetchone()
@@ -277,203 +268,6 @@ class MetricsCollector:
             self._thread.join(10)
             self._thread = None
         self._close_connection()
-
-
-class PrometheusExposition:
-    """A prometheus-client collector of a :class:`MetricsCollector`'s figures."""
-
-    def __init__(self, collector: MetricsCollector) -> None:
-        self.collector = collector
-
-    def collect(self) -> Iterator[Any]:
-        from prometheus_client.core import GaugeMetricFamily, UnknownMetricFamily
-
-        figures = self.collector.snapshot()
-        name = self.collector.model.connector_name
-        # custom.metric.tags: labels of every sample, after sparkcdc's own (as the key properties of
-        # Debezium's MBean names, which a JMX exporter turns into labels)
-        tags = prometheus_labels(self.collector.tags)
-        tag_names, tag_values = list(tags), list(tags.values())
-        labels = ["plugin", "name", "context"]
-        # One family per name, its samples of both contexts (a name's HELP and TYPE appear once).
-        families: dict[str, Any] = {}
-        for attribute in ATTRIBUTES:
-            # The JMX exporter's samples are untyped; strings, arrays and maps of strings have none.
-            if attribute.name != "RowsScanned" and not attribute.numeric:
-                continue
-            metric = f"debezium_metrics_{attribute.name}"
-            family = families.get(metric)
-            if family is None:
-                extra = ["table"] if attribute.name == "RowsScanned" else []
-                family = families[metric] = UnknownMetricFamily(metric, attribute.meaning, labels=[*labels, *extra, *tag_names])
-            values = figures[attribute.context]
-            if attribute.name == "RowsScanned":
-                for table, rows in values["RowsScanned"].items():
-                    family.add_metric([PLUGIN, name, attribute.context, table, *tag_values], float(rows))
-            else:
-                family.add_metric([PLUGIN, name, attribute.context, *tag_values], float(values[attribute.name]))
-        yield from families.values()
-        extras = figures["sparkcdc"]
-        gauges = (
-            ("sparkcdc_slot_retained_wal_bytes", "WAL the replication slot keeps on the server (pg_current_wal_lsn() - restart_lsn)",
-             extras["slot_retained_wal_bytes"]),
-            ("sparkcdc_slot_pending_wal_bytes", "WAL written since the slot's confirmed_flush_lsn (not yet committed by the pipeline)",
-             extras["slot_pending_wal_bytes"]),
-            ("sparkcdc_slot_safe_wal_size_bytes", "WAL that can still be written before the slot is in danger of losing WAL "
-             "(pg_replication_slots.safe_wal_size; absent without max_slot_wal_keep_size)", extras["slot_safe_wal_size_bytes"]),
-            ("sparkcdc_commit_lag_seconds", "seconds from the source commit of the newest change of the last committed batch "
-             "to Spark committing that batch (durable in the output)", extras["commit_lag_seconds"]),
-            ("sparkcdc_last_committed_batch_id", "the id of the last micro-batch Spark committed", extras["last_committed_batch_id"]),
-            ("sparkcdc_metric_reports_found", "1 when this process finds the metric reports under sparkcdc.state.location once Spark "
-             "committed a batch; 0 when it does not (another machine's file system: the Debezium metrics stay empty)",
-             None if extras["metric_reports_found"] is None else int(extras["metric_reports_found"])),
-        )
-        for metric, meaning, value in gauges:
-            if value is not None:
-                gauge = GaugeMetricFamily(metric, meaning, labels=["name", *tag_names])
-                gauge.add_metric([name, *tag_values], float(value))
-                yield gauge
-        status = extras["slot_wal_status"]
-        if status is not None:
-            gauge = GaugeMetricFamily("sparkcdc_slot_wal_status", "the slot's wal_status (pg_replication_slots): 1 for the current one",
-                                      labels=["name", "wal_status", *tag_names])
-            for state in WAL_STATUSES:
-                gauge.add_metric([name, state, *tag_values], 1.0 if state == status else 0.0)
-            yield gauge
-
-
-def serve_metrics(collector: MetricsCollector, port: int, host: str = "127.0.0.1") -> Any:
-    """Serve ``collector`` on ``host:port`` from a daemon thread; returns the server (``shutdown()``
-    then ``server_close()`` stop it).
-
-    ``/metrics``: the Prometheus exposition (prometheus-client). ``/attributes``: every attribute as
-    JSON, the string, array and map ones too (LastEvent, CapturedTables, SourceEventPosition ...),
-    which a JMX exporter drops and Prometheus cannot hold.
-    """
-    from socketserver import ThreadingMixIn
-    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
-
-    from prometheus_client import CollectorRegistry, make_wsgi_app
-
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(PrometheusExposition(collector))  # type: ignore[arg-type]
-    prometheus = make_wsgi_app(registry)
-
-    def app(environ: dict[str, Any], start_response: Any) -> Any:
-        if environ.get("PATH_INFO") == "/attributes":
-            body = json.dumps(collector.snapshot(), default=str, indent=1).encode()
-            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
-            return [body]
-        return prometheus(environ, start_response)
-
-    class Server(ThreadingMixIn, WSGIServer):
-        daemon_threads = True
-
-    class QuietHandler(WSGIRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-            pass
-
-    server = make_server(host, port, app, Server, handler_class=QuietHandler)
-    threading.Thread(target=server.serve_forever, name="sparkcdc-metrics-http", daemon=True).start()
-    return server
-
-
-class RunMetrics:
-    """A run's metrics: the collector, its Prometheus server (``port``) and a progress display."""
-
-    def __init__(self, collector: MetricsCollector, server: Any, progress: Any) -> None:
-        self.collector, self.server, self.progress = collector, server, progress
-
-    @classmethod
-    def start(cls, properties: Mapping[str, str], port: int | None, host: str, display: Any,
-              remote: str | None = None) -> RunMetrics | None:
-        """Started before Spark: a port in use fails the run at once. None when nothing asks for metrics."""
-        if port is None and display is None:
-            return None
-        from ..errors import PipelineError
-
-        collector = MetricsCollector(ConnectorConfig(dict(properties)), remote=remote)
-        server = None
-        if port is not None:
-            try:
-                server = serve_metrics(collector, port, host)
-            except OSError as exc:
-                raise PipelineError(f"cannot serve the metrics on {host}:{port}: {exc}") from None
-            log.info("metrics for Prometheus on http://%s:%d/metrics", host, port)
-        collector.start()
-        if display is not None:
-            display.start(collector)
-        return cls(collector, server, display)
-
-    @property
-    def spark_conf(self) -> dict[str, str] | None:
-        """Spark's console progress bar would scribble over a display that owns the terminal."""
-        return {"spark.ui.showConsoleProgress": "false"} if getattr(self.progress, "owns_terminal", False) else None
-
-    def close(self) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-        self.collector.close()
-
-
-def _listener_base() -> type:
-    from pyspark.sql.streaming import StreamingQueryListener
-
-    return StreamingQueryListener
-
-
-class CdcMetricsListener(_listener_base()):  # type: ignore[misc]
-    """The connector's metrics for a ``postgres-cdc`` query of your own::
-
-        listener = CdcMetricsListener(options)            # the options the query reads with
-        spark.streams.addListener(listener)
-        listener.serve(9404)                               # optional: Prometheus /metrics
-        ... listener.metrics()["streaming"]["MilliSecondsBehindSource"]
-
-    After each StreamingQueryProgress of a query, its figures are refreshed, and ``on_progress``
-    (if given) is called with (progress as a dict, the figures of :meth:`metrics`).
-    """
-
-    def __init__(self, options: Mapping[str, str], *, on_progress: Any = None, poll_server: bool = True) -> None:
-        super().__init__()
-        from .options import config_from_options
-
-        self.collector = MetricsCollector(config_from_options(dict(options)), poll_server=poll_server)
-        self.on_progress = on_progress
-        self._server: Any = None
-
-    def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - Spark's names
-        pass
-
-    def onQueryProgress(self, event: Any) -> None:  # noqa: N802
-        progress = json.loads(event.progress.json)
-        self.collector.refresh()
-        self.collector.observe_progress(progress)
-        if self.on_progress is not None:
-            self.on_progress(progress, self.metrics())
-
-    def onQueryIdle(self, event: Any) -> None:  # noqa: N802
-        pass
-
-    def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
-        pass
-
-    def metrics(self) -> dict[str, Any]:
-        return self.collector.snapshot()
-
-    def serve(self, port: int, host: str = "127.0.0.1") -> None:
-        """Prometheus ``/metrics`` for this connector, refreshed on its own between batches too."""
-        self.collector.start()
-        self._server = serve_metrics(self.collector, port, host)
-
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        self.collector.close()
 
 
 def report_location(config: ConnectorConfig, state_location: str | None = None) -> Path:
