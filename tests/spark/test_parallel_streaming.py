@@ -17,7 +17,7 @@ import pytest
 
 from sparkcdc.cli.status import server_report
 from sparkcdc.debezium.config import ConfigError, ConnectorConfig
-from sparkcdc.engine.offsets import OffsetError, SourceOffset
+from sparkcdc.engine.core.offsets import OffsetError, SourceOffset
 from sparkcdc.engine.planner import ConnectorPlanner
 from sparkcdc.engine.setup import SetupError, ensure_stream_publications
 from sparkcdc.engine.stream_slots import assign_tables, check_parallel_streaming, stream_slots

@@ -61,9 +61,9 @@ from .batch_reader import (
     stream_processor,
     stream_reporter,
 )
-from .offsets import SourceOffset
-from .signals import signal_table_of
-from .state_store import StreamState, StreamStateStore
+from .core.offsets import SourceOffset
+from .core.signals import signal_table_of
+from .core.state_store import StreamState, StreamStateStore
 from .stream_slots import stream_slot
 from .work import emitted
 
@@ -461,7 +461,7 @@ def _decode_loop(pieces: Any, results: Any, config: ConnectorConfig, run_id: str
     try:
         _keep_freed_memory()
         admin, _, _, processor = stream_processor(config, run_id)
-        from .metric_reports import StreamReporter
+        from .core.metric_reports import StreamReporter
 
         counter = StreamReporter(_NOWHERE, 0, 0, None)
         decode = XLogDataDecoder(1).decode

@@ -44,10 +44,9 @@ from ..postgres.slots import (
 from ..postgres.snapshot import SnapshotTransaction
 from .batch_reader import HEARTBEAT_MESSAGE_PREFIX
 from .connection import conninfo_from_config, sql_connection
-from .heartbeat import HeartbeatTimer
-from .incremental import IncrementalState
-from .incremental_planner import BlockingRequest, IncrementalSnapshots
-from .metric_reports import (
+from .core.heartbeat import HeartbeatTimer
+from .core.incremental import IncrementalState
+from .core.metric_reports import (
     complete_snapshot_reports,
     metrics_location,
     prune_snapshot_reports,
@@ -55,10 +54,13 @@ from .metric_reports import (
     read_json,
     write_json,
 )
-from .notifications import Notifier, notification_pieces
-from .offset_mismatch import resume_of, trusts_slot
-from .offsets import SnapshotSpec, SourceOffset
-from .schema_changes import table_digest
+from .core.notifications import Notifier, notification_pieces
+from .core.offset_mismatch import resume_of, trusts_slot
+from .core.offsets import SnapshotSpec, SourceOffset
+from .core.schema_changes import table_digest
+from .core.signals import Signal, signal_table_of
+from .core.state_store import StreamState, StreamStateStore, default_state_location
+from .incremental_planner import BlockingRequest, IncrementalSnapshots
 from .setup import (
     apply_replica_identities,
     captured_tables,
@@ -68,10 +70,8 @@ from .setup import (
     unpublished_signal_table,
 )
 from .signal_channels import enabled_channels, polled_channels
-from .signals import Signal, signal_table_of
 from .snapshot_plan import SnapshotChunk, plan_snapshot_chunks
 from .standby import check_standby, log_slot_creation_wait
-from .state_store import StreamState, StreamStateStore, default_state_location
 from .stream_slots import check_parallel_streaming, stream_slots
 
 __all__ = ["ConnectorPlanner", "SlotMismatchError", "StreamRange"]
@@ -128,7 +128,7 @@ class ConnectorPlanner:
         self._confirm_held = False
         self._export: ExportedSnapshotSlot | None = None
         self._export_spec: SnapshotSpec | None = None
-        # include.schema.changes: the shapes of the initial snapshot's tables, in its snapshot (see engine/schema_changes.py)
+        # include.schema.changes: the shapes of the initial snapshot's tables, in its snapshot (see engine/core/schema_changes.py)
         self._export_relations: tuple[tuple[str, str, int, str], ...] = ()
         self._snapshot_tx: SnapshotTransaction | None = None
         self._plan: list[SnapshotChunk] = []
@@ -381,7 +381,7 @@ class ConnectorPlanner:
         return spec
 
     def _report_snapshot(self, spec: SnapshotSpec) -> None:
-        """The snapshot's report for the metrics (sparkcdc.engine.metric_reports): its tables and start."""
+        """The snapshot's report for the metrics (sparkcdc.engine.core.metric_reports): its tables and start."""
         prune_snapshot_reports(self.metrics_location, spec.id)
         write_json(self.metrics_location / f"snapshot-{spec.id}.json", {
             "snapshot": spec.id, "kind": spec.kind, "started_ms": spec.ts_us // 1000, "completed_ms": None,
@@ -478,7 +478,7 @@ class ConnectorPlanner:
 
     def _check_slot(self, index: int, name: str, slot: SlotState | None, start: SourceOffset, checkpoint: int) -> int:
         """A restarted query's slot against its checkpoint, as offset.mismatch.strategy says (see
-        engine/offset_mismatch.py); where stream ``index`` reads from."""
+        engine/core/offset_mismatch.py); where stream ``index`` reads from."""
         strategy = self.config.text("offset.mismatch.strategy")
         if slot is None:
             if not trusts_slot(strategy):

@@ -22,7 +22,7 @@ from ..debezium.records import ChangeRecord
 from ..debezium.table import TableSchema, TableSchemaFactory
 from ..errors import ServerError
 from ..postgres.reselect import reselect_rows
-from .reselect import Pending, Reselector
+from .core.reselect import Pending, Reselector
 
 __all__ = ["PostProcessing", "post_processing"]
 

@@ -40,7 +40,7 @@ from ..postgres.publications import (
     set_replica_identity,
 )
 from ..postgres.replication import quote_ident
-from .filters import TableFilter
+from .core.filters import TableFilter
 from .stream_slots import assign_tables, stream_slots
 
 __all__ = ["IdentityChange", "SetupError", "apply_replica_identities", "captured_tables", "check_guardrail", "check_heartbeat_action_query",

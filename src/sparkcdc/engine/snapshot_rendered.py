@@ -34,9 +34,9 @@ from ..debezium.topic_line import segments as line_segments
 from ..errors import PipelineError
 from ..postgres.replication import quote_ident
 from ..postgres.snapshot import COPY_NULL, SnapshotTransaction, copy_text
-from .encoded import BATCH_BYTES, Constant, EncodedBatch, Joined, encode_records, joined
-from .lines import encode_lines
-from .snapshot import SnapshotContext, snapshot_change, snapshot_marker
+from .core.encoded import BATCH_BYTES, Constant, EncodedBatch, Joined, encode_records, joined
+from .core.lines import encode_lines
+from .core.snapshot import SnapshotContext, snapshot_change, snapshot_marker
 from .snapshot_plan import SnapshotChunk
 from .snapshot_reader import (
     SnapshotChunkError,

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import psycopg
 
 from ..debezium.config import ConfigError, ConnectorConfig
+from .core.signals import signal_table_of
 from .setup import publication_writes, replica_identity_changes
-from .signals import signal_table_of
 
 __all__ = ["STANDBY_DECODING_MAJOR", "StandbyRefusal", "check_standby", "in_recovery", "log_slot_creation_wait", "standby_refusals"]
 

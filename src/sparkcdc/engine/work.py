@@ -20,14 +20,14 @@ from ..debezium.config import ConnectorConfig
 from ..debezium.records import ChangeRecord
 from ..debezium.serialization import JsonSerializer
 from ..lsn import format_lsn
-from .encoded import Constant, EncodedBatch, encode_records
-from .lines import encode_lines
-from .metric_reports import counted_chunk, metrics_location
-from .notifications import NotificationPiece, notification_records
-from .offsets import SourceOffset
+from .core.encoded import Constant, EncodedBatch, encode_records
+from .core.lines import encode_lines
+from .core.metric_reports import counted_chunk, metrics_location
+from .core.notifications import NotificationPiece, notification_records
+from .core.offsets import SourceOffset
+from .core.state_store import StreamStateStore
 from .planner import StreamRange
 from .snapshot_plan import SnapshotChunk
-from .state_store import StreamStateStore
 
 __all__ = ["emitted", "read_stream_encoded", "read_work", "read_work_records", "serializer_for"]
 

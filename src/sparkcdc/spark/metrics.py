@@ -1,7 +1,7 @@
 """The connector's metrics on the driver: Debezium's attributes, sparkcdc's extras, Prometheus.
 
 :class:`MetricsCollector` gathers what the tasks and the planner reported (see
-:mod:`sparkcdc.engine.metric_reports`) into :class:`~sparkcdc.engine.metrics.ConnectorMetrics`,
+:mod:`sparkcdc.engine.core.metric_reports`) into :class:`~sparkcdc.engine.core.metrics.ConnectorMetrics`,
 adds what only the driver knows (the slot as the server sees it, the last batch Spark committed,
 whether the server answers), and refreshes it all every ``interval`` seconds on a thread of its own.
 
@@ -29,8 +29,8 @@ from typing import Any
 from ..debezium.config import ConnectorConfig
 from ..debezium.metric_tags import PROPERTY as TAGS_PROPERTY
 from ..debezium.metric_tags import mbean_name, metric_tags, prometheus_labels
-from ..engine.metric_reports import metrics_location, read_json, stream_report_lsn
-from ..engine.metrics import ATTRIBUTES, SNAPSHOT, STREAMING, ConnectorMetrics
+from ..engine.core.metric_reports import metrics_location, read_json, stream_report_lsn
+from ..engine.core.metrics import ATTRIBUTES, SNAPSHOT, STREAMING, ConnectorMetrics
 from ..engine.stream_slots import stream_slots
 
 __all__ = ["CdcMetricsListener", "MetricsCollector", "PrometheusExposition", "RunMetrics", "serve_metrics"]

@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from ...debezium.config import ConfigError, ConnectorConfig
-from ..signals import Signal, SignalError
+from ..core.signals import Signal, SignalError
 from .base import PolledChannel, SignalSendError, signal_from_json, signal_to_json
 
 __all__ = ["KafkaSignalChannel", "kafka_client_settings"]

@@ -112,8 +112,8 @@ class TopicRunEncoder:
         self.compression = compression
 
     def encode(self, records: Iterable[Any]) -> tuple[list[tuple[str | None, int, int]], list[bytes]]:
-        from ...engine.encoded import Constant, Joined
-        from ...engine.lines import encode_lines
+        from ...engine.core.encoded import Constant, Joined
+        from ...engine.core.lines import encode_lines
 
         texts: dict[str | None, list[Any]] = {}
         counts: dict[str | None, int] = {}

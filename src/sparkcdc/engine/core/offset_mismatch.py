@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..lsn import format_lsn
+from ...lsn import format_lsn
 
 __all__ = ["STRATEGIES", "Resume", "resume_of", "trusts_slot"]
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
-from ..errors import PipelineError
+from ...errors import PipelineError
 
 __all__ = [
     "ACTION_TYPES",
@@ -256,7 +256,7 @@ def signal_table_of(config: Any) -> tuple[str, str] | None:
         return None
     parts = [p.strip().strip('"') for p in raw.split(".")]
     if len(parts) not in (2, 3) or not all(parts):
-        from ..errors import ConfigurationError
+        from ...errors import ConfigurationError
 
         raise ConfigurationError(f"signal.data.collection {raw!r} must name a table as <schema>.<table>", prop="signal.data.collection")
     return parts[-2], parts[-1]

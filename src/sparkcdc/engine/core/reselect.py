@@ -40,16 +40,16 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ..debezium.config import ConnectorConfig
-from ..debezium.connect import ConnectSchema
-from ..debezium.post_processors import ReselectSpec
-from ..debezium.records import ChangeRecord
-from ..debezium.table import TableSchema, TableSchemaFactory
-from ..debezium.types import MappingOptions
-from ..debezium.types.base import UnrepresentableValueError
-from ..errors import PipelineError
-from ..lsn import format_lsn
-from ..pgoutput.messages import UNCHANGED_TOAST
+from ...debezium.config import ConnectorConfig
+from ...debezium.connect import ConnectSchema
+from ...debezium.post_processors import ReselectSpec
+from ...debezium.records import ChangeRecord
+from ...debezium.table import TableSchema, TableSchemaFactory
+from ...debezium.types import MappingOptions
+from ...debezium.types.base import UnrepresentableValueError
+from ...errors import PipelineError
+from ...lsn import format_lsn
+from ...pgoutput.messages import UNCHANGED_TOAST
 from .signals import signal_table_of
 
 __all__ = ["KeyColumn", "Pending", "ReselectError", "Reselector"]
