@@ -16,9 +16,10 @@ import pytest
 
 from sparkcdc.debezium.config import ConfigError, ConnectorConfig
 from sparkcdc.engine import parallel_stream
+from sparkcdc.engine.core.emission import serializer_for
 from sparkcdc.engine.core.metric_reports import metrics_location
 from sparkcdc.engine.planner import ConnectorPlanner
-from sparkcdc.engine.work import read_stream_encoded, read_work, serializer_for
+from sparkcdc.engine.work import read_stream_encoded, read_work
 from sparkcdc.spark.sinks.reader_files import TopicRunEncoder, write_topic_runs
 
 

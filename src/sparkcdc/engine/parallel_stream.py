@@ -61,11 +61,11 @@ from .batch_reader import (
     stream_processor,
     stream_reporter,
 )
+from .core.emission import emitted
 from .core.offsets import SourceOffset
 from .core.signals import signal_table_of
 from .core.state_store import StreamState, StreamStateStore
 from .stream_slots import stream_slot
-from .work import emitted
 
 __all__ = [
     "DECODE_PROCESSES", "DecodingProcessFailed", "PieceEncoder", "check_parallel_decoding", "read_stream_range_parallel",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from ..debezium.config import ConfigError, ConnectorConfig
@@ -60,6 +60,7 @@ from .core.offsets import SnapshotSpec, SourceOffset
 from .core.schema_changes import table_digest
 from .core.signals import Signal, signal_table_of
 from .core.state_store import StreamState, StreamStateStore, default_state_location
+from .core.stream_range import StreamRange
 from .incremental_planner import BlockingRequest, IncrementalSnapshots
 from .setup import (
     apply_replica_identities,
@@ -74,7 +75,7 @@ from .snapshot_plan import SnapshotChunk, plan_snapshot_chunks
 from .standby import check_standby, log_slot_creation_wait
 from .stream_slots import check_parallel_streaming, stream_slots
 
-__all__ = ["ConnectorPlanner", "SlotMismatchError", "StreamRange"]
+__all__ = ["ConnectorPlanner", "SlotMismatchError"]
 
 log = logging.getLogger(__name__)
 
@@ -87,17 +88,6 @@ class SlotInvalidatedError(SlotMismatchError):
     """The server invalidated the slot a checkpoint resumes from (``wal_status`` lost: its WAL removed past
     ``max_slot_wal_keep_size``, idle past ``idle_replication_slot_timeout``, ...): the changes since the
     checkpoint cannot be read any more. ``snapshot.mode=when_needed`` takes a new snapshot instead."""
-
-
-@dataclass(frozen=True)
-class StreamRange:
-    """One streaming micro-batch, to be read by ``engine.batch_reader.read_stream_range``."""
-
-    start: dict[str, Any]
-    end: dict[str, Any]
-    state_location: str
-    #: Which of the parallel streams (``sparkcdc.stream.slots``, engine/stream_slots.py) this range reads.
-    stream: int = 0
 
 
 class ConnectorPlanner:

@@ -34,6 +34,7 @@ from ..debezium.topic_line import segments as line_segments
 from ..errors import PipelineError
 from ..postgres.replication import quote_ident
 from ..postgres.snapshot import COPY_NULL, SnapshotTransaction, copy_text
+from .core.emission import emitted
 from .core.encoded import BATCH_BYTES, Constant, EncodedBatch, Joined, encode_records, joined
 from .core.lines import encode_lines
 from .core.snapshot import SnapshotContext, snapshot_change, snapshot_marker
@@ -47,7 +48,6 @@ from .snapshot_reader import (
     open_chunk,
     opened_chunk_records,
 )
-from .work import emitted
 
 __all__ = ["RecordTemplates", "TemplateError", "read_encoded_chunk", "rendered_chunk_batches", "rendered_query"]
 
