@@ -99,7 +99,7 @@ def _stream_records(config: ConnectorConfig, work: StreamRange, run_id: str) -> 
 
 def read_stream_encoded(config: ConnectorConfig, work: StreamRange, *, run_id: str, processes: int,
                         encoder: Any) -> Iterator[tuple[Any, Callable[[Any], None]]] | None:
-    """A stream range's records as ``encoder`` (a :class:`~.parallel_stream.PieceEncoder`) makes
+    """A stream range's records as ``encoder`` (a :class:`~.decoding_process.PieceEncoder`) makes
     them in ``processes`` decoding processes (``sparkcdc.stream.decode.processes``,
     :mod:`.parallel_stream`): ``(header, reply)`` in WAL order; ``None`` where
     the range is better read by the task itself, as :func:`read_work` does: a batch with an
