@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import psycopg
 
 from ..debezium.config import ConfigError, ConnectorConfig
-from ..engine.core.signals import signal_table_of
+from ..engine.core.signals import enabled_channels, signal_table_of
 from ..engine.setup import (
     captured_tables,
     heartbeat_query_refusal,
@@ -21,7 +21,6 @@ from ..engine.setup import (
     replica_identity_changes,
     unpublished_signal_table,
 )
-from ..engine.signal_channels import enabled_channels
 from ..engine.standby import STANDBY_DECODING_MAJOR, standby_refusals
 from ..engine.stream_slots import check_parallel_streaming, stream_slots
 from ..postgres.privileges import describe_missing, sql_identifiers, table_access

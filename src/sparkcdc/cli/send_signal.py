@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..debezium.config import ConnectorConfig
-from ..engine.core.signals import Signal, SignalError, parse_action
-from ..engine.signal_channels import enabled_channels, open_channel
+from ..engine.core.signals import Signal, SignalError, enabled_channels, parse_action
+from ..engine.signal_channels import open_channel
 from ..errors import ConfigurationError
 
 __all__ = ["ACTIONS", "build_signal", "send"]

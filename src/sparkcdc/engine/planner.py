@@ -52,7 +52,7 @@ from .core.metric_reports import (
 from .core.notifications import Notifier, notification_pieces
 from .core.offset_mismatch import trusts_slot
 from .core.offsets import SourceOffset
-from .core.signals import Signal, signal_table_of
+from .core.signals import Signal, enabled_channels, signal_table_of
 from .core.snapshot_mode import streams_after_snapshot, takes_snapshot
 from .core.state_store import StreamState, StreamStateStore, default_state_location
 from .core.stream_range import StreamRange
@@ -74,7 +74,6 @@ from .setup import (
     ensure_stream_publications,
     unpublished_signal_table,
 )
-from .signal_channels import enabled_channels
 from .signal_channels.polling import ChannelPolling
 from .standby import check_standby, log_slot_creation_wait
 from .stream_slots import check_parallel_streaming, stream_slots

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 
 from ..debezium.config import ConfigError, ConnectorConfig
 from ..debezium.property_table import split_list
-from .core.signals import signal_table_of
-from .signal_channels import enabled_channels
+from .core.signals import enabled_channels, signal_table_of
 
 __all__ = ["StreamSlot", "assign_tables", "check_parallel_streaming", "stream_slot", "stream_slots"]
 

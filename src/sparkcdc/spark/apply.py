@@ -434,8 +434,8 @@ class ChangeApplier:
     def _read_again(self, resolved: ResolvedSpec, columns: Sequence[str], why: str) -> None:
         """Signal an incremental snapshot of the source table, whose rows' values of ``columns`` the
         mirror cannot have from the stream (``why``)."""
-        from ..engine.core.signals import READ_AGAIN, Signal
-        from ..engine.signal_channels import enabled_channels, open_channel
+        from ..engine.core.signals import READ_AGAIN, Signal, enabled_channels
+        from ..engine.signal_channels import open_channel
 
         table = resolved.spec.qualified_table
         config = config_from_options(self.properties)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
+from ...debezium.property_table import split_list
 from ...errors import PipelineError
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "SignalAction",
     "SignalError",
     "StopSnapshot",
+    "enabled_channels",
     "match_collections",
     "parse_action",
     "signal_table_of",
@@ -246,6 +248,11 @@ def _pattern(text: str) -> re.Pattern[str]:
         else:
             return re.compile(re.escape(".".join(parts)))
     return re.compile(text, re.IGNORECASE)
+
+
+def enabled_channels(config: Any) -> list[str]:
+    """``signal.enabled.channels`` in the order given (the property's check refuses unknown names)."""
+    return [name.lower() for name in split_list(config.get("signal.enabled.channels"))]
 
 
 def signal_table_of(config: Any) -> tuple[str, str] | None:
