@@ -18,9 +18,9 @@ import pytest
 from sparkcdc.cli.status import server_report
 from sparkcdc.debezium.config import ConfigError, ConnectorConfig
 from sparkcdc.engine.core.offsets import OffsetError, SourceOffset
+from sparkcdc.engine.core.stream_slots import assign_tables, check_parallel_streaming, stream_slots
 from sparkcdc.engine.planner import ConnectorPlanner
 from sparkcdc.engine.setup import SetupError, ensure_stream_publications
-from sparkcdc.engine.stream_slots import assign_tables, check_parallel_streaming, stream_slots
 from sparkcdc.pgoutput.messages import Insert
 from sparkcdc.postgres import get_slot
 from sparkcdc.postgres.replication import LogicalReplicationReader, ReplicationOptions

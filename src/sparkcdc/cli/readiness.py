@@ -14,6 +14,7 @@ import psycopg
 
 from ..debezium.config import ConfigError, ConnectorConfig
 from ..engine.core.signals import enabled_channels, signal_table_of
+from ..engine.core.stream_slots import check_parallel_streaming, stream_slots
 from ..engine.setup import (
     captured_tables,
     heartbeat_query_refusal,
@@ -22,7 +23,6 @@ from ..engine.setup import (
     unpublished_signal_table,
 )
 from ..engine.standby import STANDBY_DECODING_MAJOR, standby_refusals
-from ..engine.stream_slots import check_parallel_streaming, stream_slots
 from ..postgres.privileges import describe_missing, sql_identifiers, table_access
 from ..postgres.replication import quote_ident
 from ..postgres.server_facts import (

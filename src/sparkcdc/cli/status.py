@@ -13,7 +13,7 @@ import psycopg
 
 from ..debezium.config import ConnectorConfig
 from ..engine.core.incremental import IncrementalState
-from ..engine.stream_slots import stream_slots
+from ..engine.core.stream_slots import stream_slots
 from ..lsn import format_lsn, parse_lsn
 from ..postgres.server_facts import publication_facts, slot_lag
 from .checkpoint import BatchOffset, CheckpointState

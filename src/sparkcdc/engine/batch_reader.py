@@ -12,7 +12,7 @@ When no message comes, the walsender is asked for a keepalive, which tells how f
 read: once that passes ``end.lsn`` outside a transaction, the batch is complete. The slot is never
 confirmed here; the driver does that after Spark commits the batch.
 
-With parallel streaming (``sparkcdc.stream.slots``, engine/stream_slots.py) one such read runs per
+With parallel streaming (``sparkcdc.stream.slots``, engine/core/stream_slots.py) one such read runs per
 stream, through that stream's slot and publication. Logical decoding messages are not filtered by
 publications, so every slot sees each of them: only stream 0 emits their records (and the batch's
 heartbeat record); the other streams only pass them.
@@ -43,11 +43,11 @@ from .core.offsets import SourceOffset
 from .core.signals import signal_table_of
 from .core.snapshot_window import StreamSignals
 from .core.state_store import StreamState, StreamStateStore
+from .core.stream_slots import StreamSlot, stream_slot
 from .core.streaming import StreamingProcessor
 from .core.tables import TableResolver
 from .incremental_reader import chunk_reader
 from .reselect_reader import PostProcessing, post_processing
-from .stream_slots import StreamSlot, stream_slot
 
 __all__ = [
     "HEARTBEAT_MESSAGE_PREFIX", "StreamStalledError", "first_stream_lsn", "last_commit_of", "process_items", "read_stream_range",

@@ -43,9 +43,9 @@ from .core.emission import emitted
 from .core.offsets import SourceOffset
 from .core.signals import signal_table_of
 from .core.state_store import StreamState, StreamStateStore
+from .core.stream_slots import stream_slot
 from .decoding_pool import DecodingPool
 from .decoding_process import PieceEncoder
-from .stream_slots import stream_slot
 from .wal_dispatcher import WalDispatcher
 
 __all__ = ["DECODE_PROCESSES", "PieceEncoder", "check_parallel_decoding", "read_stream_range_parallel", "worth_parallel_decoding"]

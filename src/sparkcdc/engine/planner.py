@@ -56,6 +56,7 @@ from .core.signals import Signal, enabled_channels, signal_table_of
 from .core.snapshot_mode import streams_after_snapshot, takes_snapshot
 from .core.state_store import StreamState, StreamStateStore, default_state_location
 from .core.stream_range import StreamRange
+from .core.stream_slots import check_parallel_streaming, stream_slots
 from .driver_slots import (
     check_resumed_slot,
     confirm_slots,
@@ -76,7 +77,6 @@ from .setup import (
 )
 from .signal_channels.polling import ChannelPolling
 from .standby import check_standby, log_slot_creation_wait
-from .stream_slots import check_parallel_streaming, stream_slots
 
 __all__ = ["ConnectorPlanner"]
 

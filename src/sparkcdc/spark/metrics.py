@@ -31,7 +31,7 @@ from ..debezium.metric_tags import PROPERTY as TAGS_PROPERTY
 from ..debezium.metric_tags import mbean_name, metric_tags, prometheus_labels
 from ..engine.core.metric_reports import metrics_location, read_json, stream_report_lsn
 from ..engine.core.metrics import ATTRIBUTES, SNAPSHOT, STREAMING, ConnectorMetrics
-from ..engine.stream_slots import stream_slots
+from ..engine.core.stream_slots import stream_slots
 
 __all__ = ["CdcMetricsListener", "MetricsCollector", "PrometheusExposition", "RunMetrics", "serve_metrics"]
 

@@ -166,8 +166,8 @@ class PostgresCdcDataSource(DataSource):
         return "postgres-cdc"
 
     def schema(self) -> str:
+        from ..engine.core.stream_slots import check_parallel_streaming
         from ..engine.parallel_stream import check_parallel_decoding
-        from ..engine.stream_slots import check_parallel_streaming
 
         config = config_from_options(self.options)
         layout = config.get("sparkcdc.output.layout")

@@ -20,5 +20,5 @@ class StreamRange:
     start: dict[str, Any]
     end: dict[str, Any]
     state_location: str
-    #: Which of the parallel streams (``sparkcdc.stream.slots``, engine/stream_slots.py) this range reads.
+    #: Which of the parallel streams (``sparkcdc.stream.slots``, engine/core/stream_slots.py) this range reads.
     stream: int = 0

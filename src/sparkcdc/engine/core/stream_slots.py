@@ -24,9 +24,9 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..debezium.config import ConfigError, ConnectorConfig
-from ..debezium.property_table import split_list
-from .core.signals import enabled_channels, signal_table_of
+from ...debezium.config import ConfigError, ConnectorConfig
+from ...debezium.property_table import split_list
+from .signals import enabled_channels, signal_table_of
 
 __all__ = ["StreamSlot", "assign_tables", "check_parallel_streaming", "stream_slot", "stream_slots"]
 
