@@ -29,7 +29,7 @@ of one per event, which gives what Debezium's per-event queries give when the ro
 between them (both read the row as it is then, not as it was at the change).
 
 Pure: the streaming processor hands each event to :meth:`Reselector.consider`; the stream reader
-(:mod:`.reselect_reader`) queries the table for :meth:`Reselector.take`'s events and hands the rows
+(:mod:`sparkcdc.engine.reselect_reader`) queries the table for :meth:`Reselector.take`'s events and hands the rows
 back to :meth:`Reselector.fill` or :meth:`Reselector.not_found`.
 """
 
