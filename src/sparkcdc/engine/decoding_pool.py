@@ -17,7 +17,7 @@ from typing import Any, Final
 from ..debezium.config import ConnectorConfig
 from .decoding_process import DecodingProcessFailed, PieceEncoder, decode_loop
 
-__all__ = ["PIECES_IN_FLIGHT", "DecodingPool", "Stopped"]
+__all__ = ["PIECES_IN_FLIGHT", "DecodingPool"]
 
 #: Pieces sent and not yet handed on, per process: bounds the memory between reader and writer.
 #: Counted over all the processes, not each: outputs are taken in order, so a process ahead of the
@@ -28,14 +28,14 @@ _DONE: Final = "done"
 _CLOSE: Final = "close"
 
 
-class Stopped(Exception):
-    """The task stopped taking outputs (it failed, or its reading was abandoned): the dispatcher ends."""
-
-
 class DecodingPool:
     """The processes, a pipe each way to each, and two threads per process: one sending its pieces
     (a pipe holds 64 KiB: a send waits until the process has read the piece, and the reader must not
     wait for one process while the other has nothing to do), one taking its results."""
+
+    class Stopped(Exception):  # not an error: the pool's signal to the WAL reader's thread
+        """Raised by :meth:`send` once the task stopped taking outputs (it failed, or its reading was
+        abandoned): the dispatcher ends. Never leaves the reader's thread."""
 
     def __init__(self, config: ConnectorConfig, run_id: str, stream: int, processes: int,
                  encoder: PieceEncoder) -> None:
@@ -68,7 +68,7 @@ class DecodingPool:
     def send(self, index: int, piece: tuple[Any, ...]) -> None:
         while not self.room.acquire(timeout=0.2):
             if self.stopped.is_set():
-                raise Stopped
+                raise DecodingPool.Stopped
         self.inputs[index].put(piece)
         self.order.put(index)
 

@@ -33,7 +33,7 @@ from ..pgoutput.frame_peek import (
 from ..postgres.errors import ReplicationConnectionLost
 from ..postgres.replication import LogicalReplicationReader, StreamRestarted
 from .batch_reader import HEARTBEAT_MESSAGE_PREFIX, StreamStalledError, start_planned
-from .decoding_pool import DecodingPool, Stopped
+from .decoding_pool import DecodingPool
 
 __all__ = ["PIECE_MESSAGES", "WalDispatcher"]
 
@@ -72,7 +72,7 @@ class WalDispatcher:
                 self.reader.close()  # nothing was confirmed, so the last status update confirms nothing
             self._send(chunk_ends=True)
             self.pool.finish()
-        except Stopped:
+        except DecodingPool.Stopped:
             pass
         except BaseException as exc:  # noqa: BLE001 - handed to the task's thread, which raises it
             self.pool.order.put(exc)
