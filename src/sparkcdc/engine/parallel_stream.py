@@ -48,7 +48,7 @@ from .decoding_pool import DecodingPool
 from .decoding_process import PieceEncoder
 from .wal_dispatcher import WalDispatcher
 
-__all__ = ["DECODE_PROCESSES", "PieceEncoder", "check_parallel_decoding", "read_stream_range_parallel", "worth_parallel_decoding"]
+__all__ = ["DECODE_PROCESSES", "check_parallel_decoding", "read_stream_range_parallel", "worth_parallel_decoding"]
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ def read_stream_range_parallel(
         if end.lsn > first_lsn:
             reader = replication_reader(config, stream_slot(config, stream), first_lsn)
             dispatcher = WalDispatcher(reader, pool, end.lsn, last_commit, stall_timeout, messages=stream == 0,
-                                     chunk_messages=config.get_int(CHUNK_MESSAGES))
+                                       chunk_messages=config.get_int(CHUNK_MESSAGES))
             for header, reply, last in pool.outputs(dispatcher.run):
                 if last is not None:
                     report.last, report.last_ms = last, int(time.time() * 1000)
