@@ -45,7 +45,7 @@ def test_the_walk_finds_the_package_s_exceptions() -> None:
     """The discovery itself works: it sees classes of every layer (else the checks below prove nothing)."""
     names = set(CLASSES)
     for expected in ("sparkcdc.errors.SparkcdcError", "sparkcdc.debezium.transforms.base.TransformConfigError", "sparkcdc.postgres.errors.SlotNotFoundError",
-                     "sparkcdc.engine.offsets.OffsetError", "sparkcdc.apply.errors.TargetError", "sparkcdc.cli.config_files.ConfigFileError",
+                     "sparkcdc.engine.core.offsets.OffsetError", "sparkcdc.apply.errors.TargetError", "sparkcdc.cli.config_files.ConfigFileError",
                      "sparkcdc.spark.sinks.kafka_link.KafkaSinkError", "sparkcdc.lsn.InvalidLsnError"):
         assert expected in names
     assert len(names) >= 40
@@ -71,9 +71,9 @@ def test_every_exception_is_in_one_family(name: str) -> None:
         ("sparkcdc.postgres.errors.ReplicationProtocolError", RuntimeError),
         ("sparkcdc.postgres.errors.ObjectNotFoundError", LookupError),
         ("sparkcdc.pgoutput.errors.ProtocolError", ValueError),
-        ("sparkcdc.engine.errors.UnexpectedMessageError", RuntimeError),
-        ("sparkcdc.engine.errors.UnknownRelationError", LookupError),
-        ("sparkcdc.engine.offsets.OffsetError", ValueError),
+        ("sparkcdc.engine.core.errors.UnexpectedMessageError", RuntimeError),
+        ("sparkcdc.engine.core.errors.UnknownRelationError", LookupError),
+        ("sparkcdc.engine.core.offsets.OffsetError", ValueError),
         ("sparkcdc.lsn.InvalidLsnError", ValueError),
         ("sparkcdc.debezium.types.base.ConversionError", ValueError),
         ("sparkcdc.debezium.types.base.UnsupportedTypeError", LookupError),
@@ -126,7 +126,7 @@ def test_a_class_outside_the_families_is_refused() -> None:
 
 def test_every_configuration_error_takes_the_property_by_name() -> None:
     """One argument order for the configuration family: the message (or what makes it) first, the
-    property by keyword (``prop=``); ``ConfigError(prop, message)`` was the other order, now gone."""
+    property by keyword (``prop=``); ``ConfigurationError(prop, message)`` was the other order, now gone."""
     import inspect
 
     checked = 0

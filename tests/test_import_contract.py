@@ -41,8 +41,8 @@ def test_the_contract_holds(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("module", "line", "contract"), [
     ("pgoutput/decoder.py", "import sparkcdc.spark.source  # noqa", "Layers"),
-    ("engine/streaming.py", "import psycopg  # noqa", "imports no database driver"),
-    ("engine/tables.py", "from sparkcdc.postgres import catalog  # noqa", "imports no database driver"),
+    ("engine/core/streaming.py", "import psycopg  # noqa", "imports no database driver"),
+    ("engine/core/tables.py", "from sparkcdc.postgres import catalog  # noqa", "imports no database driver"),
 ])
 def test_an_upward_import_breaks_it(tmp_path: Path, module: str, line: str, contract: str) -> None:
     source_root = _copy_package(tmp_path)

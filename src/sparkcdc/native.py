@@ -42,8 +42,8 @@ COMPILED_MODULES = (
     "sparkcdc.debezium.types.numeric",
     "sparkcdc.debezium.types.text",
     "sparkcdc.debezium.types.temporal",
-    "sparkcdc.engine.streaming",
-    "sparkcdc.engine.lines",
+    "sparkcdc.engine.core.streaming",
+    "sparkcdc.engine.core.lines",
 )
 
 

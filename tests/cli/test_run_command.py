@@ -17,7 +17,7 @@ from sparkcdc.apply.errors import ApplyError
 from sparkcdc.cli.app import EXIT_CONFIG, EXIT_PROBLEMS, app
 from sparkcdc.cli.signals import StopEvent
 from sparkcdc.debezium.config import ConnectorConfig
-from sparkcdc.engine.offsets import OffsetError
+from sparkcdc.engine.core.offsets import OffsetError
 from sparkcdc.errors import ConfigurationError, ProtocolError, SparkcdcError
 from sparkcdc.postgres.errors import SlotNotFoundError
 

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from sparkcdc.cli.app import EXIT_CONFIG, EXIT_PROBLEMS, app
 from sparkcdc.debezium.config import ConnectorConfig
+from sparkcdc.engine.core.signals import ExecuteSnapshot, LogMessage, Signal, parse_action
 from sparkcdc.engine.signal_channels import open_channel
-from sparkcdc.engine.signals import ExecuteSnapshot, LogMessage, Signal, parse_action
 
 from ..support.waiting import wait_until
 

@@ -32,7 +32,7 @@ import pytest
 
 from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.engine.connector import LocalConnector
-from sparkcdc.engine.encoded import EncodedRecord
+from sparkcdc.engine.core.encoded import EncodedRecord
 
 from ..support.waiting import wait_until
 from .oracle import SNAPSHOT_MARKERS, DebeziumOracle, OracleRecord, debezium_properties

@@ -284,7 +284,7 @@ def test_bytea_toast_per_binary_mode(mode: str, scalar_toast_null: bool) -> None
 
 
 def test_full_replica_identity_fills_unchanged_toast_from_the_old_row() -> None:
-    from sparkcdc.engine.streaming import _resolve_unchanged_toast
+    from sparkcdc.engine.core.streaming import _resolve_unchanged_toast
     from sparkcdc.pgoutput.messages import UNCHANGED_TOAST
 
     old = ("1", "big value", None, "x")

@@ -19,9 +19,9 @@ from sparkcdc.debezium.connect import ConnectSchema, bytes_, int32, string, stru
 from sparkcdc.debezium.converters import CloudEventsSettings
 from sparkcdc.debezium.records import ChangeRecord
 from sparkcdc.debezium.schemas import envelope_schema, heartbeat_key_schema, heartbeat_value_schema
-from sparkcdc.engine.encoded import encode_records
-from sparkcdc.engine.lines import encode_lines
-from sparkcdc.engine.work import serializer_for
+from sparkcdc.engine.core.emission import serializer_for
+from sparkcdc.engine.core.encoded import encode_records
+from sparkcdc.engine.core.lines import encode_lines
 
 BASE = {"database.hostname": "h", "database.user": "u", "database.dbname": "d", "topic.prefix": "test_server"}
 CLOUDEVENTS = {"value.converter": "io.debezium.converters.CloudEventsConverter"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sparkcdc.engine.metric_reports import ChunkReporter, StreamReporter, read_json
-from sparkcdc.engine.metrics import ATTRIBUTES, SNAPSHOT, STREAMING, ConnectorMetrics
+from sparkcdc.engine.core.metric_reports import ChunkReporter, StreamReporter, read_json
+from sparkcdc.engine.core.metrics import ATTRIBUTES, SNAPSHOT, STREAMING, ConnectorMetrics
 from sparkcdc.engine.snapshot_plan import SnapshotChunk
 
 
@@ -69,8 +69,8 @@ def test_every_attribute_of_the_manual_tables() -> None:
 
 
 def test_incremental_snapshot_attributes_from_the_offsets_state(tmp_path: Path) -> None:
-    from sparkcdc.engine.incremental import ChunkWindow, IncrementalState, SnapshotCollection
-    from sparkcdc.engine.metric_reports import incremental_summary
+    from sparkcdc.engine.core.incremental import ChunkWindow, IncrementalState, SnapshotCollection
+    from sparkcdc.engine.core.metric_reports import incremental_summary
 
     chunk = ChunkWindow("w-1", "public", "a", ("id",), ("int4",), ("100",), ("200",), None, "00000003-00000002-1", 2)
     state = IncrementalState("sig-1", (SnapshotCollection("public", "a"), SnapshotCollection("public", "b")), ("100",), ("900",),

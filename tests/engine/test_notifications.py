@@ -16,8 +16,8 @@ import pytest
 
 from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.engine.connector import LocalConnector
-from sparkcdc.engine.notifications import INITIAL_SNAPSHOT, Notification, NotificationPiece, notification_pieces
-from sparkcdc.engine.offsets import SourceOffset
+from sparkcdc.engine.core.notifications import INITIAL_SNAPSHOT, Notification, NotificationPiece, notification_pieces
+from sparkcdc.engine.core.offsets import SourceOffset
 from sparkcdc.engine.work import read_work
 from sparkcdc.postgres import drop_slot, get_slot
 

@@ -20,8 +20,8 @@ import sparkcdc.engine.batch_reader as batch_reader
 from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.embedded_postgres import ThrowawayCluster
 from sparkcdc.engine.connector import LocalConnector
-from sparkcdc.engine.offset_mismatch import resume_of
-from sparkcdc.engine.planner import SlotMismatchError
+from sparkcdc.engine.core.offset_mismatch import resume_of
+from sparkcdc.engine.driver_slots import SlotMismatchError
 from sparkcdc.postgres import drop_slot, get_slot
 
 from ..support.waiting import wait_until

@@ -15,10 +15,11 @@ import psycopg
 import pytest
 
 from sparkcdc.debezium.config import ConnectorConfig
-from sparkcdc.engine import parallel_stream
-from sparkcdc.engine.metric_reports import metrics_location
+from sparkcdc.engine import parallel_stream, wal_dispatcher
+from sparkcdc.engine.core.emission import serializer_for
+from sparkcdc.engine.core.metric_reports import metrics_location
 from sparkcdc.engine.planner import ConnectorPlanner
-from sparkcdc.engine.work import read_stream_encoded, read_work, serializer_for
+from sparkcdc.engine.work import read_stream_encoded, read_work
 from sparkcdc.errors import ConfigurationError
 from sparkcdc.spark.sinks.reader_files import TopicRunEncoder, write_topic_runs
 
@@ -71,7 +72,7 @@ def _parallel(config: ConnectorConfig, work: Any, output: Path, processes: int =
 def test_several_processes_make_the_records_one_makes(
     db: psycopg.Connection, pg_cluster: Any, unique_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(parallel_stream, "PIECE_MESSAGES", 7)
+    monkeypatch.setattr(wal_dispatcher, "PIECE_MESSAGES", 7)
     a, b = f"{unique_name}_a", f"{unique_name}_b"
     db.execute(f"CREATE TABLE {a} (id int PRIMARY KEY, v text)")
     db.execute(f"CREATE TABLE {b} (id int PRIMARY KEY, n numeric)")

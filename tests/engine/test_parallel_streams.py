@@ -10,7 +10,8 @@ from typing import Any
 import psycopg
 
 from sparkcdc.debezium.config import ConnectorConfig
-from sparkcdc.engine.planner import ConnectorPlanner, StreamRange
+from sparkcdc.engine.core.stream_range import StreamRange
+from sparkcdc.engine.planner import ConnectorPlanner
 from sparkcdc.engine.work import read_work_records
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import logging
 import time
-from types import SimpleNamespace
 
 import psycopg
 import pytest
 
 from sparkcdc.debezium.config import ConnectorConfig
+from sparkcdc.engine.driver_slots import confirm_slot
 from sparkcdc.engine.planner import ConnectorPlanner
 from sparkcdc.engine.setup import check_guardrail
 from sparkcdc.errors import ConfigurationError
@@ -38,9 +38,8 @@ def _held_slot(pg_cluster, db: psycopg.Connection, name: str) -> tuple[int, Logi
 
 
 def _advance(db: psycopg.Connection, name: str, lsn: int, **props: str) -> None:
-    """The planner's confirmation of one slot, with the planner's configuration and admin connection only."""
-    planner = SimpleNamespace(config=ConnectorConfig(BASE | props), admin=db)
-    ConnectorPlanner._advance_one(planner, name, lsn)  # type: ignore[arg-type]  # noqa: SLF001 - the method under test
+    """The driver's confirmation of one slot, with the configuration and its admin connection."""
+    confirm_slot(db, ConnectorConfig(BASE | props), name, lsn)
 
 
 @pytest.mark.parametrize("action", ["fail", "warn", "ignore"])
@@ -49,7 +48,7 @@ def test_a_slot_held_past_the_flush_timeout(pg_cluster, db, unique_name: str, ac
     before = get_slot(db, unique_name).confirmed_flush_lsn  # type: ignore[union-attr]
     try:
         began = time.monotonic()
-        with caplog.at_level(logging.WARNING, logger="sparkcdc.engine.planner"):
+        with caplog.at_level(logging.WARNING, logger="sparkcdc.engine.driver_slots"):
             if action == "fail":
                 with pytest.raises(SlotInUseError, match=r"lsn\.flush\.timeout\.ms=300") as info:
                     _advance(db, unique_name, end, **{"lsn.flush.timeout.ms": "300", "lsn.flush.timeout.action": action})

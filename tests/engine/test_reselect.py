@@ -18,7 +18,7 @@ import sparkcdc.engine.reselect_reader as reselect_reader
 from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.embedded_postgres import ThrowawayCluster
 from sparkcdc.engine.connector import LocalConnector
-from sparkcdc.engine.reselect import ReselectError
+from sparkcdc.engine.core.reselect import ReselectError
 from sparkcdc.errors import ConfigurationError
 
 from ..support.waiting import wait_until
@@ -80,7 +80,7 @@ def test_a_row_gone_keeps_the_placeholder_with_a_warning_and_the_others_are_read
     with LocalConnector(_config(pg_cluster, unique_name, f"public.{table}")) as connector:
         connector.poll(0.0)
         db.execute(f"BEGIN; UPDATE {table} SET n = 1; DELETE FROM {table} WHERE id = 3; COMMIT")  # 3 events, then row 3 is gone
-        caplog.set_level(logging.WARNING, "sparkcdc.engine.reselect")
+        caplog.set_level(logging.WARNING, "sparkcdc.engine.core.reselect")
         updates = [p for p in _payloads(connector, 3) if p["op"] == "u"]
     after = {p["after"]["id"]: p["after"]["big"] for p in updates}
     assert after == {1: expected[1], 2: expected[2], 3: PLACEHOLDER}
@@ -112,7 +112,7 @@ def test_a_keyless_table_is_read_by_the_event_key(
     db.execute(f"CREATE TABLE {t} (code text NOT NULL, n int, note text)")
     db.execute(f"ALTER TABLE {t} REPLICA IDENTITY FULL")
     db.execute(f"INSERT INTO {t} VALUES ('a', 0, 'first')")
-    caplog.set_level(logging.WARNING, "sparkcdc.engine.reselect")
+    caplog.set_level(logging.WARNING, "sparkcdc.engine.core.reselect")
     try:
         for use_event_key, expected in (("true", "later"), ("false", None)):
             extra = {"reselect.use.event.key": use_event_key, "reselect.columns.include.list": rf"public\.{t}:note"}

@@ -18,13 +18,13 @@ import pytest
 from sparkcdc.catalog import ColumnInfo, TableInfo
 from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.debezium.records import ChangeRecord
-from sparkcdc.engine import tables as tables_module
 from sparkcdc.engine.batch_reader import read_stream_range
 from sparkcdc.engine.connector import LocalConnector
-from sparkcdc.engine.offsets import SourceOffset
+from sparkcdc.engine.core import tables as tables_module
+from sparkcdc.engine.core.offsets import SourceOffset
+from sparkcdc.engine.core.schema_changes import RelationShapes, relation_message_digest, table_digest
+from sparkcdc.engine.core.state_store import StreamStateStore
 from sparkcdc.engine.parallel_stream import check_parallel_decoding
-from sparkcdc.engine.schema_changes import RelationShapes, relation_message_digest, table_digest
-from sparkcdc.engine.state_store import StreamStateStore
 from sparkcdc.errors import ConfigurationError
 from sparkcdc.pgoutput.messages import Relation, RelationColumn, ReplicaIdentity
 from sparkcdc.postgres import create_publication, drop_slot, ensure_slot

@@ -20,10 +20,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.engine.connector import LocalConnector
+from sparkcdc.engine.core.signals import Signal, SignalError
 from sparkcdc.engine.signal_channels import open_channel, polled_channels, signal_from_json, signal_to_json
 from sparkcdc.engine.signal_channels.file import FileSignalChannel
 from sparkcdc.engine.signal_channels.kafka import kafka_client_settings
-from sparkcdc.engine.signals import Signal, SignalError
 from sparkcdc.errors import ConfigurationError
 
 from ..support.waiting import wait_until

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from sparkcdc.debezium.records import ChangeRecord
-from sparkcdc.engine.incremental import ChunkWindow, IncrementalState, SnapshotCollection, Visibility
-from sparkcdc.engine.signals import (
+from sparkcdc.engine.core.incremental import ChunkWindow, IncrementalState, SnapshotCollection, Visibility
+from sparkcdc.engine.core.signals import (
     ExecuteSnapshot,
     LogMessage,
     PauseSnapshot,
@@ -19,8 +19,8 @@ from sparkcdc.engine.signals import (
     match_collections,
     parse_action,
 )
-from sparkcdc.engine.snapshot_window import StreamSignals, WindowNotClosedError
-from sparkcdc.engine.streaming import SIGNAL_OP
+from sparkcdc.engine.core.snapshot_window import StreamSignals, WindowNotClosedError
+from sparkcdc.engine.core.streaming import SIGNAL_OP
 
 
 def _signal(kind: str, data: object = None) -> Signal:

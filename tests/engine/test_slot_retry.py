@@ -11,8 +11,8 @@ import pytest
 
 from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.engine.batch_reader import read_stream_range
-from sparkcdc.engine.offsets import SourceOffset
-from sparkcdc.engine.state_store import StreamStateStore
+from sparkcdc.engine.core.offsets import SourceOffset
+from sparkcdc.engine.core.state_store import StreamStateStore
 from sparkcdc.postgres import LogicalReplicationReader, ReplicationOptions, SlotInUseError, create_publication, ensure_slot
 
 from ..support.waiting import wait_until

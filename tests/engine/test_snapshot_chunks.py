@@ -1,6 +1,6 @@
 """The parallel snapshot: chunk planning, chunk reading, markers, and the seam with streaming.
 
-The sequential snapshot (``engine.snapshot.snapshot_records``, what the in-process connector runs,
+The sequential snapshot (``engine.core.snapshot.snapshot_records``, what the in-process connector runs,
 checked against Debezium by the conformance suite) is the reference: the chunks of a snapshot, put
 in ordinal order, must give exactly its records. Then the chunks are read in parallel while a
 writer changes the tables, and snapshot plus stream must rebuild the tables exactly.
@@ -26,19 +26,19 @@ from sparkcdc.debezium.events import EventFactory
 from sparkcdc.debezium.records import ChangeRecord
 from sparkcdc.debezium.table import TableSchemaFactory
 from sparkcdc.embedded_postgres import ThrowawayCluster
-from sparkcdc.engine.filters import TableFilter
-from sparkcdc.engine.offsets import SnapshotSpec
-from sparkcdc.engine.snapshot import (
+from sparkcdc.engine.core.filters import TableFilter
+from sparkcdc.engine.core.offsets import SnapshotSpec
+from sparkcdc.engine.core.snapshot import (
     MAX_SNAPSHOT_TABLES,
     ROWS_PER_CHUNK_LIMIT,
     SnapshotContext,
     snapshot_ordinal,
     snapshot_records,
 )
+from sparkcdc.engine.core.streaming import StreamingProcessor
+from sparkcdc.engine.core.tables import TableResolver
 from sparkcdc.engine.snapshot_plan import SnapshotChunk, plan_snapshot_chunks
 from sparkcdc.engine.snapshot_reader import SnapshotUnavailableError, TableRewrittenError, read_snapshot_chunk
-from sparkcdc.engine.streaming import StreamingProcessor
-from sparkcdc.engine.tables import TableResolver
 from sparkcdc.postgres import LogicalReplicationReader, ReplicationOptions, create_publication, drop_slot, get_slot
 from sparkcdc.postgres.catalog import Catalog
 from sparkcdc.postgres.errors import ExportedSnapshotGoneError

@@ -21,13 +21,13 @@ from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.debezium.serialization import JsonSerializer
 from sparkcdc.debezium.table import TableSchemaFactory
 from sparkcdc.embedded_postgres import ThrowawayCluster
-from sparkcdc.engine.encoded import BATCH_BYTES, Constant, EncodedBatch, encode_records
-from sparkcdc.engine.filters import TableFilter
-from sparkcdc.engine.offsets import SnapshotSpec
+from sparkcdc.engine.core.encoded import BATCH_BYTES, Constant, EncodedBatch, encode_records
+from sparkcdc.engine.core.filters import TableFilter
+from sparkcdc.engine.core.offsets import SnapshotSpec
+from sparkcdc.engine.core.tables import TableResolver
 from sparkcdc.engine.snapshot_plan import SnapshotChunk, plan_snapshot_chunks
 from sparkcdc.engine.snapshot_reader import read_snapshot_chunk
 from sparkcdc.engine.snapshot_rendered import read_encoded_chunk, rendered_query
-from sparkcdc.engine.tables import TableResolver
 from sparkcdc.postgres import drop_slot
 from sparkcdc.postgres.catalog import Catalog
 from sparkcdc.postgres.slots import ExportedSnapshotSlot

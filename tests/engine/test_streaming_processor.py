@@ -20,10 +20,10 @@ from sparkcdc.debezium.events import EventFactory
 from sparkcdc.debezium.records import ChangeRecord
 from sparkcdc.debezium.serialization import JsonSerializer
 from sparkcdc.debezium.table import TableSchemaFactory
-from sparkcdc.engine.errors import UnexpectedMessageError
-from sparkcdc.engine.filters import TableFilter
-from sparkcdc.engine.streaming import StreamingProcessor
-from sparkcdc.engine.tables import TableResolver
+from sparkcdc.engine.core.errors import UnexpectedMessageError
+from sparkcdc.engine.core.filters import TableFilter
+from sparkcdc.engine.core.streaming import StreamingProcessor
+from sparkcdc.engine.core.tables import TableResolver
 from sparkcdc.pgoutput import Decoder, WalMessage, encode
 from sparkcdc.pgoutput.messages import (
     UNCHANGED_TOAST,

@@ -10,9 +10,9 @@ import pytest
 from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.debezium.events import EventFactory
 from sparkcdc.debezium.table import TableSchemaFactory
-from sparkcdc.engine.filters import TableFilter
-from sparkcdc.engine.streaming import StreamingProcessor, UnexpectedMessageError
-from sparkcdc.engine.tables import TableResolver
+from sparkcdc.engine.core.filters import TableFilter
+from sparkcdc.engine.core.streaming import StreamingProcessor, UnexpectedMessageError
+from sparkcdc.engine.core.tables import TableResolver
 from sparkcdc.lsn import parse_lsn
 from sparkcdc.pgoutput import (
     UNCHANGED_TOAST,

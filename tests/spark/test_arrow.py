@@ -8,7 +8,7 @@ from array import array
 import pyarrow as pa
 import pytest
 
-from sparkcdc.engine.encoded import Constant, EncodedBatch, Joined
+from sparkcdc.engine.core.encoded import Constant, EncodedBatch, Joined
 from sparkcdc.spark.arrow import ARROW_SCHEMA, to_arrow
 
 KEYS = [b'{"id":1}', b'{"id":"\xc3\xa9"}', b"{}"]

@@ -15,8 +15,8 @@ from sparkcdc.debezium.connect import int32, int64, string, struct
 from sparkcdc.debezium.records import ChangeRecord, Header
 from sparkcdc.debezium.serialization import JsonSerializer
 from sparkcdc.debezium.topic_line import escape, text
-from sparkcdc.engine.encoded import Constant, EncodedBatch, encode_records
-from sparkcdc.engine.lines import encode_lines
+from sparkcdc.engine.core.encoded import Constant, EncodedBatch, encode_records
+from sparkcdc.engine.core.lines import encode_lines
 from sparkcdc.spark.arrow import DDL_SCHEMA, to_arrow
 from sparkcdc.spark.lines import LINES_DDL_SCHEMA, line_batch
 from sparkcdc.spark.sinks.topic_files import TopicFilesBatchWriter

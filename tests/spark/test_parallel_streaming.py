@@ -17,10 +17,10 @@ import pytest
 
 from sparkcdc.cli.status import server_report
 from sparkcdc.debezium.config import ConnectorConfig
-from sparkcdc.engine.offsets import OffsetError, SourceOffset
+from sparkcdc.engine.core.offsets import OffsetError, SourceOffset
+from sparkcdc.engine.core.stream_slots import assign_tables, check_parallel_streaming, stream_slots
 from sparkcdc.engine.planner import ConnectorPlanner
 from sparkcdc.engine.setup import SetupError, ensure_stream_publications
-from sparkcdc.engine.stream_slots import assign_tables, check_parallel_streaming, stream_slots
 from sparkcdc.errors import ConfigurationError
 from sparkcdc.pgoutput.messages import Insert
 from sparkcdc.postgres import get_slot

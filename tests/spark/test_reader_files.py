@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 from pyspark.errors import PySparkException
 
-from sparkcdc.engine.encoded import Constant, EncodedBatch, joined
+from sparkcdc.engine.core.encoded import Constant, EncodedBatch, joined
 from sparkcdc.errors import ConfigurationError
 from sparkcdc.spark.lines import LINES_ARROW_SCHEMA, LINES_DDL_SCHEMA, line_batch, line_end
 from sparkcdc.spark.sinks.reader_files import STAGED_FILES_DDL_SCHEMA, write_topic_files

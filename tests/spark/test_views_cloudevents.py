@@ -12,7 +12,7 @@ from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.debezium.records import ChangeRecord
 from sparkcdc.debezium.table import ColumnDescription, TableDescription, TableSchemaFactory
 from sparkcdc.debezium.types import ColumnType
-from sparkcdc.engine.work import serializer_for
+from sparkcdc.engine.core.emission import serializer_for
 from sparkcdc.spark.arrow import DDL_SCHEMA
 from sparkcdc.spark.views import table_changes, view_of
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import psycopg
 
 from ..debezium.config import ConnectorConfig
+from ..engine.core.signals import enabled_channels, signal_table_of
+from ..engine.core.stream_slots import check_parallel_streaming, stream_slots
 from ..engine.setup import (
     captured_tables,
     heartbeat_query_refusal,
@@ -20,10 +22,7 @@ from ..engine.setup import (
     replica_identity_changes,
     unpublished_signal_table,
 )
-from ..engine.signal_channels import enabled_channels
-from ..engine.signals import signal_table_of
 from ..engine.standby import STANDBY_DECODING_MAJOR, standby_refusals
-from ..engine.stream_slots import check_parallel_streaming, stream_slots
 from ..errors import ConfigurationError
 from ..postgres.privileges import describe_missing, sql_identifiers, table_access
 from ..postgres.replication import quote_ident

@@ -2,7 +2,7 @@
 
 The signal is built as Debezium documents it (``data-collections``, ``type``,
 ``additional-conditions``, ``surrogate-key``; ``message`` for ``log``) and parsed with the same
-code the connector acts with (:func:`sparkcdc.engine.signals.parse_action`), so a signal the
+code the connector acts with (:func:`sparkcdc.engine.core.signals.parse_action`), so a signal the
 connector would reject is refused here, before it is sent. It goes through a channel the
 configuration enables (``signal.enabled.channels``): sending through one the connector does not read
 would be a signal nobody acts on.
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..debezium.config import ConnectorConfig
-from ..engine.signal_channels import enabled_channels, open_channel
-from ..engine.signals import Signal, SignalError, parse_action
+from ..engine.core.signals import Signal, SignalError, enabled_channels, parse_action
+from ..engine.signal_channels import open_channel
 from ..errors import ConfigurationError
 
 __all__ = ["ACTIONS", "build_signal", "send"]

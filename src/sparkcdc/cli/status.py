@@ -12,8 +12,8 @@ from typing import Any
 import psycopg
 
 from ..debezium.config import ConnectorConfig
-from ..engine.incremental import IncrementalState
-from ..engine.stream_slots import stream_slots
+from ..engine.core.incremental import IncrementalState
+from ..engine.core.stream_slots import stream_slots
 from ..lsn import format_lsn, parse_lsn
 from ..postgres.server_facts import publication_facts, slot_lag
 from .checkpoint import BatchOffset, CheckpointState
@@ -84,7 +84,7 @@ def _key(key: tuple[str, ...] | None) -> str | None:
 
 
 def _incremental(state: CheckpointState, warnings: list[str]) -> dict[str, Any] | None:
-    """The incremental snapshot the checkpoint's newest offset carries (engine/incremental.py), seen
+    """The incremental snapshot the checkpoint's newest offset carries (engine/core/incremental.py), seen
     from the output: a committed offset's chunk has been read; a pending one's is being read."""
     batch = state.pending or state.last_committed
     raw = (batch.offset or {}).get("incremental") if batch is not None else None
@@ -123,7 +123,7 @@ def _newest_source_commit(directory: Path, committed: BatchOffset | None, config
     import time
     from datetime import datetime, timezone
 
-    from ..engine.state_store import StreamStateStore
+    from ..engine.core.state_store import StreamStateStore
 
     location = config.get("sparkcdc.state.location") or directory / "sparkcdc-state"
     saved = StreamStateStore(location).read(committed.lsn)

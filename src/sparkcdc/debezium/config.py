@@ -106,7 +106,7 @@ class ConnectorConfig:
         from .post_processors import post_processors
 
         #: ``post.processors=`` (:mod:`sparkcdc.debezium.post_processors`): checked here; run on the
-        #: streamed change events before anything else sees them (sparkcdc.engine.reselect).
+        #: streamed change events before anything else sees them (sparkcdc.engine.core.reselect).
         self.post_processors = post_processors(self.raw, strict=strict, warnings=self.warnings)
         from .converters import converters_of
 

@@ -8,7 +8,7 @@ A post processor changes an event before it leaves the connector (before transfo
 reads each listed name's settings under ``post.processors.<name>.`` and, when there are none there,
 under the older ``<name>.`` (deprecated: it warns, and so does sparkcdc). The one class sparkcdc
 has is the reselect columns post processor, :class:`ReselectSpec` (what it does:
-:mod:`sparkcdc.engine.reselect`); any other class is refused, naming it. Everything is checked here,
+:mod:`sparkcdc.engine.core.reselect`); any other class is refused, naming it. Everything is checked here,
 before anything connects: a name without a type, an option the class does not have (reported with
 the closest one, refused under ``sparkcdc.strict``), both column lists, a bad boolean or mode.
 """

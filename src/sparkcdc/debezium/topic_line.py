@@ -11,7 +11,7 @@ record, byte for byte.
 Every path that writes the line takes it from here, so the paths cannot drift apart:
 
 - :func:`segments`: the line's constant bytes around the fields a builder fills per record, every
-  other field rendered in once. The streamed records' lines (:func:`sparkcdc.engine.lines.encode_lines`)
+  other field rendered in once. The streamed records' lines (:func:`sparkcdc.engine.core.lines.encode_lines`)
   and the rendered snapshot's templates (:mod:`sparkcdc.engine.snapshot_rendered`) are built from
   them, so their per-record work stays one join of the pieces that vary;
 - :func:`text_template`: a text field whose text is a constant prefix and suffix around a part

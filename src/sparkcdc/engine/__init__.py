@@ -1,4 +1,5 @@
-"""The connector as a deterministic function: decoded messages (and snapshot rows) in, records out.
-
-No Spark here; catalog lookups are the only I/O, injected through :class:`TableResolver`.
+"""The connector: its logic in :mod:`sparkcdc.engine.core` (no database driver, no Spark), and the
+I/O around it here: the driver side (:mod:`.planner` and what it delegates to), the reading of
+planned work (:mod:`.work` and the readers), and the in-process loop (:mod:`.connector`).
+See docs/engine.md.
 """

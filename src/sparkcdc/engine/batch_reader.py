@@ -12,7 +12,7 @@ When no message comes, the walsender is asked for a keepalive, which tells how f
 read: once that passes ``end.lsn`` outside a transaction, the batch is complete. The slot is never
 confirmed here; the driver does that after Spark commits the batch.
 
-With parallel streaming (``sparkcdc.stream.slots``, engine/stream_slots.py) one such read runs per
+With parallel streaming (``sparkcdc.stream.slots``, engine/core/stream_slots.py) one such read runs per
 stream, through that stream's slot and publication. Logical decoding messages are not filtered by
 publications, so every slot sees each of them: only stream 0 emits their records (and the batch's
 heartbeat record); the other streams only pass them.
@@ -37,17 +37,17 @@ from ..postgres.catalog import Catalog
 from ..postgres.errors import ReplicationConnectionLost, SlotLostError, SlotNotFoundError
 from ..postgres.replication import LogicalReplicationReader, ReconnectPolicy, ReplicationOptions, StreamRestarted, WalMessage
 from .connection import conninfo_from_config, sql_connection
-from .filters import TableFilter
+from .core.filters import TableFilter
+from .core.metric_reports import StreamReporter, incremental_summary, metrics_location
+from .core.offsets import SourceOffset
+from .core.signals import signal_table_of
+from .core.snapshot_window import StreamSignals
+from .core.state_store import StreamState, StreamStateStore
+from .core.stream_slots import StreamSlot, stream_slot
+from .core.streaming import StreamingProcessor
+from .core.tables import TableResolver
 from .incremental_reader import chunk_reader
-from .metric_reports import StreamReporter, incremental_summary, metrics_location
-from .offsets import SourceOffset
 from .reselect_reader import PostProcessing, post_processing
-from .signals import signal_table_of
-from .snapshot_window import StreamSignals
-from .state_store import StreamState, StreamStateStore
-from .stream_slots import StreamSlot, stream_slot
-from .streaming import StreamingProcessor
-from .tables import TableResolver
 
 __all__ = [
     "HEARTBEAT_MESSAGE_PREFIX", "StreamStalledError", "first_stream_lsn", "last_commit_of", "process_items", "read_stream_range",
@@ -144,7 +144,7 @@ def first_stream_lsn(state: StreamState | None, start_lsn: int) -> int:
 
 def stream_reporter(config: ConnectorConfig, state_store: StreamStateStore, start: SourceOffset, end: SourceOffset,
                     stream: int) -> StreamReporter:
-    """The batch's counts for the metrics (sparkcdc.engine.metric_reports), next to the state."""
+    """The batch's counts for the metrics (sparkcdc.engine.core.metric_reports), next to the state."""
     return StreamReporter(metrics_location(config, state_store.location), start.lsn, end.lsn, incremental_summary(end.incremental),
                           stream)
 

@@ -7,7 +7,7 @@ methods in the same order — ``initial_offset``, then ``latest_offset`` / ``par
 ``commit`` per batch — in one thread, without Spark. Tests (the Debezium conformance suite),
 benchmarks and small embedded uses run it; whatever it shows holds for the Spark path.
 
-Records come out serialized (:class:`~sparkcdc.engine.encoded.EncodedRecord`: topic, key, value,
+Records come out serialized (:class:`~sparkcdc.engine.core.encoded.EncodedRecord`: topic, key, value,
 headers as JsonConverter bytes), exactly as a Spark task hands them over. A batch's position is
 committed (the slot may move) only when the caller asks for more after the batch's last record:
 what the caller holds when it stops is not confirmed.
@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import Any
 
 from ..debezium.config import ConnectorConfig
-from .encoded import EncodedBatch, EncodedRecord
+from .core.encoded import EncodedBatch, EncodedRecord
 from .planner import ConnectorPlanner
 from .work import read_work
 

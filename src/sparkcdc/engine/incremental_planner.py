@@ -1,7 +1,7 @@
 """The driver side of signals and incremental snapshots: acting on signals, planning chunk windows.
 
 Called by :class:`~sparkcdc.engine.planner.ConnectorPlanner` when it plans a streaming batch. The
-state it moves on lives in the batch's end offset (:class:`~sparkcdc.engine.incremental.
+state it moves on lives in the batch's end offset (:class:`~sparkcdc.engine.core.incremental.
 IncrementalState`), so what a batch does is fixed before it runs and a replayed batch does it again.
 
 A chunk window, planned here (debezium-facts.md §4.2, with the read moved where Spark wants it):
@@ -12,7 +12,7 @@ A chunk window, planned here (debezium-facts.md §4.2, with the read moved where
    chunk's key range before any row is read;
 3. the close watermark row goes in (``insert_insert``), or the open row is deleted (``insert_delete``);
 4. the batch ends after the close watermark. The stream task reads the chunk in the exported
-   snapshot when it reaches the close watermark (:mod:`sparkcdc.engine.snapshot_window`); the
+   snapshot when it reaches the close watermark (:mod:`sparkcdc.engine.core.snapshot_window`); the
    transaction stays open here until Spark commits the batch.
 
 ``read.only=true`` writes nothing: step 2 also records ``pg_current_snapshot()`` and the WAL insert
@@ -44,9 +44,9 @@ from ..postgres.incremental import (
 from ..postgres.privileges import describe_missing, table_access
 from ..postgres.slots import current_wal_insert_lsn
 from ..postgres.snapshot import SnapshotTransaction
-from .incremental import ChunkWindow, IncrementalState, SnapshotCollection, Visibility
-from .notifications import Notifier
-from .signals import (
+from .core.incremental import ChunkWindow, IncrementalState, SnapshotCollection, Visibility
+from .core.notifications import Notifier
+from .core.signals import (
     WINDOW_CLOSE,
     WINDOW_OPEN,
     ExecuteSnapshot,

@@ -22,11 +22,11 @@ from ..postgres.incremental import chunk_query
 from ..postgres.publications import qualified_name
 from ..postgres.snapshot import SnapshotTransaction
 from .connection import conninfo_from_config
-from .filters import TableFilter
-from .incremental import ChunkWindow
-from .snapshot import incremental_record
-from .snapshot_window import ChunkReader
-from .tables import TableResolver
+from .core.filters import TableFilter
+from .core.incremental import ChunkWindow
+from .core.snapshot import incremental_record
+from .core.snapshot_window import ChunkReader
+from .core.tables import TableResolver
 
 __all__ = ["chunk_reader"]
 
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 
 def chunk_reader(config: ConnectorConfig, events: EventFactory, factory: TableSchemaFactory) -> ChunkReader:
-    """A :data:`~sparkcdc.engine.snapshot_window.ChunkReader` over the configured database."""
+    """A :data:`~sparkcdc.engine.core.snapshot_window.ChunkReader` over the configured database."""
 
     def read(chunk: ChunkWindow, lsn: int, commit_lsn: int, ordinal: int, sequence: str | None) -> Iterator[ChangeRecord]:
         tx = _chunk_transaction(config, chunk)

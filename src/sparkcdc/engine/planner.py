@@ -10,6 +10,11 @@ Runtime-independent (no Spark here): ``sparkcdc.spark.source`` calls these metho
   capped by ``sparkcdc.max.batch.wal.bytes`` and, for ``availableNow``, by the position at the start.
 * ``partitions(start, end)``: the snapshot's chunks, or the one stream range.
 * ``commit(end)``: only now does the slot move (``pg_replication_slot_advance``).
+
+What it delegates: the slots' creation, confirmation and checks at a restart
+(:mod:`.driver_slots`), the snapshot it holds open while its batch runs (:mod:`.held_snapshot`),
+what ``snapshot.mode`` decides (:mod:`.core.snapshot_mode`) and the polling of signal channels
+(:mod:`.signal_channels.polling`); what it keeps is the order of these steps and the offsets.
 """
 
 from __future__ import annotations
@@ -17,20 +22,15 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from ..debezium.config import ConnectorConfig
 from ..debezium.stream_params import check_server_supports
-from ..errors import ConfigurationError, PipelineError, ServerError
+from ..errors import ConfigurationError, ServerError
 from ..lsn import format_lsn
-from ..postgres.catalog import Catalog
-from ..postgres.errors import SlotInUseError
 from ..postgres.slots import (
     FAILOVER_SLOTS_MAJOR,
-    ExportedSnapshotSlot,
-    SlotState,
-    advance_slot,
     create_logical_slot,
     current_wal_insert_lsn,
     drop_slot,
@@ -38,27 +38,35 @@ from ..postgres.slots import (
     get_slot,
     invalidation_explained,
     run_statement,
-    set_slot_failover,
-    slot_failover,
 )
-from ..postgres.snapshot import SnapshotTransaction
 from .batch_reader import HEARTBEAT_MESSAGE_PREFIX
 from .connection import conninfo_from_config, sql_connection
-from .heartbeat import HeartbeatTimer
-from .incremental import IncrementalState
-from .incremental_planner import BlockingRequest, IncrementalSnapshots
-from .metric_reports import (
+from .core.heartbeat import HeartbeatTimer
+from .core.incremental import IncrementalState
+from .core.metric_reports import (
     complete_snapshot_reports,
     metrics_location,
-    prune_snapshot_reports,
     prune_stream_reports,
-    read_json,
     write_json,
 )
-from .notifications import Notifier, notification_pieces
-from .offset_mismatch import resume_of, trusts_slot
-from .offsets import SnapshotSpec, SourceOffset
-from .schema_changes import table_digest
+from .core.notifications import Notifier, notification_pieces
+from .core.offset_mismatch import trusts_slot
+from .core.offsets import SourceOffset
+from .core.signals import Signal, enabled_channels, signal_table_of
+from .core.snapshot_mode import streams_after_snapshot, takes_snapshot
+from .core.state_store import StreamState, StreamStateStore, default_state_location
+from .core.stream_range import StreamRange
+from .core.stream_slots import check_parallel_streaming, stream_slots
+from .driver_slots import (
+    check_resumed_slot,
+    confirm_slots,
+    ensure_slots,
+    missing_slot_error,
+    refuse_invalidated,
+    server_of,
+)
+from .held_snapshot import HeldSnapshot
+from .incremental_planner import BlockingRequest, IncrementalSnapshots
 from .setup import (
     apply_replica_identities,
     captured_tables,
@@ -67,37 +75,12 @@ from .setup import (
     ensure_stream_publications,
     unpublished_signal_table,
 )
-from .signal_channels import enabled_channels, polled_channels
-from .signals import Signal, signal_table_of
-from .snapshot_plan import SnapshotChunk, plan_snapshot_chunks
+from .signal_channels.polling import ChannelPolling
 from .standby import check_standby, log_slot_creation_wait
-from .state_store import StreamState, StreamStateStore, default_state_location
-from .stream_slots import check_parallel_streaming, stream_slots
 
-__all__ = ["ConnectorPlanner", "SlotMismatchError", "StreamRange"]
+__all__ = ["ConnectorPlanner"]
 
 log = logging.getLogger(__name__)
-
-
-class SlotMismatchError(PipelineError):
-    """The slot and the checkpointed offset disagree in a way that would lose or repeat changes."""
-
-
-class SlotInvalidatedError(SlotMismatchError):
-    """The server invalidated the slot a checkpoint resumes from (``wal_status`` lost: its WAL removed past
-    ``max_slot_wal_keep_size``, idle past ``idle_replication_slot_timeout``, ...): the changes since the
-    checkpoint cannot be read any more. ``snapshot.mode=when_needed`` takes a new snapshot instead."""
-
-
-@dataclass(frozen=True)
-class StreamRange:
-    """One streaming micro-batch, to be read by ``engine.batch_reader.read_stream_range``."""
-
-    start: dict[str, Any]
-    end: dict[str, Any]
-    state_location: str
-    #: Which of the parallel streams (``sparkcdc.stream.slots``, engine/stream_slots.py) this range reads.
-    stream: int = 0
 
 
 class ConnectorPlanner:
@@ -124,18 +107,10 @@ class ConnectorPlanner:
         self.max_batch_bytes = config.get_int("sparkcdc.max.batch.wal.bytes")
         self.available_now_target: int | None = None
         #: offset.mismatch.strategy: a slot behind the checkpoint that the strategy does not advance at the
-        #: start is not confirmed when batches are planned, only when one commits (see _check_slot).
+        #: start is not confirmed when batches are planned, only when one commits (see driver_slots.check_resumed_slot).
         self._confirm_held = False
-        self._export: ExportedSnapshotSlot | None = None
-        self._export_spec: SnapshotSpec | None = None
-        # include.schema.changes: the shapes of the initial snapshot's tables, in its snapshot (see engine/schema_changes.py)
-        self._export_relations: tuple[tuple[str, str, int, str], ...] = ()
-        self._snapshot_tx: SnapshotTransaction | None = None
-        self._plan: list[SnapshotChunk] = []
-        # The snapshot batch was planned (its chunks handed out): only the commit after it may close
-        # the exported snapshot. Spark commits batch N-1 after planning batch N, so the commit that
-        # follows the planning of a blocking snapshot is the batch before it, which must not.
-        self._snapshot_planned = False
+        #: The initial or blocking snapshot of the batch planned, open until that batch commits.
+        self.snapshot = HeldSnapshot(config, self.conninfo, self.metrics_location)
         self._reports_closed = False  # whether an earlier run's open snapshot reports were completed
         self._checked_resume = False
         self._streaming_delayed = False  # streaming.delay.ms is waited once, before the first streaming batch
@@ -150,10 +125,8 @@ class ConnectorPlanner:
         self.notification_topic = config.get("notification.sink.topic.name") if self.notifier.sinks else None
         self.signal_table = signal_table_of(config)
         self.source_signals = "source" in enabled_channels(config) and self.signal_table is not None
-        # file and kafka: polled from the start offset's cursor when a batch is planned (_poll_channels)
-        self.channels = polled_channels(config)
-        self.channel_poll_interval = config.get_int("signal.poll.interval.ms") / 1000
-        self._channels_due = 0.0
+        # file and kafka: polled from the start offset's cursor when a batch is planned
+        self.channels = ChannelPolling(config)
         self.incremental = IncrementalSnapshots(config, self.admin, self.conninfo, self.notifier)
         # The end planned for a start whose batch reads an incremental snapshot chunk (or acts on signals):
         # planning a chunk writes watermarks and exports a snapshot, and a signal is acted on once, so it
@@ -167,10 +140,10 @@ class ConnectorPlanner:
         if self._initial is None:
             self._set_up()
             self._checked_resume = True
-            if self._snapshot_wanted(fresh=True):
+            if takes_snapshot(self.config, fresh=True):
                 self._initial = self._begin_snapshot().to_dict()
             else:
-                slot = self._ensure_slot()
+                slot = ensure_slots(self.admin, self.conninfo, self.slot_names, failover=self.failover, standby=self.standby)
                 self.notifier.initial("SKIPPED")
                 self._initial = SourceOffset(self.slot_name, self.database, slot.confirmed_flush_lsn or 0,
                                              streams=len(self.slot_names)).to_dict()
@@ -197,45 +170,9 @@ class ConnectorPlanner:
             log.warning("%s", unpublished[0])
         write_json(self.metrics_location / "connector.json", {"captured_tables": [f"{s}.{t}" for s, t in self.tables]})
 
-    def _snapshot_wanted(self, *, fresh: bool, slot: SlotState | None = None) -> bool:
-        mode = self.mode
-        if mode == "configuration_based":
-            return fresh and self.config.get_bool("snapshot.mode.configuration.based.snapshot.data")
-        if mode in ("initial", "initial_only"):
-            return fresh
-        if mode == "always":
-            return True
-        if mode == "when_needed":
-            return fresh or slot is None or slot.invalidated
-        return False  # no_data
-
     @property
     def streams(self) -> bool:
-        if self.mode == "initial_only":
-            return False
-        if self.mode == "configuration_based":
-            return self.config.get_bool("snapshot.mode.configuration.based.start.stream")
-        return True
-
-    def _ensure_slot(self) -> SlotState:
-        """Every stream's slot, the main one last (it is the newest: the others are not behind it); the main one's state."""
-        for name in (*self.slot_names[1:], self.slot_name):
-            slot = get_slot(self.admin, name)
-            if slot is None:
-                if self.standby:
-                    log_slot_creation_wait(name)
-                create_logical_slot(self.admin, name, failover=self.failover)
-                slot = get_slot(self.admin, name)
-                assert slot is not None
-            self._ensure_failover(name)
-        return slot
-
-    def _ensure_failover(self, name: str) -> None:
-        """slot.failover=true: a slot found without the flag (made by an earlier run, or by hand) gets it, so
-        that standbys copy it from now on. slot.failover=false leaves a failover slot as it is."""
-        if self.failover and slot_failover(self.admin, name) is False:
-            log.warning("slot %s is not a failover slot: making it one (slot.failover=true)", name)
-            set_slot_failover(self.conninfo, name, True)
+        return streams_after_snapshot(self.config)
 
     def _begin_snapshot(self) -> SourceOffset:
         """A fresh slot with an exported snapshot; the offset of the snapshot batch's start."""
@@ -246,7 +183,7 @@ class ConnectorPlanner:
                 # replay changes the snapshot already contains, so it is re-created.
                 log.warning("re-creating slot %s for a new initial snapshot (snapshot.mode=%s)", name, self.mode)
                 drop_slot(self.admin, name, wait=30)
-        self._close_snapshot()
+        self.snapshot.close()
         if self.standby:
             log_slot_creation_wait(self.slot_name)
         if self.streams:
@@ -255,44 +192,14 @@ class ConnectorPlanner:
             # point skips the transactions that commit before the asked position).
             for name in self.slot_names[1:]:
                 create_logical_slot(self.admin, name, failover=self.failover)
-        # A temporary slot (nothing streams after the snapshot) cannot be a failover slot; it has no use after one.
-        self._export = ExportedSnapshotSlot(self.conninfo, self.slot_name, temporary=not self.streams,
-                                            failover=self.failover and self.streams)
-        self._snapshot_tx = SnapshotTransaction(self.conninfo, snapshot_name=self._export.snapshot_name)
         include = self.config.get_patterns("snapshot.include.collection.list")
         tables = tuple(t for t in self.tables if not include or any(p.fullmatch(f"{t[0]}.{t[1]}") for p in include))
-        if self.config.get("snapshot.locking.mode") == "shared":
-            self._snapshot_tx.lock_tables(tables, self.config.get_int("snapshot.lock.timeout.ms"))
-        spec = SnapshotSpec(
-            id=str(uuid.uuid4()),
-            lsn=self._export.consistent_point,
-            xid=self._snapshot_tx.transaction_id(),
-            ts_us=time.time_ns() // 1000,
-            tables=tables,
-        )
-        self._export_spec = spec
-        # Planned at once, in the exported snapshot, so the plan sees the tables as close to the
-        # slot's consistent point as possible (see "Chunk boundaries" in engine/snapshot_plan.py).
-        self._plan = plan_snapshot_chunks(self._snapshot_tx.conn, self.config, spec, self._export.snapshot_name)
-        self._report_snapshot(spec)
-        self._export_relations = self._snapshot_relations(tables)
+        # A temporary slot (nothing streams after the snapshot) cannot be a failover slot; it has no use after one.
+        spec = self.snapshot.take_initial(self.slot_name, tables, temporary=not self.streams, failover=self.failover and self.streams)
         # Debezium carries the snapshot's time into streaming (see StreamingProcessor).
         for store in self.state_stores:
-            store.write(spec.lsn, StreamState(None, spec.ts_us, relations=self._export_relations))
+            store.write(spec.lsn, StreamState(None, spec.ts_us, relations=self.snapshot.relations))
         return SourceOffset(self.slot_name, self.database, spec.lsn, phase="snapshot", snapshot=spec, streams=len(self.slot_names))
-
-    def _snapshot_relations(self, tables: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str, int, str], ...]:
-        """include.schema.changes: the snapshotted tables' shapes as the catalog in the exported snapshot
-        describes them, the digest of the Relation message the stream sends for them unchanged: the
-        snapshot emits their CREATE records, so the stream reports them again only when they change."""
-        if not self.config.get_bool("include.schema.changes") or self._snapshot_tx is None:
-            return ()
-        catalog = Catalog(self._snapshot_tx.conn)
-        shapes = []
-        for schema, table in tables:
-            info = catalog.table_by_name(schema, table)
-            shapes.append((schema, table, info.oid, table_digest(info)))
-        return tuple(sorted(shapes))
 
     # -- offsets ---------------------------------------------------------------------------------
     def parse(self, raw: dict[str, Any]) -> SourceOffset:
@@ -321,7 +228,7 @@ class ConnectorPlanner:
             self._streaming_delayed = True
             time.sleep(self.config.get_int("streaming.delay.ms") / 1000)
         if not self._confirm_held:
-            self._advance_slot(start.lsn)  # ``start`` ends a committed batch (see docs/spark-source.md)
+            confirm_slots(self.admin, self.config, self.slot_names, start.lsn)  # ``start`` ends a committed batch (docs/spark-source.md)
         if self._planned is not None and self._planned[0] == start_raw:
             return self._planned[1]
         base = max(start.lsn, self._floor_lsn)
@@ -356,42 +263,11 @@ class ConnectorPlanner:
         The batch up to it streams the changes before the point (see :meth:`partitions`); the next
         batch is the snapshot, read in parallel chunks like the initial one; streaming then goes on
         from the point with the same slot: no gap, no overlap."""
-        spec = self._take_blocking_snapshot(request.tables, request.filters)
+        spec = self.snapshot.take_blocking(self.slot_name, request.tables, request.filters)
         self.notifier.notify("Initial Snapshot", "STARTED", {"data_collections": ",".join(f"{s}.{t}" for s, t in spec.tables)})
         log.info("blocking snapshot of %s at %s (signal %s)", ", ".join(f"{s}.{t}" for s, t in spec.tables),
                  format_lsn(spec.lsn), request.id)
         return replace(end, phase="snapshot", snapshot=spec, lsn=max(end.lsn, spec.lsn))
-
-    def _take_blocking_snapshot(self, tables: tuple[tuple[str, str], ...], filters: tuple[tuple[str, str], ...]) -> SnapshotSpec:
-        """A temporary slot exports a snapshot (the main slot stays where it is); its chunks are planned."""
-        self._close_snapshot()
-        self._export = ExportedSnapshotSlot(self.conninfo, f"{self.slot_name}_blocking"[:63], temporary=True)
-        self._snapshot_tx = SnapshotTransaction(self.conninfo, snapshot_name=self._export.snapshot_name)
-        spec = SnapshotSpec(
-            id=str(uuid.uuid4()), lsn=self._export.consistent_point, xid=self._snapshot_tx.transaction_id(),
-            ts_us=time.time_ns() // 1000, tables=tables, kind="blocking", filters=filters,
-        )
-        self._export_spec = spec
-        config = self.config
-        if filters:
-            overrides = {f"snapshot.select.statement.overrides.{name}": statement for name, statement in filters}
-            config = ConnectorConfig({**config.raw, "snapshot.select.statement.overrides": ",".join(n for n, _ in filters), **overrides})
-        self._plan = plan_snapshot_chunks(self._snapshot_tx.conn, config, spec, self._export.snapshot_name)
-        self._report_snapshot(spec)
-        return spec
-
-    def _report_snapshot(self, spec: SnapshotSpec) -> None:
-        """The snapshot's report for the metrics (sparkcdc.engine.metric_reports): its tables and start."""
-        prune_snapshot_reports(self.metrics_location, spec.id)
-        write_json(self.metrics_location / f"snapshot-{spec.id}.json", {
-            "snapshot": spec.id, "kind": spec.kind, "started_ms": spec.ts_us // 1000, "completed_ms": None,
-            "tables": [f"{s}.{t}" for s, t in spec.tables], "chunks": len(self._plan)})
-
-    def _report_snapshot_completed(self, spec: SnapshotSpec) -> None:
-        path = self.metrics_location / f"snapshot-{spec.id}.json"
-        report = read_json(path)
-        if report is not None:
-            write_json(path, {**report, "completed_ms": time.time_ns() // 1_000_000})
 
     def _signals_and_snapshots(self, start: SourceOffset, end: SourceOffset, *, backlog: bool) -> SourceOffset:
         """``end`` with the signals that arrived up to ``start`` (the signal table's) and those the
@@ -407,7 +283,7 @@ class ConnectorPlanner:
             if state is not None and state.signals:
                 signals = [Signal.from_dict(raw) for raw in state.signals]
                 cursor["source"] = start.lsn  # acted on once, even if the next batch ends at the same LSN
-        signals += self._poll_channels(cursor)
+        signals += self.channels.poll(cursor)
         if not signals and start.incremental is None:
             return replace(end, signal_cursor=cursor or None)
         incremental: IncrementalState | None = self.incremental.advance(start.incremental, signals, self.tables)
@@ -420,38 +296,19 @@ class ConnectorPlanner:
         end = replace(end, incremental=incremental, signal_cursor=cursor or None)
         return end.at(max(end.lsn, high)) if high else end
 
-    def _poll_channels(self, cursor: dict[str, Any]) -> list[Signal]:
-        """The signals of the polled channels after their positions in ``cursor`` (moved past them),
-        in ``signal.enabled.channels`` order; nothing before ``signal.poll.interval.ms`` has passed.
-        A replayed batch is not planned again, so what a poll returned is acted on once: in the
-        batch whose end offset holds the new positions."""
-        if not self.channels or time.monotonic() < self._channels_due:
-            return []
-        self._channels_due = time.monotonic() + self.channel_poll_interval
-        signals: list[Signal] = []
-        for name, channel in self.channels.items():
-            polled, position = channel.poll(cursor.get(name))
-            if position is None:
-                cursor.pop(name, None)
-            else:
-                cursor[name] = position
-            signals += polled
-        return signals
-
     def _resume(self, start: SourceOffset) -> SourceOffset | None:
         """First ``latest_offset`` of a restarted query: check the slot against the checkpoint."""
         self._set_up()
         slots = {name: get_slot(self.admin, name) for name in self.slot_names}
-        slot = slots[self.slot_name]
         # snapshot.mode=when_needed: a new snapshot when any stream's slot is gone or has lost WAL
         usable = all(s is not None and not s.invalidated for s in slots.values())
-        if start.phase == "stream" and self._snapshot_wanted(fresh=False, slot=slot if usable else None):
+        if start.phase == "stream" and takes_snapshot(self.config, fresh=False, slot_lost=not usable):
             log.warning("snapshot.mode=%s: a new initial snapshot at restart%s", self.mode, "".join(
                 f"; slot {name!r} was invalidated ({invalidation_explained(s, self.admin)})"
                 for name, s in slots.items() if s is not None and s.invalidated))
             return self._begin_snapshot()
         if start.phase == "stream" and self.streams:
-            self._refuse_invalidated(slots, start)
+            refuse_invalidated(self.admin, slots, start)
         if start.phase == "stream":
             self.notifier.initial("SKIPPED")  # as Debezium, at every start that takes no snapshot
         if start.phase == "snapshot" or not self.streams:
@@ -461,59 +318,11 @@ class ConnectorPlanner:
             self._floor_lsn = max(self._floor_lsn, state.stream_from_lsn)
         checkpoint = max(start.lsn, self._floor_lsn)
         for index, (name, found) in enumerate(slots.items()):
-            read_from = self._check_slot(index, name, found, start, checkpoint)
+            read_from, held = check_resumed_slot(self.admin, self.config, self.conninfo, name, found, start, checkpoint,
+                                                 self.state_stores[index])
+            self._confirm_held = self._confirm_held or held
             self._floor_lsn = max(self._floor_lsn, read_from)  # the first batch's end is not before any stream's start
         return None
-
-    def _refuse_invalidated(self, slots: dict[str, SlotState | None], start: SourceOffset) -> None:
-        """A slot the server invalidated cannot give the changes since the checkpoint: an error naming
-        it, why (the setting behind it) and the ways on, rather than the server's error at the next batch."""
-        for name, slot in slots.items():
-            if slot is not None and slot.invalidated:
-                raise SlotInvalidatedError(
-                    f"slot {name!r} on {self._server()} was invalidated by the server "
-                    f"({invalidation_explained(slot, self.admin)}): the changes since the checkpoint's "
-                    f"{format_lsn(start.lsn)} cannot be read any more; use snapshot.mode=when_needed to take a new "
-                    f"snapshot, or drop the slot and start with a new checkpoint", lsn=start.lsn)
-
-    def _check_slot(self, index: int, name: str, slot: SlotState | None, start: SourceOffset, checkpoint: int) -> int:
-        """A restarted query's slot against its checkpoint, as offset.mismatch.strategy says (see
-        engine/offset_mismatch.py); where stream ``index`` reads from."""
-        strategy = self.config.text("offset.mismatch.strategy")
-        if slot is None:
-            if not trusts_slot(strategy):
-                raise self._missing_slot_error(name, start)
-            log.warning("slot %r does not exist: creating it and resuming from its start, the changes since the checkpoint's "
-                        "%s are skipped (offset.mismatch.strategy=%s)", name, format_lsn(start.lsn), strategy)
-            create_logical_slot(self.admin, name, failover=self.failover)
-            slot = get_slot(self.admin, name)
-            assert slot is not None
-        self._ensure_failover(name)
-        confirmed = slot.confirmed_flush_lsn or 0
-        resume = resume_of(strategy, name, checkpoint, confirmed, may_advance=self.config.get("lsn.flush.mode") != "manual")
-        if resume.error is not None:
-            raise SlotMismatchError(resume.error)
-        if resume.note is not None:
-            (log.warning if resume.skipped else log.info)("%s", resume.note)
-        if resume.advance_slot_to is not None:
-            self._advance_one(name, resume.advance_slot_to)
-        elif confirmed < checkpoint:
-            self._confirm_held = True  # the slot is not moved at the start: it is confirmed when a batch commits
-        if resume.read_from > checkpoint:
-            # This stream's first batch reads from the slot (batch_reader.first_stream_lsn): its state says so.
-            store = self.state_stores[index]
-            state = store.read(start.lsn)
-            store.write(start.lsn, replace(state, stream_from_lsn=max(resume.read_from, state.stream_from_lsn or 0))
-                        if state is not None else StreamState(None, None, stream_from_lsn=resume.read_from))
-        return resume.read_from
-
-    def _missing_slot_error(self, name: str, start: SourceOffset) -> SlotMismatchError:
-        return SlotMismatchError(
-            f"slot {name!r} does not exist on {self._server()}, but the checkpoint resumes from "
-            f"{format_lsn(start.lsn)}: the changes since then are lost{self._missing_slot_hint()}; use "
-            "snapshot.mode=when_needed to take a new snapshot, offset.mismatch.strategy=trust_slot to go on "
-            "from a new slot, or start with a new checkpoint"
-        )
 
     def _replayed_range_slots(self, start: SourceOffset, end: SourceOffset) -> bool:
         """A restarted query first re-runs the batch its checkpoint planned but did not commit, before any
@@ -526,27 +335,12 @@ class ConnectorPlanner:
         missing = [name for name in self.slot_names if get_slot(self.admin, name) is None]
         if not missing:
             return True
-        if not (self._snapshot_wanted(fresh=False, slot=None) or trusts_slot(self.config.text("offset.mismatch.strategy"))):
-            raise self._missing_slot_error(missing[0], start)
+        if not (takes_snapshot(self.config, fresh=False) or trusts_slot(self.config.text("offset.mismatch.strategy"))):
+            raise missing_slot_error(self.admin, self.config, missing[0], start)
         log.warning("slot %s does not exist on %s: the replayed batch %s..%s reads nothing, and what follows is decided "
-                    "as at a restart (snapshot.mode=%s, offset.mismatch.strategy=%s)", missing[0], self._server(),
+                    "as at a restart (snapshot.mode=%s, offset.mismatch.strategy=%s)", missing[0], server_of(self.admin),
                     format_lsn(start.lsn), format_lsn(end.lsn), self.mode, self.config.text("offset.mismatch.strategy"))
         return False
-
-    def _server(self) -> str:
-        """The server the driver is connected to, host:port (one of several database.hostname may list)."""
-        return f"{self.admin.info.host}:{self.admin.info.port}"
-
-    def _missing_slot_hint(self) -> str:
-        """Why a checkpointed slot may be missing where several hosts are listed: a failover to a standby
-        that did not hold it (no failover slot, or promoted before the slot was synchronised to it)."""
-        if "," not in self.config.settings.database_hostname:
-            return ""
-        if not self.failover:
-            return (" (this server may be a promoted standby: with slot.failover=false the slot was never "
-                    "synchronised to standbys)")
-        return (" (this server may be a standby promoted before the failover slot was synchronised to it: see "
-                "pg_replication_slots.synced on standbys, sync_replication_slots and synchronized_standby_slots)")
 
     def _insert_lsn(self) -> int:
         return current_wal_insert_lsn(self.admin)
@@ -572,7 +366,7 @@ class ConnectorPlanner:
         if end.phase == "snapshot" and end.snapshot is not None and end.snapshot.kind == "blocking":
             # The changes before a blocking snapshot's consistent point; the snapshot is the next batch.
             return [StreamRange(start.to_dict(), end.to_dict(), self.state_location)] if end.lsn > start.lsn else []
-        if start.phase == "stream" and not self._snapshot_planned and not self._reports_closed:
+        if start.phase == "stream" and not self.snapshot.planned and not self._reports_closed:
             # Streaming on from a committed offset past a snapshot that an earlier run took: that
             # snapshot's batch was committed, but Spark tells a source of its last batch's commit only
             # when it plans the next batch, which an availableNow run (--once) never does.
@@ -589,102 +383,57 @@ class ConnectorPlanner:
 
     def _snapshot_partitions(self, start: SourceOffset, end: SourceOffset) -> list[Any]:
         assert start.snapshot is not None
-        if self._export is None or self._export_spec is None or self._export_spec.id != start.snapshot.id:
+        held = self.snapshot
+        if held.export is None or held.spec is None or held.spec.id != start.snapshot.id:
             # The exported snapshot died with the driver that created it: snapshot again, from a
             # new slot (see "The initial snapshot" in docs/spark-source.md).
             log.warning("the exported snapshot of an interrupted %s snapshot is gone: taking a new one", start.snapshot.kind)
             self._set_up()
             if start.snapshot.kind == "blocking":
-                self._take_blocking_snapshot(start.snapshot.tables, start.snapshot.filters)
+                held.take_blocking(self.slot_name, start.snapshot.tables, start.snapshot.filters)
             else:
                 self._begin_snapshot()
-        assert self._export is not None and self._snapshot_tx is not None and self._export_spec is not None
-        if end.lsn != self._export_spec.lsn:
+        assert held.export is not None and held.tx is not None and held.spec is not None
+        if end.lsn != held.spec.lsn:
             # A re-executed snapshot batch (the checkpoint fixed its end before the driver died):
             # the new slot starts at the new snapshot's consistent point; streaming goes on from there.
-            self._floor_lsn = self._export_spec.lsn
+            self._floor_lsn = held.spec.lsn
             # After a blocking snapshot the slot is the same: the stream's last commit still precedes the point.
             before = self.state_store.read(end.lsn) if start.snapshot.kind == "blocking" else None
-            last_commit, last_ts = (before.last_commit_lsn, before.last_commit_ts_us) if before else (None, self._export_spec.ts_us)
+            last_commit, last_ts = (before.last_commit_lsn, before.last_commit_ts_us) if before else (None, held.spec.ts_us)
             # What the stream knows of the tables' shapes: the stream's before a blocking snapshot, which
             # emits no schema change records; the new initial snapshot's (whose CREATE records it emits).
-            relations = (before.relations if before else ()) if start.snapshot.kind == "blocking" else self._export_relations
+            relations = (before.relations if before else ()) if start.snapshot.kind == "blocking" else held.relations
             for store in self.state_stores:
-                store.write(end.lsn, StreamState(last_commit, last_ts, stream_from_lsn=self._export_spec.lsn, relations=relations))
-        self._snapshot_planned = True
-        return list(self._plan)
+                store.write(end.lsn, StreamState(last_commit, last_ts, stream_from_lsn=held.spec.lsn, relations=relations))
+        held.planned = True
+        return list(held.plan)
 
     # -- after Spark committed a batch -----------------------------------------------------------
     def commit(self, end_raw: dict[str, Any]) -> None:
         end = self.parse(end_raw)
         if end.phase != "stream":
             return
-        if self._export is not None and self._snapshot_planned:
-            if self._export_spec is not None and self._export_spec.kind == "blocking":
+        held = self.snapshot
+        if held.export is not None and held.planned:
+            if held.spec is not None and held.spec.kind == "blocking":
                 self.notifier.notify("Initial Snapshot", "COMPLETED", {})
-                log.info("blocking snapshot %s committed", self._export_spec.id)
-            if self._export_spec is not None:
-                self._report_snapshot_completed(self._export_spec)
-            self._close_snapshot()  # the snapshot batch is committed: its exported snapshot has served
+                log.info("blocking snapshot %s committed", held.spec.id)
+            held.report_completed()
+            held.close()  # the snapshot batch is committed: its exported snapshot has served
         self.incremental.release(end.incremental)
-        for name, channel in self.channels.items():
-            channel.acknowledge((end.signal_cursor or {}).get(name))
+        self.channels.acknowledge(end.signal_cursor)
         if self.streams:
             self._confirm_held = False
-            self._advance_slot(end.lsn)
+            confirm_slots(self.admin, self.config, self.slot_names, end.lsn)
             self.state_store.prune(end.lsn)
             prune_stream_reports(self.metrics_location, end.lsn)
 
-    def _advance_slot(self, lsn: int) -> None:
-        """Every stream's slot confirmed up to ``lsn`` (the end of a committed batch)."""
-        if self.config.get("lsn.flush.mode") == "manual":
-            return  # lsn.flush.mode=manual: the slot is moved by someone else, never by sparkcdc
-        for name in self.slot_names:
-            self._advance_one(name, lsn)
-
-    def _advance_one(self, name: str, lsn: int) -> None:
-        """Confirm ``lsn`` to the slot ``name``, trying for ``lsn.flush.timeout.ms`` while the slot is held
-        (the last batch's walsender may still be exiting after its task closed it); then
-        ``lsn.flush.timeout.action``: fail, or leave the slot where it is (a later batch confirms it)."""
-        slot = get_slot(self.admin, name)
-        if slot is None or (slot.confirmed_flush_lsn or 0) >= lsn:
-            return
-        deadline = time.monotonic() + self.config.get_int("lsn.flush.timeout.ms") / 1000
-        while True:
-            try:
-                advance_slot(self.admin, name, lsn)
-                return
-            except SlotInUseError as exc:
-                if time.monotonic() <= deadline:
-                    time.sleep(0.05)
-                    continue
-                action = self.config.get("lsn.flush.timeout.action")
-                if action == "fail":
-                    raise SlotInUseError(f"slot {name!r} could not be confirmed up to {format_lsn(lsn)} within "
-                                         f"lsn.flush.timeout.ms={self.config.get('lsn.flush.timeout.ms')}: {exc} (with "
-                                         "lsn.flush.timeout.action=warn or ignore the query goes on and a later batch "
-                                         "confirms it)", sqlstate=exc.sqlstate, slot=name) from exc
-                if action == "warn":
-                    log.warning("slot %s: not confirmed up to %s within lsn.flush.timeout.ms=%s (%s); a later batch confirms it",
-                                name, format_lsn(lsn), self.config.get("lsn.flush.timeout.ms"), exc)
-                return
-
     # -- teardown --------------------------------------------------------------------------------
-    def _close_snapshot(self) -> None:
-        self._plan = []
-        self._snapshot_planned = False
-        if self._snapshot_tx is not None:
-            self._snapshot_tx.close()
-            self._snapshot_tx = None
-        if self._export is not None:
-            self._export.close()
-            self._export = None
-
     def stop(self) -> None:
-        self._close_snapshot()
+        self.snapshot.close()
         self.incremental.close()
-        for channel in self.channels.values():
-            channel.close()
+        self.channels.close()
         if self.config.get_bool("slot.drop.on.stop"):
             for name in self.slot_names:
                 try:

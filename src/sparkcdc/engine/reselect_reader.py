@@ -4,7 +4,7 @@ The streaming processor hands over each create and update event it makes (:meth:
 its ``post`` hook); after each run of messages the reader calls :meth:`PostProcessing.run`, which
 passes the events through the configured post processors in order, as Debezium does (a later one
 sees what an earlier one read): each decides which events need columns read again
-(:class:`~.reselect.Reselector`), and their rows are read in one query per table, key columns and
+(:class:`~.core.reselect.Reselector`), and their rows are read in one query per table, key columns and
 run (:func:`sparkcdc.postgres.reselect.reselect_rows`), through the stream's own catalog connection.
 The records are changed in place before they leave the reader, so everything after (transforms,
 the layouts, views, apply_changes) sees the values read.
@@ -22,7 +22,7 @@ from ..debezium.records import ChangeRecord
 from ..debezium.table import TableSchema, TableSchemaFactory
 from ..errors import ServerError
 from ..postgres.reselect import reselect_rows
-from .reselect import Pending, Reselector
+from .core.reselect import Pending, Reselector
 
 __all__ = ["PostProcessing", "post_processing"]
 

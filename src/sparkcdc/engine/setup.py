@@ -40,8 +40,8 @@ from ..postgres.publications import (
     set_replica_identity,
 )
 from ..postgres.replication import quote_ident
-from .filters import TableFilter
-from .stream_slots import assign_tables, stream_slots
+from .core.filters import TableFilter
+from .core.stream_slots import assign_tables, stream_slots
 
 __all__ = ["IdentityChange", "SetupError", "apply_replica_identities", "captured_tables", "check_guardrail", "check_heartbeat_action_query",
            "ensure_publication_for", "ensure_stream_publications", "identity_change_refused", "publication_writes", "publish_operations",
@@ -128,7 +128,7 @@ def ensure_publication_for(conn: psycopg.Connection, config: ConnectorConfig, ta
 
 
 def ensure_stream_publications(conn: psycopg.Connection, config: ConnectorConfig, tables: Sequence[tuple[str, str]]) -> None:
-    """The publication of every stream (``sparkcdc.stream.slots``; see engine/stream_slots.py): with one
+    """The publication of every stream (``sparkcdc.stream.slots``; see engine/core/stream_slots.py): with one
     slot, ``publication.name`` for ``tables``; with several, each stream's for its share of them."""
     streams = stream_slots(config)
     if len(streams) == 1:

@@ -22,7 +22,7 @@ How a table is cut:
   A table estimated above ``chunk_rows`` rows gets at least ``snapshot.max.threads`` chunks, so
   that this many workers can share even a table of a few chunks' size. Chunks never hold less
   than one page, and never so many pages that their row numbers overflow the ordinal layout of
-  :func:`sparkcdc.engine.snapshot.snapshot_ordinal`.
+  :func:`sparkcdc.engine.core.snapshot.snapshot_ordinal`.
 * Any other table (empty, one page, partitioned, with inheritance children, or read through an
   override query) is one chunk that reads it whole. A partitioned table or one with children has one
   ctid space per partition/child, so block ranges of the parent do not partition its rows; an
@@ -59,10 +59,10 @@ from ..postgres.catalog import Catalog
 from ..postgres.publications import qualified_name
 from ..postgres.snapshot_probes import block_size as server_block_size
 from ..postgres.snapshot_probes import count_rows_in_blocks, ctid_range, rows_exist, table_layout
-from .filters import TableFilter
-from .offsets import SnapshotSpec
-from .snapshot import MAX_SNAPSHOT_CHUNKS, MAX_SNAPSHOT_TABLES, ROWS_PER_CHUNK_LIMIT, SnapshotContext
-from .tables import TableResolver
+from .core.filters import TableFilter
+from .core.offsets import SnapshotSpec
+from .core.snapshot import MAX_SNAPSHOT_CHUNKS, MAX_SNAPSHOT_TABLES, ROWS_PER_CHUNK_LIMIT, SnapshotContext
+from .core.tables import TableResolver
 
 __all__ = [
     "CHUNK_ROWS_PROPERTY",

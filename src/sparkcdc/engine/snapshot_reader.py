@@ -2,12 +2,12 @@
 
 A chunk is read in its own transaction that imports the slot's exported snapshot, so every chunk,
 on whichever executor, sees the database as of the slot's consistent point. Rows are COPYed as text
-and become records through :func:`sparkcdc.engine.snapshot.snapshot_record`, the code the
+and become records through :func:`sparkcdc.engine.core.snapshot.snapshot_record`, the code the
 sequential snapshot uses, with the table schema built as the in-process connector builds it.
 
 Markers: the records of all chunks, ordered by ordinal, carry exactly the markers of one
 sequential snapshot of the same tables in the same order (precedence in
-:mod:`sparkcdc.engine.snapshot`). A chunk sees only its own rows, so it asks the snapshot:
+:mod:`sparkcdc.engine.core.snapshot`). A chunk sees only its own rows, so it asks the snapshot:
 
 * its first row is its table's first row unless the table has a row in an earlier block; the probe
   looks backwards in windows of doubling width (about one chunk first), each an ``EXISTS`` over a
@@ -47,8 +47,8 @@ from ..postgres.snapshot_probes import (
     rows_in_blocks_exist,
 )
 from .connection import conninfo_from_config
-from .filters import TableFilter
-from .snapshot import (
+from .core.filters import TableFilter
+from .core.snapshot import (
     ORDINAL_CHUNK_SHIFT,
     ORDINAL_TABLE_SHIFT,
     ROWS_PER_CHUNK_LIMIT,
@@ -58,8 +58,8 @@ from .snapshot import (
     snapshot_record,
     snapshot_schema_change,
 )
+from .core.tables import TableResolver
 from .snapshot_plan import SnapshotChunk, table_has_rows
-from .tables import TableResolver
 
 __all__ = [
     "SnapshotChunkError",
@@ -260,7 +260,7 @@ def opened_chunk_records(
 def read_chunk_rows(config: ConnectorConfig, chunk: SnapshotChunk, *, run_id: str) -> Iterator[ChunkRows]:
     """A chunk's rows in runs (see :func:`opened_chunk_rows`); connects, imports the snapshot,
     closes when done."""
-    from .metric_reports import counted_chunk, metrics_location
+    from .core.metric_reports import counted_chunk, metrics_location
 
     with chunk_session(config, chunk, run_id=run_id) as (tx, _events, resolver):
         opened = open_chunk(tx, config, resolver, chunk)
@@ -275,7 +275,7 @@ def _run_rows(run: ChunkRows) -> int:
 def read_chunk_columns(config: ConnectorConfig, chunk: SnapshotChunk, *, run_id: str) -> Iterator[ChunkColumns]:
     """A chunk's rows as runs of text columns (see :func:`opened_chunk_columns`); connects,
     imports the snapshot, closes when done."""
-    from .metric_reports import counted_chunk, metrics_location
+    from .core.metric_reports import counted_chunk, metrics_location
 
     with chunk_session(config, chunk, run_id=run_id) as (tx, _events, resolver):
         opened = open_chunk(tx, config, resolver, chunk)

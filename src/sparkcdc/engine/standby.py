@@ -23,8 +23,8 @@ import psycopg
 
 from ..debezium.config import ConnectorConfig
 from ..errors import ConfigurationError
+from .core.signals import signal_table_of
 from .setup import publication_writes, replica_identity_changes
-from .signals import signal_table_of
 
 __all__ = ["STANDBY_DECODING_MAJOR", "StandbyRefusal", "check_standby", "in_recovery", "log_slot_creation_wait", "standby_refusals"]
 

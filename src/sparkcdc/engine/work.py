@@ -11,48 +11,27 @@ so every path produces the same bytes from the same plan.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from itertools import chain
 from typing import Any
 
 from ..debezium.config import ConnectorConfig
 from ..debezium.records import ChangeRecord
-from ..debezium.serialization import JsonSerializer
 from ..lsn import format_lsn
-from .encoded import Constant, EncodedBatch, encode_records
-from .lines import encode_lines
-from .metric_reports import counted_chunk, metrics_location
-from .notifications import NotificationPiece, notification_records
-from .offsets import SourceOffset
-from .planner import StreamRange
+from .core.emission import emitted, serializer_for
+from .core.encoded import Constant, EncodedBatch, encode_records
+from .core.lines import encode_lines
+from .core.metric_reports import counted_chunk, metrics_location
+from .core.notifications import NotificationPiece, notification_records
+from .core.offsets import SourceOffset
+from .core.state_store import StreamStateStore
+from .core.stream_range import StreamRange
 from .snapshot_plan import SnapshotChunk
-from .state_store import StreamStateStore
 
-__all__ = ["emitted", "read_stream_encoded", "read_work", "read_work_records", "serializer_for"]
+__all__ = ["read_stream_encoded", "read_work", "read_work_records"]
 
 log = logging.getLogger(__name__)
-
-
-def serializer_for(config: ConnectorConfig) -> JsonSerializer:
-    """The serializer of the configuration's converters: JsonConverter's ``schemas.enable`` for keys,
-    values and headers, and Debezium's CloudEvents for values with ``value.converter=CloudEventsConverter``."""
-    converters = config.converters
-    value_converter = None
-    if converters.cloudevents is not None:
-        from ..debezium.cloudevents import CloudEventsConverter
-
-        value_converter = CloudEventsConverter(converters.cloudevents)
-    return JsonSerializer(key_schemas=converters.key_schemas, value_schemas=converters.value_schemas,
-                          header_schemas=converters.header_schemas, value_converter=value_converter)
-
-
-def emitted(config: ConnectorConfig, records: Iterable[ChangeRecord]) -> Iterable[ChangeRecord]:
-    """``records`` as they leave the connector: through the configuration's transforms
-    (``transforms=``), where it has any. Every path from records to output calls this once, and
-    the typed ``changes`` layout never does (it reads records as the connector makes them)."""
-    chain = config.transforms
-    return chain.apply(records) if chain else records
 
 
 def read_work(config: ConnectorConfig, work: Any, *, run_id: str, lines: bool = False, line_end: bytes = b"") -> Iterator[EncodedBatch]:
@@ -120,7 +99,7 @@ def _stream_records(config: ConnectorConfig, work: StreamRange, run_id: str) -> 
 
 def read_stream_encoded(config: ConnectorConfig, work: StreamRange, *, run_id: str, processes: int,
                         encoder: Any) -> Iterator[tuple[Any, Callable[[Any], None]]] | None:
-    """A stream range's records as ``encoder`` (a :class:`~.parallel_stream.PieceEncoder`) makes
+    """A stream range's records as ``encoder`` (a :class:`~.decoding_process.PieceEncoder`) makes
     them in ``processes`` decoding processes (``sparkcdc.stream.decode.processes``,
     :mod:`.parallel_stream`): ``(header, reply)`` in WAL order; ``None`` where
     the range is better read by the task itself, as :func:`read_work` does: a batch with an

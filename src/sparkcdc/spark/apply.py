@@ -324,8 +324,8 @@ class ChangeApplier:
     def _uncaptured_signal_table(self) -> str | None:
         """The signal table, when the filters do not capture it: its rows are streamed (Debezium emits
         them) but they are the connector's own bookkeeping, not data to mirror."""
-        from ..engine.filters import TableFilter
-        from ..engine.signals import signal_table_of
+        from ..engine.core.filters import TableFilter
+        from ..engine.core.signals import signal_table_of
 
         config = config_from_options(self.properties)
         signal = signal_table_of(config)
@@ -434,8 +434,8 @@ class ChangeApplier:
     def _read_again(self, resolved: ResolvedSpec, columns: Sequence[str], why: str) -> None:
         """Signal an incremental snapshot of the source table, whose rows' values of ``columns`` the
         mirror cannot have from the stream (``why``)."""
-        from ..engine.signal_channels import enabled_channels, open_channel
-        from ..engine.signals import READ_AGAIN, Signal
+        from ..engine.core.signals import READ_AGAIN, Signal, enabled_channels
+        from ..engine.signal_channels import open_channel
 
         table = resolved.spec.qualified_table
         config = config_from_options(self.properties)

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from ..debezium.records import ChangeRecord
 from ..debezium.serialization import JsonSerializer
-from ..engine.encoded import OFFSET_LIMIT, Constant, EncodedBatch, Headers, Joined, encode_records
+from ..engine.core.encoded import OFFSET_LIMIT, Constant, EncodedBatch, Headers, Joined, encode_records
 
 __all__ = ["ARROW_SCHEMA", "DDL_SCHEMA", "column_array", "record_batches", "to_arrow", "utf8_array"]
 

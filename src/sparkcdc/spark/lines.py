@@ -8,7 +8,7 @@ bytes that the serializer made, and quotes it with orjson's string escaping.
 
 With ``sparkcdc.output.layout=lines`` the source's rows are ``topic, line, lsn, commit_lsn,
 ordinal``; the topic files sink writes ``line`` as it is. The readers build the lines of their
-batches (:func:`sparkcdc.engine.lines.encode_lines`, the rendered snapshot's templates); a batch of
+batches (:func:`sparkcdc.engine.core.lines.encode_lines`, the rendered snapshot's templates); a batch of
 key and value texts gets them here. They are the lines the sink's Spark SQL builds from the
 ``columns`` layout, byte for byte (tests/spark/test_lines.py).
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ..debezium.topic_line import line
-from ..engine.encoded import EncodedBatch, cells
+from ..engine.core.encoded import EncodedBatch, cells
 from .arrow import column_array, utf8_array
 
 __all__ = ["LINES_ARROW_SCHEMA", "LINES_DDL_SCHEMA", "LINE_END_KEY", "line_batch", "line_end"]

@@ -273,7 +273,7 @@ def _drop_slots(config: ConnectorConfig) -> None:
     import psycopg
 
     from ..engine.connection import sql_connection
-    from ..engine.stream_slots import stream_slots
+    from ..engine.core.stream_slots import stream_slots
     from ..errors import ServerError
     from ..postgres.slots import drop_slot
 

@@ -116,13 +116,14 @@ def read_partition(partition: _Partition) -> Iterator[Any]:
 def _decoded_elsewhere(config: Any, partition: _Partition) -> Iterator[Any] | None:
     """A stream range of the ``topic_files`` layout decoded by ``sparkcdc.stream.decode.processes``
     processes (engine/parallel_stream.py) and written from their bytes; ``None`` where it is read here."""
+    from ..engine.core.stream_range import StreamRange
     from ..engine.parallel_stream import check_parallel_decoding
-    from ..engine.planner import StreamRange
 
     processes = check_parallel_decoding(config)
     if processes == 1 or not isinstance(partition.work, StreamRange):
         return None
-    from ..engine.work import read_stream_encoded, serializer_for
+    from ..engine.core.emission import serializer_for
+    from ..engine.work import read_stream_encoded
     from .sinks.reader_files import TopicRunEncoder, write_topic_runs
 
     compression = config.get("sparkcdc.output.topic.files.compression") or "none"
@@ -165,8 +166,8 @@ class PostgresCdcDataSource(DataSource):
         return "postgres-cdc"
 
     def schema(self) -> str:
+        from ..engine.core.stream_slots import check_parallel_streaming
         from ..engine.parallel_stream import check_parallel_decoding
-        from ..engine.stream_slots import check_parallel_streaming
 
         config = config_from_options(self.options)
         layout = config.get("sparkcdc.output.layout")

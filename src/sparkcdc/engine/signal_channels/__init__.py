@@ -12,24 +12,18 @@ travel in the batch's end offset (see :mod:`.base` for why that makes each signa
 from __future__ import annotations
 
 from ...debezium.config import ConnectorConfig
-from ...debezium.property_table import split_list
+from ..core.signals import enabled_channels
 from .base import PolledChannel, SignalChannel, SignalSendError, signal_from_json, signal_to_json
 
 __all__ = [
     "PolledChannel",
     "SignalChannel",
     "SignalSendError",
-    "enabled_channels",
     "open_channel",
     "polled_channels",
     "signal_from_json",
     "signal_to_json",
 ]
-
-
-def enabled_channels(config: ConnectorConfig) -> list[str]:
-    """``signal.enabled.channels`` in the order given (the property's check refuses unknown names)."""
-    return [name.lower() for name in split_list(config.get("signal.enabled.channels"))]
 
 
 def open_channel(config: ConnectorConfig, name: str) -> SignalChannel:

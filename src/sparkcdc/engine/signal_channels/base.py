@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from ...errors import PipelineError
-from ..signals import Signal, SignalError
+from ..core.signals import Signal, SignalError
 
 __all__ = ["PolledChannel", "SignalChannel", "SignalSendError", "signal_from_json", "signal_to_json"]
 

@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..signals import Signal, SignalError
+from ..core.signals import Signal, SignalError
 from .base import PolledChannel, SignalSendError, signal_from_json, signal_to_json
 
 __all__ = ["FileSignalChannel"]

@@ -29,7 +29,7 @@ from typing import Any
 
 from ...debezium.config import ConnectorConfig
 from ...errors import ConfigurationError
-from ..signals import Signal, SignalError
+from ..core.signals import Signal, SignalError
 from .base import PolledChannel, SignalSendError, signal_from_json, signal_to_json
 
 __all__ = ["KafkaSignalChannel", "kafka_client_settings"]

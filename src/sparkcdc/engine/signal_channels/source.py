@@ -1,7 +1,7 @@
 """Sending through the ``source`` channel: a row in the signal table (``signal.data.collection``).
 
 The driver does not poll this channel: the row reaches the connector through the WAL, where the
-stream task collects it (:mod:`sparkcdc.engine.snapshot_window`) and the planner acts on it.
+stream task collects it (:mod:`sparkcdc.engine.core.snapshot_window`) and the planner acts on it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from ...postgres.incremental import insert_signal
 from ...postgres.privileges import InsufficientPrivilegeError, describe_missing, table_access
 from ...postgres.publications import qualified_name
 from ..connection import sql_connection
-from ..signals import Signal, signal_table_of
+from ..core.signals import Signal, signal_table_of
 from .base import SignalChannel
 
 __all__ = ["SourceSignalChannel"]

@@ -1,7 +1,7 @@
 """The connector's metrics as the driver sees them: Debezium's attributes and sparkcdc's extras.
 
 :class:`MetricsCollector` gathers what the tasks and the planner reported (see
-:mod:`sparkcdc.engine.metric_reports`) into :class:`~sparkcdc.engine.metrics.ConnectorMetrics`,
+:mod:`sparkcdc.engine.core.metric_reports`) into :class:`~sparkcdc.engine.core.metrics.ConnectorMetrics`,
 adds what only the driver knows (the slot as the server sees it, the last batch Spark committed,
 whether the server answers), and refreshes it all every ``interval`` seconds on a thread of its own.
 
@@ -23,9 +23,9 @@ from typing import Any
 from ...debezium.config import ConnectorConfig
 from ...debezium.metric_tags import PROPERTY as TAGS_PROPERTY
 from ...debezium.metric_tags import mbean_name, metric_tags
-from ...engine.metric_reports import metrics_location, read_json, stream_report_lsn
-from ...engine.metrics import SNAPSHOT, STREAMING, ConnectorMetrics
-from ...engine.stream_slots import stream_slots
+from ...engine.core.metric_reports import metrics_location, read_json, stream_report_lsn
+from ...engine.core.metrics import SNAPSHOT, STREAMING, ConnectorMetrics
+from ...engine.core.stream_slots import stream_slots
 
 __all__ = ["MetricsCollector", "report_location"]
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ...debezium.metric_tags import prometheus_labels
-from ...engine.metrics import ATTRIBUTES
+from ...engine.core.metrics import ATTRIBUTES
 from .collector import MetricsCollector
 
 __all__ = ["PLUGIN", "WAL_STATUSES", "PrometheusExposition", "serve_metrics"]

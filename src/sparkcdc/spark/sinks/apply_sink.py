@@ -50,7 +50,7 @@ from ...apply.partition import stage_partition, with_target
 from ...apply.spec import DEFAULT_DELETES, DEFAULT_TRUNCATES, ApplySpec
 from ...apply.staged import StagedBatch, StagedPart
 from ...apply.targets import target_for
-from ...engine.snapshot import ORDINAL_TABLE_SHIFT
+from ...engine.core.snapshot import ORDINAL_TABLE_SHIFT
 
 __all__ = ["APPLY_SINK_FORMAT", "ApplyDataSource", "ApplyStreamWriter", "apply_input", "apply_sink_options", "register_apply_sink",
            "whole_snapshot"]
@@ -69,7 +69,7 @@ def whole_snapshot(events: pa.Table) -> bool:
     """Whether ``events`` (one table's batch, with ``__snapshot`` and ``__ordinal``) holds the table's
     whole initial snapshot: its first row (a start marker, or the position 0 of its ordinals: the first
     row of chunk 0) and its last (an end marker; Debezium's markers are exact, see
-    :mod:`sparkcdc.engine.snapshot`). A one-row table marked only ``first`` (the first table, not the
+    :mod:`sparkcdc.engine.core.snapshot`). A one-row table marked only ``first`` (the first table, not the
     last) is not known whole: applied as upserts."""
     if _MARKER not in events.column_names or _ORDINAL not in events.column_names:
         return False

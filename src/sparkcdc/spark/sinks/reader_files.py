@@ -103,7 +103,7 @@ def write_topic_runs(placed: Iterable[tuple[list[tuple[str | None, int, int]], C
 class TopicRunEncoder:
     """Records to their topic files' lines, newline-ended, per topic in order (compressed as one zstd
     frame with ``compression="zstd"``), and written where the task says: the
-    :class:`~sparkcdc.engine.parallel_stream.PieceEncoder` of the ``topic_files`` layout, run in a
+    :class:`~sparkcdc.engine.decoding_process.PieceEncoder` of the ``topic_files`` layout, run in a
     stream's decoding processes so that only a header per piece reaches the task."""
 
     def __init__(self, serializer: Any, compression: str) -> None:
@@ -112,8 +112,8 @@ class TopicRunEncoder:
         self.compression = compression
 
     def encode(self, records: Iterable[Any]) -> tuple[list[tuple[str | None, int, int]], list[bytes]]:
-        from ...engine.encoded import Constant, Joined
-        from ...engine.lines import encode_lines
+        from ...engine.core.encoded import Constant, Joined
+        from ...engine.core.lines import encode_lines
 
         texts: dict[str | None, list[Any]] = {}
         counts: dict[str | None, int] = {}

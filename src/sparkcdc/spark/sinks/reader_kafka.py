@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ...engine.encoded import Constant, EncodedBatch
+from ...engine.core.encoded import Constant, EncodedBatch
 from ...errors import ConfigurationError
 from .kafka_link import KafkaLink, TopicConfig, close_quietly
 

@@ -29,8 +29,8 @@ def describe_table(properties: Mapping[str, str], table: str) -> TableView:
     """
     from ...debezium.table import TableSchemaFactory
     from ...engine.connection import sql_connection
-    from ...engine.filters import TableFilter
-    from ...engine.tables import TableResolver
+    from ...engine.core.filters import TableFilter
+    from ...engine.core.tables import TableResolver
     from ...postgres.catalog import Catalog
     from ..options import config_from_options
 

@@ -6,7 +6,7 @@ end; the driver does not. The task writes them to a small file named by the batc
 the next batch's task reads the file named by its start LSN. The files are JSON, written atomically
 (write, then rename), so a re-executed batch rewrites the same content. With
 ``include.schema.changes``, the state also carries what the batch knew of each captured table's
-shape at its end (engine/schema_changes.py).
+shape at its end (engine/core/schema_changes.py).
 
 With parallel streaming (``sparkcdc.stream.slots``) each stream has its own last commit: stream
 i > 0 keeps its files next to stream 0's, named ``state-<LSN>-<i>.json``.
@@ -34,7 +34,7 @@ class StreamState:
     # for the driver to act on when it plans the next batch.
     signals: tuple[dict, ...] = ()
     # include.schema.changes: the last Relation content known of each captured table at this point,
-    # (schema, table, relation OID, digest) in name order (see engine/schema_changes.py).
+    # (schema, table, relation OID, digest) in name order (see engine/core/schema_changes.py).
     relations: tuple[tuple[str, str, int, str], ...] = ()
 
 

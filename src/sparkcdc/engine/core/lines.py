@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Final
 
-from ..debezium.records import ChangeRecord
-from ..debezium.serialization import JsonSerializer
-from ..debezium.topic_line import headers_json, segments
+from ...debezium.records import ChangeRecord
+from ...debezium.serialization import JsonSerializer
+from ...debezium.topic_line import headers_json, segments
 from .encoded import BATCH_BYTES, Constant, EncodedBatch, Headers, joined
 
 __all__ = ["encode_lines"]

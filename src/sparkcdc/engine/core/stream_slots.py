@@ -24,11 +24,10 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..debezium.config import ConnectorConfig
-from ..debezium.property_table import split_list
-from ..errors import ConfigurationError
-from .signal_channels import enabled_channels
-from .signals import signal_table_of
+from ...debezium.config import ConnectorConfig
+from ...debezium.property_table import split_list
+from ...errors import ConfigurationError
+from .signals import enabled_channels, signal_table_of
 
 __all__ = ["StreamSlot", "assign_tables", "check_parallel_streaming", "stream_slot", "stream_slots"]
 

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
-from ..errors import PipelineError
+from ...debezium.property_table import split_list
+from ...errors import PipelineError
 
 __all__ = [
     "ACTION_TYPES",
@@ -32,6 +33,7 @@ __all__ = [
     "SignalAction",
     "SignalError",
     "StopSnapshot",
+    "enabled_channels",
     "match_collections",
     "parse_action",
     "signal_table_of",
@@ -248,6 +250,11 @@ def _pattern(text: str) -> re.Pattern[str]:
     return re.compile(text, re.IGNORECASE)
 
 
+def enabled_channels(config: Any) -> list[str]:
+    """``signal.enabled.channels`` in the order given (the property's check refuses unknown names)."""
+    return [name.lower() for name in split_list(config.get("signal.enabled.channels"))]
+
+
 def signal_table_of(config: Any) -> tuple[str, str] | None:
     """``signal.data.collection`` as (schema, table): ``schema.table`` (a leading database name, as
     Debezium also accepts, is dropped); None when unset."""
@@ -256,7 +263,7 @@ def signal_table_of(config: Any) -> tuple[str, str] | None:
         return None
     parts = [p.strip().strip('"') for p in raw.split(".")]
     if len(parts) not in (2, 3) or not all(parts):
-        from ..errors import ConfigurationError
+        from ...errors import ConfigurationError
 
         raise ConfigurationError(f"signal.data.collection {raw!r} must name a table as <schema>.<table>", prop="signal.data.collection")
     return parts[-2], parts[-1]

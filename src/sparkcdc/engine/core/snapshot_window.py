@@ -1,7 +1,7 @@
 """The task side of signals and incremental snapshots: what the stream reader does with markers.
 
 The streaming processor marks every insert or delete of a signal table row in its output
-(:data:`~sparkcdc.engine.streaming.SIGNAL_OP`). :class:`StreamSignals` sits between the processor
+(:data:`~sparkcdc.engine.core.streaming.SIGNAL_OP`). :class:`StreamSignals` sits between the processor
 and the batch's output and
 
 * collects the signals sent through the ``source`` channel (the driver acts on them when it plans
@@ -13,7 +13,7 @@ and the batch's output and
   its remaining rows are emitted as ``r`` records, before anything that follows the watermark.
   A read-only window (no watermark rows) uses the snapshot's transaction lists instead: changes of
   transactions the snapshot does not see drop their keys, and the rows are emitted once the stream
-  passes the WAL position read after the snapshot (see :class:`~sparkcdc.engine.incremental.Visibility`).
+  passes the WAL position read after the snapshot (see :class:`~sparkcdc.engine.core.incremental.Visibility`).
 
 The chunk is read only when its place in the stream is reached, through a callable, so this module
 stays free of I/O and its rules can be tested with hand-made records.
@@ -24,8 +24,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator
 
-from ..debezium.records import ChangeRecord
-from ..errors import PipelineError
+from ...debezium.records import ChangeRecord
+from ...errors import PipelineError
 from .incremental import ChunkWindow
 from .signals import WINDOW_CLOSE, WINDOW_OPEN, Signal
 from .streaming import SIGNAL_OP

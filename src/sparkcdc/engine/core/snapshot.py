@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..debezium.events import EventFactory
-from ..debezium.records import ChangeRecord
-from ..debezium.schema_changes import schema_change_record
-from ..debezium.table import TableDescription, TableSchema
+from ...debezium.events import EventFactory
+from ...debezium.records import ChangeRecord
+from ...debezium.schema_changes import schema_change_record
+from ...debezium.table import TableDescription, TableSchema
 
 __all__ = [
     "MAX_SNAPSHOT_CHUNKS",

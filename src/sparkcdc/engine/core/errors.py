@@ -6,7 +6,7 @@ Kept apart from the modules that raise them because those may be compiled with m
 
 from __future__ import annotations
 
-from ..errors import ProtocolError
+from ...errors import ProtocolError
 
 __all__ = ["UnexpectedMessageError", "UnknownRelationError"]
 

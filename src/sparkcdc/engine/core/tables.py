@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..catalog import CatalogLookup, ColumnInfo, TableInfo, root_type
-from ..debezium.table import ColumnDescription, TableDescription, TableSchema, TableSchemaFactory
-from ..debezium.types import ColumnType
-from ..debezium.types.arrays import parse_array
-from ..pgoutput.messages import Relation
+from ...catalog import CatalogLookup, ColumnInfo, TableInfo, root_type
+from ...debezium.table import ColumnDescription, TableDescription, TableSchema, TableSchemaFactory
+from ...debezium.types import ColumnType
+from ...debezium.types.arrays import parse_array
+from ...pgoutput.messages import Relation
 from .errors import UnknownRelationError
 from .filters import TableFilter
 

@@ -3,7 +3,7 @@
 Debezium keeps these counters in the JVM that reads the log, and JMX publishes them as the
 attributes of ``debezium.postgres:type=connector-metrics,context=snapshot|streaming,server=<topic.prefix>``.
 In a Spark run the reading happens in executor tasks and the decisions in the driver, in other
-processes, so the counts arrive as small *reports* (see :mod:`sparkcdc.engine.metric_reports`)
+processes, so the counts arrive as small *reports* (see :mod:`sparkcdc.engine.core.metric_reports`)
 and this module folds them into the attributes Debezium documents, with the same names and
 meanings (the PostgreSQL connector manual's "Snapshot metrics" and "Streaming metrics" tables, and
 the incremental-snapshot attributes of the snapshot MBean). Pure: no I/O, no clock of its own

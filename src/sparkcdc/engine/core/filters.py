@@ -6,7 +6,7 @@ table lists match ``schema.table``. System schemas are never captured (``table.i
 
 from __future__ import annotations
 
-from ..debezium.config import ConnectorConfig
+from ...debezium.config import ConnectorConfig
 from .signals import signal_table_of
 
 __all__ = ["TableFilter"]

@@ -29,7 +29,7 @@ of one per event, which gives what Debezium's per-event queries give when the ro
 between them (both read the row as it is then, not as it was at the change).
 
 Pure: the streaming processor hands each event to :meth:`Reselector.consider`; the stream reader
-(:mod:`.reselect_reader`) queries the table for :meth:`Reselector.take`'s events and hands the rows
+(:mod:`sparkcdc.engine.reselect_reader`) queries the table for :meth:`Reselector.take`'s events and hands the rows
 back to :meth:`Reselector.fill` or :meth:`Reselector.not_found`.
 """
 
@@ -40,16 +40,16 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ..debezium.config import ConnectorConfig
-from ..debezium.connect import ConnectSchema
-from ..debezium.post_processors import ReselectSpec
-from ..debezium.records import ChangeRecord
-from ..debezium.table import TableSchema, TableSchemaFactory
-from ..debezium.types import MappingOptions
-from ..debezium.types.base import UnrepresentableValueError
-from ..errors import PipelineError
-from ..lsn import format_lsn
-from ..pgoutput.messages import UNCHANGED_TOAST
+from ...debezium.config import ConnectorConfig
+from ...debezium.connect import ConnectSchema
+from ...debezium.post_processors import ReselectSpec
+from ...debezium.records import ChangeRecord
+from ...debezium.table import TableSchema, TableSchemaFactory
+from ...debezium.types import MappingOptions
+from ...debezium.types.base import UnrepresentableValueError
+from ...errors import PipelineError
+from ...lsn import format_lsn
+from ...pgoutput.messages import UNCHANGED_TOAST
 from .signals import signal_table_of
 
 __all__ = ["KeyColumn", "Pending", "ReselectError", "Reselector"]

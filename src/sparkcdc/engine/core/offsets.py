@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import PipelineError
-from ..lsn import format_lsn
+from ...errors import PipelineError
+from ...lsn import format_lsn
 from .incremental import IncrementalState
 from .notifications import Notification
 
@@ -65,7 +65,7 @@ class SourceOffset:
     incremental: IncrementalState | None = None
     #: Positions in the signal channels the driver reads (``file``: lines consumed; ``kafka``: offsets).
     signal_cursor: dict[str, Any] | None = None
-    #: The notifications the batch ending here emits (the ``sink`` channel; see engine/notifications.py),
+    #: The notifications the batch ending here emits (the ``sink`` channel; see engine/core/notifications.py),
     #: and how many the connector has emitted up to here, these included: it numbers them, so that
     #: their records' positions increase from batch to batch even where batches start at one LSN.
     #: Neither is part of the position: offsets that differ only in these name the same place.

@@ -24,14 +24,15 @@ the connector does not flush). A slot that is gone is another matter: the ``trus
 create it again and resume from its start (the slot is what they trust; ``snapshot.mode=when_needed``,
 decided before this, takes a new snapshot instead), the others refuse to go on.
 
-Pure: the planner (:mod:`.planner`) reads the slot and acts on the :class:`Resume` this returns.
+Pure: the driver (:mod:`sparkcdc.engine.driver_slots`, for the planner) reads the slot and acts on
+the :class:`Resume` this returns.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..lsn import format_lsn
+from ...lsn import format_lsn
 
 __all__ = ["STRATEGIES", "Resume", "resume_of", "trusts_slot"]
 

@@ -27,8 +27,8 @@ from collections.abc import Iterable
 
 import orjson
 
-from ..catalog import TableInfo
-from ..pgoutput.messages import Relation
+from ...catalog import TableInfo
+from ...pgoutput.messages import Relation
 
 __all__ = ["RelationShapes", "relation_digest", "relation_message_digest", "table_digest"]
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..debezium.config import ConnectorConfig
-from ..debezium.events import EventFactory, sequence_text
-from ..debezium.records import ChangeRecord
-from ..debezium.schema_changes import schema_change_record
-from ..debezium.table import TableSchema
-from ..debezium.types.hstore import java_hashmap_order
-from ..lsn import format_lsn
-from ..pgoutput.messages import (
+from ...debezium.config import ConnectorConfig
+from ...debezium.events import EventFactory, sequence_text
+from ...debezium.records import ChangeRecord
+from ...debezium.schema_changes import schema_change_record
+from ...debezium.table import TableSchema
+from ...debezium.types.hstore import java_hashmap_order
+from ...lsn import format_lsn
+from ...pgoutput.messages import (
     UNCHANGED_TOAST,
     Begin,
     BeginPrepare,
@@ -37,7 +37,7 @@ from ..pgoutput.messages import (
     TypeMessage,
     Update,
 )
-from ..pgoutput.wal import WalMessage
+from ...pgoutput.wal import WalMessage
 from .errors import UnexpectedMessageError
 from .schema_changes import RelationShapes
 from .tables import TableResolver
@@ -94,7 +94,7 @@ class StreamingProcessor:
         self._schema_pending: list[tuple[str, TableSchema]] = []  # (change type, table) of Relation messages not placed yet
         self._schema_ready: list[ChangeRecord] = []  # placed, to be handed on before the next message's records
         #: post.processors: called with each create or update event, its table and the row's text values
-        #: (``engine.reselect.Reselector.consider``); None: no post processor.
+        #: (``engine.core.reselect.Reselector.consider``); None: no post processor.
         self.post: Any = None
 
     @property

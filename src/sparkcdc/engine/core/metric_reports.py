@@ -15,7 +15,7 @@ travel as small JSON *reports* under ``<state location>/metrics``, each written 
   ends. A re-executed batch rewrites its own file, so it is never counted twice. With parallel
   streaming (``sparkcdc.stream.slots``) stream i > 0 writes ``stream/batch-<end LSN>-<i>.json``.
 
-:class:`~sparkcdc.engine.metrics.ConnectorMetrics` folds them. Writing a report never fails the
+:class:`~sparkcdc.engine.core.metrics.ConnectorMetrics` folds them. Writing a report never fails the
 work: a report that cannot be written is logged once and skipped (metrics are not data).
 """
 
@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
-from ..debezium.config import ConnectorConfig
+from ...debezium.config import ConnectorConfig
 from .state_store import default_state_location
 
 __all__ = [

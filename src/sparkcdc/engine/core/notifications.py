@@ -29,8 +29,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..debezium.events import notification_record
-from ..debezium.records import ChangeRecord
+from ...debezium.events import notification_record
+from ...debezium.records import ChangeRecord
 from .signals import Signal
 
 __all__ = ["INCREMENTAL_SNAPSHOT", "INITIAL_SNAPSHOT", "Notification", "NotificationPiece", "Notifier", "notification_pieces",

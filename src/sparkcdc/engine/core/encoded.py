@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from itertools import accumulate, islice
 from typing import Final, NamedTuple, Union, overload
 
-from ..debezium.records import ChangeRecord
-from ..debezium.serialization import JsonSerializer
+from ...debezium.records import ChangeRecord
+from ...debezium.serialization import JsonSerializer
 
 __all__ = [
     "BATCH_BYTES", "NO_PARTITION", "OFFSET_LIMIT", "Constant", "EncodedBatch", "EncodedRecord", "Headers", "Joined", "cells",
