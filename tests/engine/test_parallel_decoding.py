@@ -19,7 +19,7 @@ from sparkcdc.engine import parallel_stream
 from sparkcdc.engine.metric_reports import metrics_location
 from sparkcdc.engine.planner import ConnectorPlanner
 from sparkcdc.engine.work import read_stream_encoded, read_work, serializer_for
-from sparkcdc.spark.sinks.reader_files import TopicRunEncoder, write_topic_runs
+from sparkcdc.spark.outputs.topic_files.task_files import TopicRunEncoder, write_topic_runs
 
 
 def _config(pg_cluster: Any, name: str, tables: list[str], **extra: str) -> ConnectorConfig:

@@ -40,9 +40,9 @@ class RetriedApplier(ChangeApplier):
 
 def run(spec: dict[str, Any]) -> None:
     os.environ[MARKERS] = spec["markers"]  # before the JVM starts: the workers inherit it
-    from sparkcdc.spark.options import options_for
     from sparkcdc.spark.session import spark_session
     from sparkcdc.spark.source import register
+    from sparkcdc.spark.source.options import options_for
 
     spark = spark_session("local[2,2]", app_name="sparkcdc-apply-retry")
     register(spark)

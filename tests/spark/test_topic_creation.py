@@ -20,7 +20,7 @@ GROUPS = {
 
 
 def _link(**props: str):
-    from sparkcdc.spark.sinks.reader_kafka import kafka_link
+    from sparkcdc.spark.outputs.kafka.task_producer import kafka_link
 
     return kafka_link(ConnectorConfig(BASE | props))
 

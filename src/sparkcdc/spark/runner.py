@@ -83,7 +83,7 @@ def run_pipeline(
     """Run the connector as a streaming query writing topic directories under ``output`` and/or
     applying every captured table to each target of ``apply_to``: a location (SCD ``scd_type``)
     or a (location, SCD type) pair; or producing to the Kafka cluster ``kafka`` (bootstrap servers)
-    from the reader tasks, exactly once (:mod:`sparkcdc.spark.sinks.reader_kafka`).
+    from the reader tasks, exactly once (:mod:`sparkcdc.spark.outputs.kafka.task_producer`).
 
     A query that fails because the server went away is restarted from its checkpoint (see
     :mod:`sparkcdc.spark.restarts`); ``on_restart`` hears of each restart (default: a log warning).
@@ -101,11 +101,11 @@ def run_pipeline(
 
     from ..gc_policy import use_throughput_gc
     from .metrics import RunMetrics
-    from .options import options_for
+    from .outputs.topic_files.batch_writer import TopicFilesBatchWriter, local_output_path
     from .server_stats import ApplyStatsChannel, merge_apply_stats
     from .session import is_connect, spark_session
-    from .sinks.topic_files import TopicFilesBatchWriter, local_output_path
     from .source import register
+    from .source.options import options_for
     from .warm_workers import warm_python_workers
 
     called = time.perf_counter()
@@ -160,7 +160,7 @@ def run_pipeline(
     topic_files = None if output is None else TopicFilesBatchWriter(output)
     kafka_writer = None
     if kafka is not None:
-        from .sinks.reader_kafka import ReaderKafkaBatchWriter, kafka_link
+        from .outputs.kafka.task_producer import ReaderKafkaBatchWriter, kafka_link
 
         properties.update({"sparkcdc.output.layout": "kafka", "sparkcdc.output.kafka.bootstrap.servers": kafka})
         kafka_writer = ReaderKafkaBatchWriter(kafka_link(ConnectorConfig(properties)))  # checked before Spark starts
@@ -179,13 +179,13 @@ def run_pipeline(
                 channels.append(channel)
             writer = frame.writeStream.foreachBatch(_BatchFanOut(topic_files, appliers, channel))
         elif kafka_writer is not None:
-            # The reader's tasks produce (sparkcdc.spark.sinks.reader_kafka); the writer collects their counts.
+            # The reader's tasks produce (sparkcdc.spark.outputs.kafka.task_producer); the writer collects their counts.
             frame = spark.readStream.format("postgres-cdc").options(**options_for(properties)).load()
             frame = _observe_records(frame, "kafka") if observed else frame
             writer = frame.writeStream.foreachBatch(kafka_writer)
         else:
             # The topic files need only each record's line: the reader's tasks write them (see
-            # sparkcdc.spark.sinks.reader_files) and the writer publishes what their rows name.
+            # sparkcdc.spark.outputs.topic_files.task_files) and the writer publishes what their rows name.
             assert topic_files is not None
             lines = {**properties, "sparkcdc.output.layout": "topic_files",
                      "sparkcdc.output.topic.files": str(topic_files.output)}

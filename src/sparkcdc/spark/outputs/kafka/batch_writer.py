@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient
 
-from .kafka_link import FENCE_TOPIC_PREFIX, KafkaLink, KafkaSinkError, TopicConfig, close_quietly, fence_topic_name
+from .link import FENCE_TOPIC_PREFIX, KafkaLink, KafkaSinkError, TopicConfig, close_quietly, fence_topic_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -23,7 +23,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from ...errors import ConfigurationError, DestinationError
+from ....errors import ConfigurationError, DestinationError
 
 __all__ = [
     "DEFAULT_TRANSACTION_TIMEOUT_MS",

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ...errors import DestinationError
+from ....errors import DestinationError
 
 __all__ = [
     "STAGING_DIR",

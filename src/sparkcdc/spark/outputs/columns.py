@@ -14,9 +14,9 @@ from itertools import accumulate
 
 import pyarrow as pa
 
-from ..debezium.records import ChangeRecord
-from ..debezium.serialization import JsonSerializer
-from ..engine.encoded import OFFSET_LIMIT, Constant, EncodedBatch, Headers, Joined, encode_records
+from ...debezium.records import ChangeRecord
+from ...debezium.serialization import JsonSerializer
+from ...engine.encoded import OFFSET_LIMIT, Constant, EncodedBatch, Headers, Joined, encode_records
 
 __all__ = ["ARROW_SCHEMA", "DDL_SCHEMA", "column_array", "record_batches", "to_arrow", "utf8_array"]
 
@@ -45,7 +45,7 @@ def record_batches(
 def to_arrow(batch: EncodedBatch) -> pa.RecordBatch:
     size = batch.size
     if batch.key is None or batch.value is None:
-        raise ValueError("this encoded batch was built with lines only; read it with sparkcdc.spark.lines.line_batch")
+        raise ValueError("this encoded batch was built with lines only; read it with sparkcdc.spark.outputs.lines.line_batch")
     return pa.RecordBatch.from_arrays(
         [
             column_array(batch.topic, pa.string(), size),

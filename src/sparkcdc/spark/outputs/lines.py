@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..debezium.topic_line import line
-from ..engine.encoded import EncodedBatch, cells
-from .arrow import column_array, utf8_array
+from ...debezium.topic_line import line
+from ...engine.encoded import EncodedBatch, cells
+from .columns import column_array, utf8_array
 
 __all__ = ["LINES_ARROW_SCHEMA", "LINES_DDL_SCHEMA", "LINE_END_KEY", "line_batch", "line_end"]
 

@@ -47,14 +47,14 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ...engine.encoded import Constant, EncodedBatch
-from ...errors import ConfigurationError
-from .kafka_link import KafkaLink, TopicConfig, close_quietly
+from ....engine.encoded import Constant, EncodedBatch
+from ....errors import ConfigurationError
+from .link import KafkaLink, TopicConfig, close_quietly
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from ...debezium.config import ConnectorConfig
+    from ....debezium.config import ConnectorConfig
 
 __all__ = [
     "FENCE_PROPERTY",
@@ -316,7 +316,7 @@ class ReaderKafkaBatchWriter:
         return state
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        from .kafka import query_id
+        from .batch_writer import query_id
 
         query = query_id(batch)
         if self._committed is None:

@@ -43,13 +43,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..debezium.config import ConnectorConfig
-from ..debezium.descriptions import description_digest, description_json
-from ..debezium.records import ChangeRecord
+from ....debezium.config import ConnectorConfig
+from ....debezium.descriptions import description_digest, description_json
+from ....debezium.records import ChangeRecord
+from ...views.expressions import quote_name, sql_literal
+from ...views.model import CHANGE_OPS, METADATA_COLUMNS, OLD_KEY, TableView, ViewColumn, view_of
+from ...views.reader import ColumnReader
 from .text_columns import typed_columns
-from .views.expressions import quote_name, sql_literal
-from .views.model import CHANGE_OPS, METADATA_COLUMNS, OLD_KEY, TableView, ViewColumn, view_of
-from .views.reader import ColumnReader
 
 __all__ = [
     "BLOCK_ROWS",
@@ -601,7 +601,7 @@ def versioned_changes(frame: DataFrame, versions: Sequence[tuple[str, TableView]
     or null, and the names ``__unchanged`` lists are the merged ones."""
     from functools import reduce
 
-    from .views.versions import fill_expression, matching_column, renamed_names
+    from ...views.versions import fill_expression, matching_column, renamed_names
 
     if len(versions) == 1:
         return typed_changes(frame, merged)

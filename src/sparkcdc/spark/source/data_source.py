@@ -18,8 +18,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
-from .arrow import DDL_SCHEMA, to_arrow
-from .lines import LINES_DDL_SCHEMA, line_batch
+from ..outputs.columns import DDL_SCHEMA, to_arrow
+from ..outputs.lines import LINES_DDL_SCHEMA, line_batch
 from .options import config_from_options
 
 __all__ = ["PostgresCdcDataSource", "register"]
@@ -47,7 +47,7 @@ class PostgresCdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     @property
     def planner(self) -> Any:
         if self._planner is None:
-            from ..engine.planner import ConnectorPlanner
+            from ...engine.planner import ConnectorPlanner
 
             self._planner = ConnectorPlanner(self._config)
         return self._planner
@@ -62,7 +62,7 @@ class PostgresCdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         return self.planner.latest_offset(start)
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        from ..engine.snapshot_plan import SnapshotChunk
+        from ...engine.snapshot_plan import SnapshotChunk
 
         planner = self.planner
         pieces = planner.partitions(start, end)
@@ -84,9 +84,9 @@ class PostgresCdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 def read_partition(partition: _Partition) -> Iterator[Any]:
     """Executor side: the partition's records as Arrow record batches, read by the engine's one
     reader of planned work (the same the in-process connector uses)."""
-    from ..debezium.config import ConnectorConfig
-    from ..engine.work import read_work
-    from ..gc_policy import use_throughput_gc
+    from ...debezium.config import ConnectorConfig
+    from ...engine.work import read_work
+    from ...gc_policy import use_throughput_gc
 
     use_throughput_gc()  # this Python worker does nothing but turn changes into records
     config = ConnectorConfig(partition.properties)
@@ -102,12 +102,12 @@ def read_partition(partition: _Partition) -> Iterator[Any]:
     # written as the buffer it already is (spark/sinks/reader_files.py).
     batches = read_work(config, partition.work, run_id=partition.run_id, lines=lines, line_end=b"\n" if layout == "topic_files" else b"")
     if layout == "topic_files":
-        from .sinks.reader_files import write_topic_files
+        from ..outputs.topic_files.task_files import write_topic_files
 
         return write_topic_files((line_batch(batch) for batch in batches), _topic_files_output(config), partition.index,
                                  compression=config.get("sparkcdc.output.topic.files.compression") or "none")
     if layout == "kafka":
-        from .sinks.reader_kafka import kafka_link, produce_partition
+        from ..outputs.kafka.task_producer import kafka_link, produce_partition
 
         return produce_partition(batches, kafka_link(config), partition.index, partition.run_id, partition.snapshot_batch)
     return (line_batch(batch) if lines else to_arrow(batch) for batch in batches)
@@ -116,14 +116,14 @@ def read_partition(partition: _Partition) -> Iterator[Any]:
 def _decoded_elsewhere(config: Any, partition: _Partition) -> Iterator[Any] | None:
     """A stream range of the ``topic_files`` layout decoded by ``sparkcdc.stream.decode.processes``
     processes (engine/parallel_stream.py) and written from their bytes; ``None`` where it is read here."""
-    from ..engine.parallel_stream import check_parallel_decoding
-    from ..engine.planner import StreamRange
+    from ...engine.parallel_stream import check_parallel_decoding
+    from ...engine.planner import StreamRange
 
     processes = check_parallel_decoding(config)
     if processes == 1 or not isinstance(partition.work, StreamRange):
         return None
-    from ..engine.work import read_stream_encoded, serializer_for
-    from .sinks.reader_files import TopicRunEncoder, write_topic_runs
+    from ...engine.work import read_stream_encoded, serializer_for
+    from ..outputs.topic_files.task_files import TopicRunEncoder, write_topic_runs
 
     compression = config.get("sparkcdc.output.topic.files.compression") or "none"
     placed = read_stream_encoded(config, partition.work, run_id=partition.run_id, processes=processes,
@@ -135,7 +135,7 @@ def _topic_files_output(config: Any) -> Any:
     """Where the ``topic_files`` layout's readers write: ``sparkcdc.output.topic.files``, required."""
     from pathlib import Path
 
-    from ..errors import ConfigurationError
+    from ...errors import ConfigurationError
 
     location = config.get("sparkcdc.output.topic.files")
     if not location:
@@ -146,10 +146,10 @@ def _topic_files_output(config: Any) -> Any:
 
 def _change_blocks(config: Any, partition: _Partition) -> Iterator[Any]:
     """The ``changes`` layout: a snapshot chunk's rows typed a run at a time, other work's records."""
-    from ..engine.snapshot_plan import SnapshotChunk
-    from ..engine.snapshot_reader import read_chunk_columns
-    from ..engine.work import read_work_records
-    from .changes_layout import change_blocks, chunk_blocks
+    from ...engine.snapshot_plan import SnapshotChunk
+    from ...engine.snapshot_reader import read_chunk_columns
+    from ...engine.work import read_work_records
+    from ..outputs.changes.blocks import change_blocks, chunk_blocks
 
     work = partition.work
     if isinstance(work, SnapshotChunk):
@@ -165,8 +165,8 @@ class PostgresCdcDataSource(DataSource):
         return "postgres-cdc"
 
     def schema(self) -> str:
-        from ..engine.parallel_stream import check_parallel_decoding
-        from ..engine.stream_slots import check_parallel_streaming
+        from ...engine.parallel_stream import check_parallel_decoding
+        from ...engine.stream_slots import check_parallel_streaming
 
         config = config_from_options(self.options)
         layout = config.get("sparkcdc.output.layout")
@@ -176,16 +176,16 @@ class PostgresCdcDataSource(DataSource):
         check_parallel_streaming(config)  # refused on the driver as the query is built, not in the planner's worker
         check_parallel_decoding(config)
         if layout == "changes":
-            from .changes_layout import CHANGES_DDL_SCHEMA
+            from ..outputs.changes.blocks import CHANGES_DDL_SCHEMA
 
             return CHANGES_DDL_SCHEMA
         if layout == "topic_files":
-            from .sinks.reader_files import STAGED_FILES_DDL_SCHEMA
+            from ..outputs.topic_files.task_files import STAGED_FILES_DDL_SCHEMA
 
             _topic_files_output(config)  # refused here, on the driver, when absent
             return STAGED_FILES_DDL_SCHEMA
         if layout == "kafka":
-            from .sinks.reader_kafka import PRODUCED_DDL_SCHEMA, kafka_link
+            from ..outputs.kafka.task_producer import PRODUCED_DDL_SCHEMA, kafka_link
 
             kafka_link(config)  # refused here, on the driver, when incomplete
             return PRODUCED_DDL_SCHEMA
@@ -197,7 +197,7 @@ class PostgresCdcDataSource(DataSource):
 
 def _refuse_other_layouts_settings(config: Any, layout: str | None) -> None:
     """A layout's own settings given with another layout would do nothing: refused, naming the property."""
-    from ..errors import ConfigurationError
+    from ...errors import ConfigurationError
 
     for prop in ("sparkcdc.output.topic.files", "sparkcdc.output.topic.files.compression"):
         value = config.raw.get(prop)
@@ -213,8 +213,8 @@ def _refuse_other_layouts_settings(config: Any, layout: str | None) -> None:
 def _warn_unused_topic_creation(config: Any, layout: str | None) -> None:
     """Kafka Connect's ``topic.creation.*`` in a Debezium configuration read with a layout that creates
     no topics: reported (a configuration brought from Debezium often carries them), not refused."""
-    from ..debezium.config import report_warnings
-    from ..debezium.topic_creation import unused_without_kafka
+    from ...debezium.config import report_warnings
+    from ...debezium.topic_creation import unused_without_kafka
 
     unused = unused_without_kafka(config.raw, layout)
     if unused:
@@ -225,7 +225,7 @@ def _warn_unused_topic_creation(config: Any, layout: str | None) -> None:
 def _warn_unwritten_partitions(config: Any, layout: str | None) -> None:
     """A transform that chooses Kafka partitions (``PartitionRouting``, the outbox router's
     ``partition`` placement) with a layout that writes none: reported, naming the transform."""
-    from ..debezium.config import report_warnings
+    from ...debezium.config import report_warnings
 
     if layout == "kafka":
         return
