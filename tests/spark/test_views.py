@@ -622,7 +622,8 @@ def test_arrow_kernels_type_blocks_as_spark_sql_does(spark, modes: str) -> None:
     Spark SQL gives (table_changes), column for column. Columns whose codec has no kernel in a mode
     (isostring's text, connect's decimals ...) are left out of that mode's table."""
     from sparkcdc.debezium.records import ChangeRecord
-    from sparkcdc.spark.outputs.changes.blocks import BlockTyper, arrow_typable, change_blocks
+    from sparkcdc.spark.outputs.changes.blocks import change_blocks
+    from sparkcdc.spark.outputs.changes.typed import BlockTyper, arrow_typable
     from sparkcdc.spark.views.reader import ColumnReader
 
     config = _config(**_MODES[modes][0])

@@ -62,7 +62,7 @@ from ..apply.partition import stage_partition, with_target
 from ..apply.spec import DEFAULT_DELETES, DEFAULT_SEQUENCE, DEFAULT_TRUNCATES, ApplySpec, ResolvedSpec
 from ..apply.staged import StagedBatch, StagedPart
 from ..apply.targets import ApplyTarget, TargetColumn, already_applied, target_for
-from .outputs.changes.blocks import BlockTyper, arrow_typable, table_blocks, versioned_changes
+from .outputs.changes.typed import BlockTyper, arrow_typable, table_blocks, versioned_changes
 from .session import default_parallelism, job_description
 from .source.options import config_from_options
 from .views import CHANGE_OPS, TableView, describe_table, table_changes

@@ -53,7 +53,7 @@ def _parse_value(text: Column, schema: T.StructType, view: TableView) -> Column:
 def _layout_of(frame: DataFrame) -> str:
     """The layout a frame of the source was read with, from its columns (an analysis); "columns" in
     a Declarative Pipelines query function, where Spark refuses analyses."""
-    from ..outputs.changes.blocks import has_changes_columns
+    from ..outputs.changes.schema import has_changes_columns
     from ..pipelines import in_pipeline_query_function
 
     if in_pipeline_query_function(frame.sparkSession):
@@ -98,7 +98,7 @@ def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[
         if properties is None:
             raise TypeError(f"table_changes({table!r}): pass the connector properties, or a TableView from describe_table")
         view = describe_table(properties, table)
-    from ..outputs.changes.blocks import typed_changes
+    from ..outputs.changes.typed import typed_changes
 
     if layout is None:
         layout = _layout_of(frame)

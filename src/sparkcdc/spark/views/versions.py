@@ -163,7 +163,7 @@ def batch_changes(batch: Any, table: str, properties: Any) -> Any:
     the catalog describes it now."""
     from pyspark.sql import functions as F
 
-    from ..outputs.changes.blocks import typed_changes, versioned_changes
+    from ..outputs.changes.typed import typed_changes, versioned_changes
     from .describe import describe_table
 
     schema_name, _, table_name = table.rpartition(".")
