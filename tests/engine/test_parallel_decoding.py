@@ -19,6 +19,7 @@ from sparkcdc.engine import parallel_stream
 from sparkcdc.engine.metric_reports import metrics_location
 from sparkcdc.engine.planner import ConnectorPlanner
 from sparkcdc.engine.work import read_stream_encoded, read_work, serializer_for
+from sparkcdc.spark.outputs.registry import check_output_settings
 from sparkcdc.spark.outputs.topic_files.task_files import TopicRunEncoder, write_topic_runs
 
 
@@ -115,7 +116,7 @@ def test_several_processes_make_the_records_one_makes(
 def test_refused_where_the_processes_cannot_work(pg_cluster: Any) -> None:
     lines = _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "2", "sparkcdc.output.layout": "lines"})
     with pytest.raises(ConfigError, match="sparkcdc.stream.decode.processes"):
-        parallel_stream.check_parallel_decoding(lines)
+        check_output_settings(lines)  # the topic_files output's own property
     signals = _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "2", "signal.data.collection": "public.sig"})
     with pytest.raises(ConfigError, match="signal.data.collection"):
         parallel_stream.check_parallel_decoding(signals)

@@ -21,6 +21,7 @@ from sparkcdc.engine.encoded import Constant, EncodedBatch, joined
 from sparkcdc.errors import ConfigurationError
 from sparkcdc.spark.outputs.lines import LINES_ARROW_SCHEMA, LINES_DDL_SCHEMA, line_batch, line_end
 from sparkcdc.spark.outputs.topic_files.batch_writer import TopicFilesBatchWriter
+from sparkcdc.spark.outputs.topic_files.output import topic_files_directory
 from sparkcdc.spark.outputs.topic_files.staging import (
     STAGING_DIR,
     TopicFilesError,
@@ -29,7 +30,6 @@ from sparkcdc.spark.outputs.topic_files.staging import (
     task_staging_root,
 )
 from sparkcdc.spark.outputs.topic_files.task_files import STAGED_FILES_DDL_SCHEMA, write_topic_files
-from sparkcdc.spark.source.data_source import _topic_files_output
 
 from .test_topic_files_sink import snapshot_of
 
@@ -178,7 +178,7 @@ def test_the_layout_needs_its_directory() -> None:
             return ""
 
     with pytest.raises(ConfigurationError, match="sparkcdc.output.topic.files"):
-        _topic_files_output(Config())
+        topic_files_directory(Config())
 
 
 def test_a_failed_write_fails_the_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -83,7 +83,7 @@ def run_pipeline(
     """Run the connector as a streaming query writing topic directories under ``output`` and/or
     applying every captured table to each target of ``apply_to``: a location (SCD ``scd_type``)
     or a (location, SCD type) pair; or producing to the Kafka cluster ``kafka`` (bootstrap servers)
-    from the reader tasks, exactly once (:mod:`sparkcdc.spark.outputs.kafka.task_producer`).
+    from the reader tasks, exactly once (:mod:`sparkcdc.spark.outputs.kafka`).
 
     A query that fails because the server went away is restarted from its checkpoint (see
     :mod:`sparkcdc.spark.restarts`); ``on_restart`` hears of each restart (default: a log warning).
@@ -160,10 +160,10 @@ def run_pipeline(
     topic_files = None if output is None else TopicFilesBatchWriter(output)
     kafka_writer = None
     if kafka is not None:
-        from .outputs.kafka.task_producer import ReaderKafkaBatchWriter, kafka_link
+        from .outputs import named
 
         properties.update({"sparkcdc.output.layout": "kafka", "sparkcdc.output.kafka.bootstrap.servers": kafka})
-        kafka_writer = ReaderKafkaBatchWriter(kafka_link(ConnectorConfig(properties)))  # checked before Spark starts
+        kafka_writer = named("kafka").batch_writer(ConnectorConfig(properties))  # checked before Spark starts
 
     def start() -> Any:
         """The streaming query, from the checkpoint: the first start and every restart alike."""
@@ -301,24 +301,13 @@ RECORDS_METRIC = "sparkcdc_records"
 
 
 def _observe_records(frame: Any, layout: str) -> Any:
-    """``frame`` counting its batch's records as an observed metric (reported in each progress).
-
-    A row of the ``topic_files`` layout names a file of ``records`` records (one of the ``kafka``
-    layout, the ``records`` a task produced to a topic); a row change block of the
-    ``changes`` layout holds ``rows`` changes (its other rows, transaction markers and the like, are
-    not counted, as the appliers' census counts only row changes); a row of the ``columns`` layout is
-    a record.
-    """
+    """``frame`` counting its batch's records as an observed metric (reported in each progress):
+    the output of ``layout`` knows how many records its rows stand for."""
     from pyspark.sql import functions as F
 
-    from .views import CHANGE_OPS
+    from .outputs import named
 
-    if layout in ("topic_files", "kafka"):
-        count = F.sum("records")
-    elif layout == "changes":
-        count = F.sum(F.when(F.col("op").isin(*CHANGE_OPS), F.col("rows")))
-    else:
-        count = F.count(F.lit(1))
+    count = named(layout).record_count()
     return frame.observe(RECORDS_METRIC, F.coalesce(count, F.lit(0)).cast("long").alias("records"))
 
 
