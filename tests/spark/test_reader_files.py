@@ -183,7 +183,7 @@ def test_the_layout_needs_its_directory() -> None:
 
 def test_a_failed_write_fails_the_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The writes run in a thread of their own; its failure (a full disk, say) is the task's."""
-    from sparkcdc.spark.sinks import reader_files
+    from sparkcdc.spark.outputs.topic_files import task_files as reader_files
 
     class FullDisk:
         def __init__(self, path: Any, mode: str) -> None:

@@ -617,7 +617,7 @@ def _as_compared(column: pa.ChunkedArray) -> list[Any]:
 
 @pytest.mark.parametrize("modes", list(_MODES))
 def test_arrow_kernels_type_blocks_as_spark_sql_does(spark, modes: str) -> None:
-    """The stage task of a snapshot image types its blocks with Arrow kernels (changes_layout.BlockTyper):
+    """The stage task of a snapshot image types its blocks with Arrow kernels (outputs.changes.typed.BlockTyper):
     on the edge values of every column type with a kernel, in every mode, it gives what the codecs'
     Spark SQL gives (table_changes), column for column. Columns whose codec has no kernel in a mode
     (isostring's text, connect's decimals ...) are left out of that mode's table."""
