@@ -7,7 +7,7 @@ has one schema, so it cannot give each table its own columns; it carries, per ro
 :data:`BLOCK_ROWS` consecutive changes of one table as an Arrow IPC stream whose columns are the
 table's own (docs/typed-change-path.md has the candidates measured and why this one).
 
-A block's columns are the *raw* values of the typed view's codecs (:mod:`.views.type_map`: what
+A block's columns are the *raw* values of the typed view's codecs (:mod:`sparkcdc.spark.views.type_map`: what
 ``from_json`` would have read — an int for a MicroTimestamp, base64 text for bytes ...), so one
 set of codecs (Spark SQL expressions) types both layouts; the unchanged-TOAST placeholders are
 already taken out in the reader (``__unchanged`` lists the columns) and key columns are filled from

@@ -103,12 +103,12 @@ def table_blocks(frame: DataFrame, view: TableView, shape: str | None = None) ->
 
 
 class BlockTyper:
-    """One table's blocks typed in Python, by the codecs' Arrow kernels (:mod:`.views.kernels`):
+    """One table's blocks typed in Python, by the codecs' Arrow kernels (:mod:`sparkcdc.spark.views.kernels`):
     the columns of :func:`typed_changes` (``__old_key`` left out where the table has no key), for a
     ``mapInArrow`` task that consumes them itself, so the typed rows never become Spark rows.
 
     Only for a view :func:`arrow_typable` accepts; a value a kernel refuses raises
-    :class:`~.views.kernels.KernelRefused` (the caller types the batch with Spark SQL instead)."""
+    :class:`~sparkcdc.spark.views.kernels.KernelRefused` (the caller types the batch with Spark SQL instead)."""
 
     def __init__(self, view: TableView) -> None:
         self.view = view
@@ -171,7 +171,7 @@ def _typed_old_key(old_keys: pa.Array, key_kernels: list[tuple[str, Any]]) -> pa
 def versioned_changes(frame: DataFrame, versions: Sequence[tuple[str, TableView]], merged: TableView) -> DataFrame:
     """One table's changes from a ``changes``-layout frame whose blocks were written for several
     versions of it (``versions``: each one's shape and view, oldest first), as the columns of the
-    ``merged`` view (:func:`.views.versions.merged_view`): each version's blocks are typed by its
+    ``merged`` view (:func:`sparkcdc.spark.views.versions.merged_view`): each version's blocks are typed by its
     own codecs, then its columns are taken by identity into the merged ones (renamed, cast to a
     widened type), a column it lacks holds what PostgreSQL gave older rows (:attr:`ViewColumn.fill`)
     or null, and the names ``__unchanged`` lists are the merged ones."""

@@ -1,6 +1,6 @@
 """Kafka produced by the task that reads the changes: the ``kafka`` output layout.
 
-Why: a ``foreachBatch`` producer on the driver (:mod:`.kafka`) brings every record of a micro-batch
+Why: a ``foreachBatch`` producer on the driver (:mod:`.batch_writer`) brings every record of a micro-batch
 to the driver through ``toLocalIterator``: one Python process for the whole cluster's records, and
 each record crossing the JVM twice. Here the reader task produces its own records straight from the
 serialized batches the engine made, and hands Spark one row per topic: ``index, topic, records,

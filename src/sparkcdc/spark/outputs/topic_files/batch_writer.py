@@ -13,7 +13,7 @@ the Spark partition they come from, which for the ``postgres-cdc`` source is com
 (commit_lsn, lsn, ordinal) gives its commit order in every case. With the source's ``lines``
 layout the reader has built each line; otherwise Spark SQL builds it. With its ``topic_files`` layout
 (what ``sparkcdc run --output`` uses) the reader's tasks have written the files themselves
-(:mod:`.reader_files`) and the rows only name them: the writer stages and publishes those files. A re-executed batch replaces its
+(:mod:`.task_files`) and the rows only name them: the writer stages and publishes those files. A re-executed batch replaces its
 earlier output, and an attempt that dies before publishing leaves nothing visible.
 """
 
