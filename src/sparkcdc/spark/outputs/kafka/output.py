@@ -1,6 +1,6 @@
 """The ``kafka`` output's object: its settings, its reader side (each task produces its records in
 a transaction of its own, :mod:`.task_producer`) and its driver side (the batch writer that runs the
-tasks and collects what they committed)."""
+tasks and collects what they committed, :mod:`.task_commits`)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ class KafkaOutput(Output):
         kafka_link(config)  # refused here, on the driver, when incomplete
 
     def batch_writer(self, config: ConnectorConfig) -> BatchWriter:
-        from .task_producer import ReaderKafkaBatchWriter, kafka_link
+        from .task_commits import ReaderKafkaBatchWriter
+        from .task_producer import kafka_link
 
         return ReaderKafkaBatchWriter(kafka_link(config))
 
