@@ -23,7 +23,7 @@ from typing import TypeVar
 import psycopg
 
 from sparkcdc.embedded_postgres import ThrowawayCluster
-from sparkcdc.spark.sinks.staging import open_topic_file, published_files
+from sparkcdc.spark.outputs.topic_files.staging import open_topic_file, published_files
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 

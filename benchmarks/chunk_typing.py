@@ -30,7 +30,7 @@ from sparkcdc.engine.planner import ConnectorPlanner  # noqa: E402
 from sparkcdc.engine.snapshot_plan import SnapshotChunk  # noqa: E402
 from sparkcdc.engine.snapshot_reader import read_chunk_columns  # noqa: E402
 from sparkcdc.postgres import drop_slot  # noqa: E402
-from sparkcdc.spark.changes_layout import chunk_blocks  # noqa: E402
+from sparkcdc.spark.outputs.changes.blocks import chunk_blocks  # noqa: E402
 
 
 def main() -> None:

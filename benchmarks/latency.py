@@ -56,7 +56,7 @@ from events import properties as debezium_properties  # noqa: E402
 
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
 from sparkcdc.postgres import create_logical_slot  # noqa: E402
-from sparkcdc.spark.sinks.staging import TOPIC_FILE_SUFFIXES, open_topic_file  # noqa: E402
+from sparkcdc.spark.outputs.topic_files.staging import TOPIC_FILE_SUFFIXES, open_topic_file  # noqa: E402
 
 TABLE_DDL = """CREATE TABLE bench (
     id bigint PRIMARY KEY, qty int NOT NULL, label text, price double precision, created timestamptz, active boolean)"""

@@ -46,7 +46,7 @@ def test_the_walk_finds_the_package_s_exceptions() -> None:
     names = set(CLASSES)
     for expected in ("sparkcdc.errors.SparkcdcError", "sparkcdc.debezium.transforms.base.TransformConfigError", "sparkcdc.postgres.errors.SlotNotFoundError",
                      "sparkcdc.engine.core.offsets.OffsetError", "sparkcdc.apply.errors.TargetError", "sparkcdc.cli.config_files.ConfigFileError",
-                     "sparkcdc.spark.sinks.kafka_link.KafkaSinkError", "sparkcdc.lsn.InvalidLsnError"):
+                     "sparkcdc.spark.outputs.kafka.link.KafkaSinkError", "sparkcdc.lsn.InvalidLsnError"):
         assert expected in names
     assert len(names) >= 40
 
@@ -80,7 +80,7 @@ def test_every_exception_is_in_one_family(name: str) -> None:
         ("sparkcdc.spark.views.UnknownTableError", LookupError),
         ("sparkcdc.spark.views.UnsupportedColumnError", TypeError),
         ("sparkcdc.spark.runner.PipelineError", RuntimeError),
-        ("sparkcdc.spark.sinks.kafka_link.KafkaSinkError", RuntimeError),
+        ("sparkcdc.spark.outputs.kafka.link.KafkaSinkError", RuntimeError),
     ],
 )
 def test_callers_catching_builtins_still_catch(name: str, builtin: type[BaseException]) -> None:

@@ -337,7 +337,7 @@ def test_validate_refuses_naming_the_property(tmp_path: Path) -> None:
 
 def test_spark_options_report_the_warnings(monkeypatch) -> None:
     """The library path: a configuration built from the postgres-cdc source's options warns once."""
-    from sparkcdc.spark.options import config_from_options, options_for
+    from sparkcdc.spark.source.options import config_from_options, options_for
 
     monkeypatch.setattr(config_module, "_reported", set())
     options = options_for(BASE | {"poll.interval.ms": "100"})

@@ -291,7 +291,8 @@ def test_partition_routing_lands_on_debezium_s_partitions_in_kafka(
     import json
 
     from sparkcdc.debezium.config import ConnectorConfig
-    from sparkcdc.spark.sinks.reader_kafka import ReaderKafkaBatchWriter, kafka_link
+    from sparkcdc.spark.outputs.kafka.task_commits import ReaderKafkaBatchWriter
+    from sparkcdc.spark.outputs.kafka.task_producer import kafka_link
 
     from ..spark.test_kafka_sink import consume, run_available_now
     from .differential import END_PREFIX, _ends, _until_end

@@ -13,7 +13,7 @@ import sparkcdc.engine.work as work_module
 from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.engine.connector import LocalConnector
 from sparkcdc.engine.planner import ConnectorPlanner
-from sparkcdc.spark import source as spark_source
+from sparkcdc.spark.source import data_source as spark_source
 
 
 def _properties(cluster: Any, name: str, table: str) -> dict[str, str]:

@@ -21,7 +21,8 @@ from sparkcdc.engine.core.metric_reports import metrics_location
 from sparkcdc.engine.planner import ConnectorPlanner
 from sparkcdc.engine.work import read_stream_encoded, read_work
 from sparkcdc.errors import ConfigurationError
-from sparkcdc.spark.sinks.reader_files import TopicRunEncoder, write_topic_runs
+from sparkcdc.spark.outputs.registry import check_output_settings
+from sparkcdc.spark.outputs.topic_files.task_files import TopicRunEncoder, write_topic_runs
 
 
 def _config(pg_cluster: Any, name: str, tables: list[str], **extra: str) -> ConnectorConfig:
@@ -115,9 +116,11 @@ def test_several_processes_make_the_records_one_makes(
 
 
 def test_refused_where_the_processes_cannot_work(pg_cluster: Any) -> None:
-    lines = _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "2", "sparkcdc.output.layout": "lines"})
+    given = _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "2", "sparkcdc.output.layout": "lines"}).raw
+    # without the topic files directory, another of the topic_files output's own properties (refused first otherwise)
+    lines = ConnectorConfig({name: value for name, value in given.items() if name != "sparkcdc.output.topic.files"})
     with pytest.raises(ConfigurationError, match="sparkcdc.stream.decode.processes"):
-        parallel_stream.check_parallel_decoding(lines)
+        check_output_settings(lines)  # the topic_files output's own property
     signals = _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "2", "signal.data.collection": "public.sig"})
     with pytest.raises(ConfigurationError, match="signal.data.collection"):
         parallel_stream.check_parallel_decoding(signals)

@@ -236,7 +236,7 @@ def test_ddl_gives_one_record_each_at_its_relation_message(db: psycopg.Connectio
             [_stable(r) for r in second]
 
         # The changes layout (typed blocks for apply_changes) carries the row changes only.
-        from sparkcdc.spark.changes_layout import change_blocks
+        from sparkcdc.spark.outputs.changes.blocks import change_blocks
 
         with_records = list(change_blocks(second, config))
         rows_only = list(change_blocks([r for r in second if r.topic != "srv"], config))

@@ -32,7 +32,7 @@ from sparkcdc.postgres import drop_slot
 from sparkcdc.postgres.catalog import Catalog
 from sparkcdc.postgres.slots import ExportedSnapshotSlot
 from sparkcdc.postgres.snapshot import SnapshotTransaction
-from sparkcdc.spark.lines import line_batch
+from sparkcdc.spark.outputs.lines import line_batch
 
 RUN_ID = "00000000-0000-0000-0000-0000000000aa"
 WALL_CLOCK = ("ts_ms", "ts_us", "ts_ns")

@@ -41,8 +41,7 @@ class RetriedApplier(ChangeApplier):
 def run(spec: dict[str, Any]) -> None:
     os.environ[MARKERS] = spec["markers"]  # before the JVM starts: the workers inherit it
     from sparkcdc.spark import launch
-    from sparkcdc.spark.options import options_for
-    from sparkcdc.spark.source import register
+    from sparkcdc.spark.source import options_for, register
 
     spark = launch.session("local[2,2]", app_name="sparkcdc-apply-retry")
     register(spark)

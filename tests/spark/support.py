@@ -10,8 +10,8 @@ from typing import Any
 import psycopg
 
 from sparkcdc.embedded_postgres import ThrowawayCluster
+from sparkcdc.spark.outputs.topic_files.staging import open_topic_file, published_files
 from sparkcdc.spark.runner import run_pipeline
-from sparkcdc.spark.sinks.staging import open_topic_file, published_files
 
 from ..support.processes import GroupProcess
 from ..support.waiting import wait_until

@@ -24,7 +24,7 @@ import pytest
 from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 
 from sparkcdc.spark.apply import _CENSUS_SCHEMA, SUMMARY, ChangeApplier
-from sparkcdc.spark.options import options_for
+from sparkcdc.spark.source.options import options_for
 
 from . import apply_workload as workload
 from .support import properties

@@ -11,8 +11,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from sparkcdc.spark.options import options_for
 from sparkcdc.spark.sinks.apply_sink import APPLY_SINK_FORMAT, apply_input, apply_sink_options, register_apply_sink
+from sparkcdc.spark.source.options import options_for
 from sparkcdc.spark.views import describe_table, table_changes
 
 from .support import properties

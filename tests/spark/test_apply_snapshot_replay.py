@@ -17,7 +17,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from sparkcdc.spark.apply import ChangeApplier
-from sparkcdc.spark.options import options_for
+from sparkcdc.spark.source.options import options_for
 
 from . import apply_workload as workload
 from .support import properties

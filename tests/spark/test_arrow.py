@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from sparkcdc.engine.core.encoded import Constant, EncodedBatch, Joined
-from sparkcdc.spark.arrow import ARROW_SCHEMA, to_arrow
+from sparkcdc.spark.outputs.columns import ARROW_SCHEMA, to_arrow
 
 KEYS = [b'{"id":1}', b'{"id":"\xc3\xa9"}', b"{}"]
 VALUES = [b'{"op":"r"}', b'{"v":"\xe2\x9c\x93"}', b'{"op":"c"}']

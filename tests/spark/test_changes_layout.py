@@ -17,7 +17,8 @@ from sparkcdc.engine.snapshot_plan import SnapshotChunk
 from sparkcdc.engine.snapshot_reader import read_chunk_columns
 from sparkcdc.engine.work import read_work_records
 from sparkcdc.postgres import drop_slot
-from sparkcdc.spark.changes_layout import CHANGES_ARROW_SCHEMA, change_blocks, chunk_blocks
+from sparkcdc.spark.outputs.changes.blocks import change_blocks, chunk_blocks
+from sparkcdc.spark.outputs.changes.schema import CHANGES_ARROW_SCHEMA
 from sparkcdc.spark.views import describe_table
 from sparkcdc.spark.views.versions import view_of_description
 

@@ -74,9 +74,9 @@ def _run_available_now(writer: Any, checkpoint: Path) -> list[int]:
 def test_source_views_topic_files_and_apply_from_a_connect_client(connect_spark, pg_cluster, db, tmp_path, unique_name):
     from sparkcdc.spark import views
     from sparkcdc.spark.apply import apply_changes
-    from sparkcdc.spark.options import options_for
+    from sparkcdc.spark.outputs.topic_files.batch_writer import topic_files_writer
     from sparkcdc.spark.running_session import default_parallelism
-    from sparkcdc.spark.sinks.topic_files import topic_files_writer
+    from sparkcdc.spark.source.options import options_for
 
     spark = connect_spark
     table = f"cx_{unique_name}"

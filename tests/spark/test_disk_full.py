@@ -15,8 +15,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from sparkcdc.spark.outputs.topic_files.staging import published_files
 from sparkcdc.spark.runner import PipelineError
-from sparkcdc.spark.sinks.staging import published_files
 
 from .support import checkpoint_batches, output_lines, payload, properties, run_once
 

@@ -1,4 +1,4 @@
-"""Reading the Kafka sink's fence (sparkcdc.spark.sinks.kafka_link.KafkaLink.read_fence) against the
+"""Reading the Kafka sink's fence (sparkcdc.spark.outputs.kafka.link.KafkaLink.read_fence) against the
 real broker: a ``read_committed`` read stops at the last stable offset while a transaction that
 wrote to the fence is open, so the read waits for the broker to settle it instead of answering
 without that transaction's fence record (a committed task would otherwise be taken for one that
@@ -11,7 +11,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from sparkcdc.spark.sinks.kafka_link import KafkaLink
+from sparkcdc.spark.outputs.kafka.link import KafkaLink
 
 from ..support.waiting import wait_until
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from sparkcdc.spark.sinks.kafka import KafkaBatchWriter
-from sparkcdc.spark.sinks.kafka_link import TopicConfig
+from sparkcdc.spark.outputs.kafka.batch_writer import KafkaBatchWriter
+from sparkcdc.spark.outputs.kafka.link import TopicConfig
 
 from ..support.kafka_topics import consume
 from .test_kafka_sink import frame, record

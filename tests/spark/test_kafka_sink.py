@@ -18,8 +18,14 @@ import psycopg
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-from sparkcdc.spark.arrow import DDL_SCHEMA
-from sparkcdc.spark.sinks.kafka import KafkaBatchWriter, KafkaSinkError, TopicConfig, fence_topic_name, kafka_writer
+from sparkcdc.spark.outputs.columns import DDL_SCHEMA
+from sparkcdc.spark.outputs.kafka.batch_writer import (
+    KafkaBatchWriter,
+    KafkaSinkError,
+    TopicConfig,
+    fence_topic_name,
+    kafka_writer,
+)
 
 from ..support.kafka_topics import consume
 from .support import properties
@@ -150,7 +156,7 @@ def test_a_second_writer_of_the_pipeline_fences_the_first(spark: Any, kafka_brok
 def test_the_fence_of_another_streaming_query_does_not_apply(
     spark: Any, kafka_broker: str, unique_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sparkcdc.spark.sinks.kafka as sink
+    import sparkcdc.spark.outputs.kafka.batch_writer as sink
 
     topic, pipeline = f"{unique_name}.t", f"p-{unique_name}"
     monkeypatch.setattr(sink, "query_id", lambda batch: "query-1")

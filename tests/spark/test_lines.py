@@ -17,9 +17,9 @@ from sparkcdc.debezium.serialization import JsonSerializer
 from sparkcdc.debezium.topic_line import escape, text
 from sparkcdc.engine.core.encoded import Constant, EncodedBatch, encode_records
 from sparkcdc.engine.core.lines import encode_lines
-from sparkcdc.spark.arrow import DDL_SCHEMA, to_arrow
-from sparkcdc.spark.lines import LINES_DDL_SCHEMA, line_batch
-from sparkcdc.spark.sinks.topic_files import TopicFilesBatchWriter
+from sparkcdc.spark.outputs.columns import DDL_SCHEMA, to_arrow
+from sparkcdc.spark.outputs.lines import LINES_DDL_SCHEMA, line_batch
+from sparkcdc.spark.outputs.topic_files.batch_writer import TopicFilesBatchWriter
 
 from .test_topic_files_sink import files, frame, record
 
@@ -108,7 +108,7 @@ def test_streamed_records_lines_are_the_sinks_to_json_lines(spark: Any, tmp_path
 def test_a_batch_with_lines_only_needs_line_batch() -> None:
     lined = EncodedBatch(1, Constant("t"), None, None, Constant([]), Constant("r"), Constant("public"), Constant("t"),
                          Constant(1), Constant(1), range(1), Constant(None), Constant(None), ["true"])
-    from sparkcdc.spark.arrow import to_arrow
+    from sparkcdc.spark.outputs.columns import to_arrow
 
     with pytest.raises(ValueError, match="lines"):
         to_arrow(lined)

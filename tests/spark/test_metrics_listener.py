@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 
 from sparkcdc.spark.metrics import CdcMetricsListener
-from sparkcdc.spark.options import options_for
+from sparkcdc.spark.source.options import options_for
 
 from ..support.waiting import wait_until
 from .support import properties

@@ -233,7 +233,8 @@ def test_two_slots_produce_to_kafka_from_their_tasks_exactly_once(
 ) -> None:
     """The ``kafka`` layout with a task per stream: transactional ids and fence keys per task index never
     collide, and a replayed batch produces nothing again."""
-    from sparkcdc.spark.sinks.reader_kafka import ReaderKafkaBatchWriter, kafka_link
+    from sparkcdc.spark.outputs.kafka.task_commits import ReaderKafkaBatchWriter
+    from sparkcdc.spark.outputs.kafka.task_producer import kafka_link
 
     from ..support.kafka_topics import consume
     from .test_kafka_sink import committed_batches

@@ -19,11 +19,17 @@ from pyspark.errors import PySparkException
 
 from sparkcdc.engine.core.encoded import Constant, EncodedBatch, joined
 from sparkcdc.errors import ConfigurationError
-from sparkcdc.spark.lines import LINES_ARROW_SCHEMA, LINES_DDL_SCHEMA, line_batch, line_end
-from sparkcdc.spark.sinks.reader_files import STAGED_FILES_DDL_SCHEMA, write_topic_files
-from sparkcdc.spark.sinks.staging import STAGING_DIR, TopicFilesError, open_topic_file, published_files, task_staging_root
-from sparkcdc.spark.sinks.topic_files import TopicFilesBatchWriter
-from sparkcdc.spark.source import _topic_files_output
+from sparkcdc.spark.outputs.lines import LINES_ARROW_SCHEMA, LINES_DDL_SCHEMA, line_batch, line_end
+from sparkcdc.spark.outputs.topic_files.batch_writer import TopicFilesBatchWriter
+from sparkcdc.spark.outputs.topic_files.output import topic_files_directory
+from sparkcdc.spark.outputs.topic_files.staging import (
+    STAGING_DIR,
+    TopicFilesError,
+    open_topic_file,
+    published_files,
+    task_staging_root,
+)
+from sparkcdc.spark.outputs.topic_files.task_files import STAGED_FILES_DDL_SCHEMA, write_topic_files
 
 from .test_topic_files_sink import snapshot_of
 
@@ -172,12 +178,12 @@ def test_the_layout_needs_its_directory() -> None:
             return ""
 
     with pytest.raises(ConfigurationError, match="sparkcdc.output.topic.files"):
-        _topic_files_output(Config())
+        topic_files_directory(Config())
 
 
 def test_a_failed_write_fails_the_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The writes run in a thread of their own; its failure (a full disk, say) is the task's."""
-    from sparkcdc.spark.sinks import reader_files
+    from sparkcdc.spark.outputs.topic_files import task_files as reader_files
 
     class FullDisk:
         def __init__(self, path: Any, mode: str) -> None:
@@ -191,7 +197,7 @@ def test_a_failed_write_fails_the_task(tmp_path: Path, monkeypatch: pytest.Monke
 
     monkeypatch.setattr(reader_files, "open", FullDisk, raising=False)
     batches = [_lines(["srv.public.a"] * 3, 10 * i) for i in range(10)]  # more runs than the writer's queue holds
-    from sparkcdc.spark.sinks.staging import TopicFilesError
+    from sparkcdc.spark.outputs.topic_files.staging import TopicFilesError
 
     with pytest.raises(TopicFilesError, match="No space left") as failure:  # naming where, as the project's error
         list(write_topic_files(batches, tmp_path / "out", 0))

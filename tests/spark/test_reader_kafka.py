@@ -20,8 +20,9 @@ import psycopg
 import pytest
 
 from sparkcdc.errors import ConfigurationError
+from sparkcdc.spark.outputs.kafka.task_commits import ReaderKafkaBatchWriter
+from sparkcdc.spark.outputs.kafka.task_producer import PRODUCED_DDL_SCHEMA, kafka_link
 from sparkcdc.spark.runner import run_pipeline
-from sparkcdc.spark.sinks.reader_kafka import PRODUCED_DDL_SCHEMA, ReaderKafkaBatchWriter, kafka_link
 
 from ..support.kafka_topics import consume
 from .support import properties

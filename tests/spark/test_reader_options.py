@@ -1,7 +1,7 @@
 """The ``postgres-cdc`` source's options given one by one (``.option(name, value)``).
 
 PySpark gives a Python data source its options in a ``CaseInsensitiveDict``, which keeps names in
-lower case (values keep theirs). sparkcdc.spark.options matches names against the property table
+lower case (values keep theirs). sparkcdc.spark.source.options matches names against the property table
 case-insensitively and takes the case of a table in ``snapshot.select.statement.overrides.<schema>.<table>``
 from the list of overrides; a hash salt, which nothing can restore, is warned about.
 """
@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql.datasource import CaseInsensitiveDict
 
 from sparkcdc.errors import ConfigurationError
-from sparkcdc.spark.options import options_for, properties_from_options
+from sparkcdc.spark.source.options import options_for, properties_from_options
 
 from .support import properties
 

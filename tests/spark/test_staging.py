@@ -1,4 +1,4 @@
-"""Publishing staged topic files (sparkcdc.spark.sinks.staging), on real files; no Spark needed.
+"""Publishing staged topic files (sparkcdc.spark.outputs.topic_files.staging), on real files; no Spark needed.
 
 A staging directory is laid out as Spark's ``partitionBy("topic").text(...)`` leaves it:
 ``topic=<escaped topic>/part-<task>-<uuid>.c000.txt`` with ``.crc`` side files and ``_SUCCESS``.
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkcdc.spark.sinks.staging import (
+from sparkcdc.spark.outputs.topic_files.staging import (
     STAGING_DIR,
     TopicFilesError,
     new_staging_dir,

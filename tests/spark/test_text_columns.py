@@ -1,5 +1,5 @@
 """A snapshot chunk typed a column at a time in Arrow (``read_chunk_columns`` + ``chunk_blocks``,
-:mod:`sparkcdc.spark.text_columns`) gives exactly the blocks of the same chunk's records
+:mod:`sparkcdc.spark.outputs.changes.text_columns`) gives exactly the blocks of the same chunk's records
 (``change_blocks``, the per-value converters): on edge values of every type the kernels convert,
 on values they leave to the converters, with column transforms, defaults, and CSV-hostile text."""
 
@@ -17,8 +17,8 @@ from sparkcdc.engine.snapshot_plan import SnapshotChunk
 from sparkcdc.engine.snapshot_reader import read_chunk_columns
 from sparkcdc.engine.work import read_work_records
 from sparkcdc.postgres import drop_slot
-from sparkcdc.spark.changes_layout import change_blocks, chunk_blocks
-from sparkcdc.spark.text_columns import vector_converter
+from sparkcdc.spark.outputs.changes.blocks import change_blocks, chunk_blocks
+from sparkcdc.spark.outputs.changes.text_columns import vector_converter
 
 from .support import properties
 

@@ -16,9 +16,9 @@ import orjson
 import pytest
 from pyspark.errors import PySparkException
 
-from sparkcdc.spark.arrow import DDL_SCHEMA
-from sparkcdc.spark.sinks.staging import STAGING_DIR, TopicFilesError
-from sparkcdc.spark.sinks.topic_files import TopicFilesBatchWriter, local_output_path, topic_lines
+from sparkcdc.spark.outputs.columns import DDL_SCHEMA
+from sparkcdc.spark.outputs.topic_files.batch_writer import TopicFilesBatchWriter, local_output_path, topic_lines
+from sparkcdc.spark.outputs.topic_files.staging import STAGING_DIR, TopicFilesError
 
 
 def record(

@@ -77,7 +77,7 @@ def test_a_view_over_transformed_columns_is_refused_naming_the_way(spark, pg_clu
     db.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, name text)")
     props = properties(pg_cluster, table, [f"public.{table}"], **UNWRAP_AND_ROUTE)
     view = describe_table(props, f"public.{table}")
-    from sparkcdc.spark.arrow import DDL_SCHEMA
+    from sparkcdc.spark.outputs.columns import DDL_SCHEMA
 
     frame = spark.createDataFrame([], DDL_SCHEMA)
     with pytest.raises(TableViewError) as caught:

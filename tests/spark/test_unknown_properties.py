@@ -24,7 +24,7 @@ from pyspark.sql.datasource import CaseInsensitiveDict
 from sparkcdc.debezium import config as config_module
 from sparkcdc.debezium.config import ConfigWarning
 from sparkcdc.errors import ConfigurationError
-from sparkcdc.spark.options import config_from_options, options_for, properties_from_options
+from sparkcdc.spark.source.options import config_from_options, options_for, properties_from_options
 
 from .support import properties
 

@@ -17,7 +17,7 @@ import pytest
 
 from sparkcdc.apply.targets.iceberg import IcebergTarget
 from sparkcdc.spark.apply import apply_changes
-from sparkcdc.spark.options import options_for
+from sparkcdc.spark.source.options import options_for
 from sparkcdc.spark.views import describe_table, table_changes
 
 from .support import properties

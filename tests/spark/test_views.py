@@ -22,8 +22,8 @@ from sparkcdc.debezium.serialization import JsonSerializer
 from sparkcdc.debezium.table import ColumnDescription, TableDescription, TableSchemaFactory
 from sparkcdc.debezium.types import ColumnType
 from sparkcdc.postgres import drop_slot
-from sparkcdc.spark.arrow import DDL_SCHEMA
-from sparkcdc.spark.options import options_for
+from sparkcdc.spark.outputs.columns import DDL_SCHEMA
+from sparkcdc.spark.source.options import options_for
 from sparkcdc.spark.views import (
     METADATA_COLUMNS,
     OLD_KEY,
@@ -446,7 +446,7 @@ def _changes_frame(spark: Any, config: ConnectorConfig, schema: Any,
                    events: list[tuple[str, tuple[Any, ...] | None, tuple[Any, ...] | None]]) -> DataFrame:
     """The same events as records (with their table schema), laid out as the ``changes`` layout's blocks."""
     from sparkcdc.debezium.records import ChangeRecord
-    from sparkcdc.spark.changes_layout import change_blocks
+    from sparkcdc.spark.outputs.changes.blocks import change_blocks
 
     records = []
     for ordinal, (op, old, new) in enumerate(events):
@@ -617,12 +617,13 @@ def _as_compared(column: pa.ChunkedArray) -> list[Any]:
 
 @pytest.mark.parametrize("modes", list(_MODES))
 def test_arrow_kernels_type_blocks_as_spark_sql_does(spark, modes: str) -> None:
-    """The stage task of a snapshot image types its blocks with Arrow kernels (changes_layout.BlockTyper):
+    """The stage task of a snapshot image types its blocks with Arrow kernels (outputs.changes.typed.BlockTyper):
     on the edge values of every column type with a kernel, in every mode, it gives what the codecs'
     Spark SQL gives (table_changes), column for column. Columns whose codec has no kernel in a mode
     (isostring's text, connect's decimals ...) are left out of that mode's table."""
     from sparkcdc.debezium.records import ChangeRecord
-    from sparkcdc.spark.changes_layout import BlockTyper, arrow_typable, change_blocks
+    from sparkcdc.spark.outputs.changes.blocks import change_blocks
+    from sparkcdc.spark.outputs.changes.typed import BlockTyper, arrow_typable
     from sparkcdc.spark.views.reader import ColumnReader
 
     config = _config(**_MODES[modes][0])

@@ -13,7 +13,7 @@ from sparkcdc.debezium.records import ChangeRecord
 from sparkcdc.debezium.table import ColumnDescription, TableDescription, TableSchemaFactory
 from sparkcdc.debezium.types import ColumnType
 from sparkcdc.engine.core.emission import serializer_for
-from sparkcdc.spark.arrow import DDL_SCHEMA
+from sparkcdc.spark.outputs.columns import DDL_SCHEMA
 from sparkcdc.spark.views import table_changes, view_of
 
 BASE = {"database.hostname": "localhost", "database.user": "u", "database.dbname": "db", "topic.prefix": "srv"}

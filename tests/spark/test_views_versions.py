@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from sparkcdc.postgres import drop_slot
-from sparkcdc.spark.options import options_for
+from sparkcdc.spark.source.options import options_for
 from sparkcdc.spark.views import batch_changes, describe_table, table_changes
 
 from .support import properties

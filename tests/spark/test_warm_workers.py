@@ -16,7 +16,7 @@ def _worker_pids(batches: Any) -> Any:
 
     for _ in batches:
         pass
-    yield pa.RecordBatch.from_pydict({"pid": [_os.getpid()], "loaded": ["sparkcdc.spark.changes_layout" in sys.modules]})
+    yield pa.RecordBatch.from_pydict({"pid": [_os.getpid()], "loaded": ["sparkcdc.spark.outputs.changes.blocks" in sys.modules]})
 
 
 def test_the_started_workers_have_the_reader_modules_and_stay_for_the_next_tasks(spark) -> None:

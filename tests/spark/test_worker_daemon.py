@@ -13,7 +13,7 @@ def _worker_view(_: object) -> tuple[str, bool, bool]:
 
     with open(f"/proc/{os.getppid()}/cmdline", "rb") as handle:
         parent = handle.read().replace(b"\0", b" ").decode()
-    return parent, "sparkcdc.engine.snapshot_rendered" in sys.modules, "sparkcdc.spark.sinks.reader_files" in sys.modules
+    return parent, "sparkcdc.engine.snapshot_rendered" in sys.modules, "sparkcdc.spark.outputs.topic_files.task_files" in sys.modules
 
 
 def test_task_workers_are_forked_from_the_preloading_daemon(spark) -> None:  # noqa: ANN001 - the session fixture

@@ -25,9 +25,9 @@ from pyspark.sql import DataFrame
 
 from sparkcdc import environment
 from sparkcdc.cli.config_files import load_config
-from sparkcdc.spark.options import options_for
 from sparkcdc.spark.pipelines import use_postgres_cdc
 from sparkcdc.spark.sinks.apply_sink import APPLY_SINK_FORMAT, apply_input, apply_sink_options
+from sparkcdc.spark.source import options_for
 from sparkcdc.spark.views import describe_table, table_changes
 
 use_postgres_cdc(spark)  # noqa: F821 - spark-pipelines gives definition files their session as `spark`

@@ -136,10 +136,11 @@ def topic_creation(raw: Mapping[str, str], warnings: list[str] | None = None) ->
 
 
 def unused_without_kafka(raw: Mapping[str, str], layout: str | None) -> list[str]:
-    """What to warn about when ``topic.creation.*`` is set but the layout is not ``kafka``: only the
-    kafka layout creates topics (one message, naming the first such property)."""
+    """What to warn about when ``topic.creation.*`` is set and the run's layout (one that creates no
+    topics: the callers ask only then) is ``layout``: only the kafka layout creates topics (one
+    message, naming the first such property)."""
     given = sorted(name for name in _given(raw) if name != _ENABLE)
-    if layout == "kafka" or not given:
+    if not given:
         return []
     more = f" (and {len(given) - 1} more topic.creation.* properties)" if len(given) > 1 else ""
     return [f"{given[0]}: has no effect with sparkcdc.output.layout={layout}{more}: only the kafka layout creates topics "

@@ -67,10 +67,8 @@ def check_parallel_decoding(config: ConnectorConfig) -> int:
             raise ConfigurationError(f"sizes what each decoding process is given, but {DECODE_PROCESSES}=1: there are "
                                               f"none; set {DECODE_PROCESSES} or drop it", prop=CHUNK_MESSAGES)
         return count
-    layout = config.get("sparkcdc.output.layout")
-    if layout != "topic_files":
-        raise ConfigurationError(f"decodes in processes that write topic files' bytes, but sparkcdc.output.layout={layout}: "
-                                            "use sparkcdc.output.layout=topic_files, or drop the property", prop=DECODE_PROCESSES)
+    # Only the topic_files output writes the processes' bytes: it declares the property its own
+    # (sparkcdc.spark.outputs), and another output refuses it before this runs.
     if signal_table_of(config) is not None:
         raise ConfigurationError(f"{DECODE_PROCESSES}={count} cannot follow the signal table (signal.data.collection) and "
                                             "the incremental snapshots' windows, which act on the stream in order: drop one of them", prop=DECODE_PROCESSES)

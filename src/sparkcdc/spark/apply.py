@@ -62,9 +62,9 @@ from ..apply.partition import stage_partition, with_target
 from ..apply.spec import DEFAULT_DELETES, DEFAULT_SEQUENCE, DEFAULT_TRUNCATES, ApplySpec, ResolvedSpec
 from ..apply.staged import StagedBatch, StagedPart
 from ..apply.targets import ApplyTarget, TargetColumn, already_applied, target_for
-from .changes_layout import BlockTyper, arrow_typable, table_blocks, versioned_changes
-from .options import config_from_options
+from .outputs.changes.typed import BlockTyper, arrow_typable, table_blocks, versioned_changes
 from .running_session import default_parallelism, job_description
+from .source.options import config_from_options
 from .views import CHANGE_OPS, TableView, describe_table, table_changes
 from .views.kernels import KernelRefused
 from .views.versions import fill_expression, lossy_columns, merged_view, ordered_versions, view_of_description
@@ -403,7 +403,7 @@ class ChangeApplier:
         """Whether each key is read once by an initial snapshot: the keys are the event key's (the
         table's primary key or replica identity index), not columns the user named (``keys``,
         ``message.key.columns``), which may repeat."""
-        from .options import config_from_options
+        from .source.options import config_from_options
 
         return spec.keys is None and not config_from_options(self.properties).settings.message_key_columns
 

@@ -19,24 +19,13 @@ RECORDS_METRIC = "sparkcdc_records"
 
 
 def observe_records(frame: Any, layout: str) -> Any:
-    """``frame`` counting its batch's records as an observed metric (reported in each progress).
-
-    A row of the ``topic_files`` layout names a file of ``records`` records (one of the ``kafka``
-    layout, the ``records`` a task produced to a topic); a row change block of the
-    ``changes`` layout holds ``rows`` changes (its other rows, transaction markers and the like, are
-    not counted, as the appliers' census counts only row changes); a row of the ``columns`` layout is
-    a record.
-    """
+    """``frame`` counting its batch's records as an observed metric (reported in each progress):
+    the output of ``layout`` knows how many records its rows stand for (:meth:`Output.record_count`)."""
     from pyspark.sql import functions as F
 
-    from .views import CHANGE_OPS
+    from .outputs import named
 
-    if layout in ("topic_files", "kafka"):
-        count = F.sum("records")
-    elif layout == "changes":
-        count = F.sum(F.when(F.col("op").isin(*CHANGE_OPS), F.col("rows")))
-    else:
-        count = F.count(F.lit(1))
+    count = named(layout).record_count()
     return frame.observe(RECORDS_METRIC, F.coalesce(count, F.lit(0)).cast("long").alias("records"))
 
 

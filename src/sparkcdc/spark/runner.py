@@ -51,7 +51,7 @@ def run_pipeline(
     """Run the connector as a streaming query writing topic directories under ``output`` and/or
     applying every captured table to each target of ``apply_to``: a location (SCD ``scd_type``)
     or a (location, SCD type) pair; or producing to the Kafka cluster ``kafka`` (bootstrap servers)
-    from the reader tasks, exactly once (:mod:`sparkcdc.spark.sinks.reader_kafka`).
+    from the reader tasks, exactly once (:mod:`sparkcdc.spark.outputs.kafka`).
 
     A query that fails because the server went away is restarted from its checkpoint (see
     :mod:`sparkcdc.spark.restarts`); ``on_restart`` hears of each restart (default: a log warning).
@@ -71,11 +71,10 @@ def run_pipeline(
     from . import launch
     from .launch.warm_workers import warm_python_workers
     from .metrics.run_metrics import RunMetrics
-    from .options import options_for
+    from .outputs.topic_files.batch_writer import TopicFilesBatchWriter, local_output_path
     from .running_session import is_connect
     from .server_stats import ApplyStatsChannel, merge_apply_stats
-    from .sinks.topic_files import TopicFilesBatchWriter, local_output_path
-    from .source import register
+    from .source import options_for, register
 
     called = time.perf_counter()
     notify = on_restart or log.warning
@@ -129,10 +128,10 @@ def run_pipeline(
     topic_files = None if output is None else TopicFilesBatchWriter(output)
     kafka_writer = None
     if kafka is not None:
-        from .sinks.reader_kafka import ReaderKafkaBatchWriter, kafka_link
+        from .outputs import named
 
         properties.update({"sparkcdc.output.layout": "kafka", "sparkcdc.output.kafka.bootstrap.servers": kafka})
-        kafka_writer = ReaderKafkaBatchWriter(kafka_link(ConnectorConfig(properties)))  # checked before Spark starts
+        kafka_writer = named("kafka").batch_writer(ConnectorConfig(properties))  # checked before Spark starts
 
     def start() -> Any:
         """The streaming query, from the checkpoint: the first start and every restart alike."""
@@ -148,13 +147,13 @@ def run_pipeline(
                 channels.append(channel)
             writer = frame.writeStream.foreachBatch(BatchFanOut(topic_files, appliers, channel))
         elif kafka_writer is not None:
-            # The reader's tasks produce (sparkcdc.spark.sinks.reader_kafka); the writer collects their counts.
+            # The reader's tasks produce (sparkcdc.spark.outputs.kafka.task_producer); the writer collects their counts.
             frame = spark.readStream.format("postgres-cdc").options(**options_for(properties)).load()
             frame = observe_records(frame, "kafka") if observed else frame
             writer = frame.writeStream.foreachBatch(kafka_writer)
         else:
             # The topic files need only each record's line: the reader's tasks write them (see
-            # sparkcdc.spark.sinks.reader_files) and the writer publishes what their rows name.
+            # sparkcdc.spark.outputs.topic_files.task_files) and the writer publishes what their rows name.
             assert topic_files is not None
             lines = {**properties, "sparkcdc.output.layout": "topic_files",
                      "sparkcdc.output.topic.files": str(topic_files.output)}

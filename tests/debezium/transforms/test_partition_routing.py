@@ -103,11 +103,12 @@ def test_the_hash_function_is_read_in_any_case() -> None:
 @pytest.mark.parametrize("layout, warned", [("columns", True), ("topic_files", True), ("kafka", False)])
 def test_a_layout_that_writes_no_partitions_is_reported(layout: str, warned: bool) -> None:
     from sparkcdc.debezium.config import ConnectorConfig
-    from sparkcdc.spark.source import _warn_unwritten_partitions
+    from sparkcdc.spark.outputs import named
+    from sparkcdc.spark.outputs.registry import warn_unwritten_partitions
 
     config = ConnectorConfig({"database.hostname": "h", "database.user": "u", "database.dbname": "d", "topic.prefix": "shop",
                               "transforms": "p", "transforms.p.type": ROUTING, "transforms.p.partition.payload.fields": "after.x",
                               "transforms.p.partition.topic.num": "3"})
-    _warn_unwritten_partitions(config, layout)
+    warn_unwritten_partitions(config, named(layout))
     assert any(w.startswith("transforms.p: chooses each record's Kafka partition, which only sparkcdc.output.layout=kafka writes")
                for w in config.warnings) == warned

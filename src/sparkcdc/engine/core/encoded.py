@@ -4,7 +4,7 @@ The Spark source ships records to the JVM as Arrow record batches, whose cost is
 per row, when a column is built from one buffer. So the engine's readers produce batches of
 already-serialized records laid out as columns: the per-row columns (key, value, LSNs, ordinals)
 as lists, and columns that hold one value for the whole batch (a snapshot chunk's topic, LSN,
-transaction, headers ...) as that single value. :mod:`sparkcdc.spark.arrow` turns a batch into a
+transaction, headers ...) as that single value. :mod:`sparkcdc.spark.outputs.columns` turns a batch into a
 record batch without touching a Python object per cell of a constant column.
 """
 

@@ -38,10 +38,10 @@ PRELOADED = (
     "sparkcdc.engine.snapshot_rendered",
     "sparkcdc.engine.batch_reader",
     "sparkcdc.spark.source",
-    "sparkcdc.spark.sinks.reader_files",
+    "sparkcdc.spark.outputs.topic_files.task_files",
     # the changes layout's readers (an apply's source) and apply's stage tasks
     "sparkcdc.engine.snapshot_reader",
-    "sparkcdc.spark.changes_layout",
+    "sparkcdc.spark.outputs.changes.blocks",
     "sparkcdc.spark.apply",
 )
 

@@ -90,7 +90,7 @@ def apply_sink_options(target: str, table: str, properties: Mapping[str, str], *
     the source ``table`` ("schema.table"), the connector ``properties`` (the table is described with
     them), the ``pipeline_id`` its batches are recorded under, and ``parameters`` as for
     ``apply_changes`` (``keys``, ``stored_as_scd_type``, ``target``...: JSON-serialisable values)."""
-    from ..options import options_for
+    from ..source.options import options_for
 
     return {"target": target, "table": table, "pipeline_id": pipeline_id, **options_for(properties),
             _PARAMETERS_OPTION: json.dumps(parameters)}
@@ -143,7 +143,7 @@ class ApplyStreamWriter(DataSourceStreamArrowWriter):
         from pyspark.sql.pandas.types import to_arrow_schema
 
         from ..apply import evolution_policy, target_columns
-        from ..options import config_from_options, properties_from_options
+        from ..source.options import config_from_options, properties_from_options
         from ..views import describe_table
 
         lowered = {key.lower(): value for key, value in options.items()}

@@ -7,6 +7,7 @@ then per-type conversions): no Python UDF, and the result stays lazy.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -17,6 +18,9 @@ from .errors import TableViewError
 from .expressions import quote_name, sql_literal
 from .model import CHANGE_OPS, METADATA_COLUMNS, OLD_KEY, TableView
 from .reader import ColumnReader
+
+if TYPE_CHECKING:
+    from ..outputs import Output
 
 __all__ = ["table_changes"]
 
@@ -50,14 +54,14 @@ def _parse_value(text: Column, schema: T.StructType, view: TableView) -> Column:
     return parsed.getField("payload") if view.value_schemas_enable else parsed
 
 
-def _layout_of(frame: DataFrame) -> str:
-    """The layout a frame of the source was read with, from its columns (an analysis); "columns" in
-    a Declarative Pipelines query function, where Spark refuses analyses."""
-    from ..changes_layout import has_changes_columns
+def _output_of(frame: DataFrame) -> Output:
+    """The output a frame of the source was read with, from its columns (an analysis); the default
+    one ("columns") in a Declarative Pipelines query function, where Spark refuses analyses."""
+    from ..outputs import default_output, output_of_columns
     from ..pipelines import in_pipeline_query_function
 
     if in_pipeline_query_function(frame.sparkSession):
-        return "columns"
+        return default_output()
     try:
         columns = frame.columns
     except Exception as exc:
@@ -66,14 +70,28 @@ def _layout_of(frame: DataFrame) -> str:
             raise TableViewError("table_changes in a Declarative Pipelines query function cannot look at the frame's "
                                  "columns (Spark refuses analyses there): pass layout='columns' or layout='changes'") from exc
         raise
-    if has_changes_columns(columns):
-        return "changes"
+    output = output_of_columns(columns)
+    if output is not None:
+        return output
     missing = [name for name in _SOURCE_COLUMNS if name not in columns]
     if missing:
         raise TableViewError(
             f"table_changes needs the postgres-cdc source's default 'columns' layout; the frame lacks {', '.join(missing)}"
         )
-    return "columns"
+    return default_output()
+
+
+def _output_named(layout: str) -> Output:
+    """The output of a ``layout=`` argument: one whose rows ``table_changes`` reads."""
+    from ..outputs import named
+
+    try:
+        output = named(layout)
+    except ValueError:
+        output = None
+    if output is None or not (output.carries_events or output.carries_typed_changes):
+        raise TableViewError(f"table_changes reads the postgres-cdc source's 'columns' or 'changes' layout, not {layout!r}")
+    return output
 
 
 def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[str, str] | None = None, *,
@@ -90,19 +108,18 @@ def table_changes(frame: DataFrame, table: str | TableView, properties: Mapping[
     tell the layout (and name what a frame of another kind lacks), except in a pipeline query
     function: there it is the source's default, ``"columns"`` (pass ``"changes"`` for the other).
     """
-    if layout not in (None, "columns", "changes"):
-        raise TableViewError(f"table_changes reads the postgres-cdc source's 'columns' or 'changes' layout, not {layout!r}")
+    output = None if layout is None else _output_named(layout)
     if isinstance(table, TableView):
         view = table
     else:
         if properties is None:
             raise TypeError(f"table_changes({table!r}): pass the connector properties, or a TableView from describe_table")
         view = describe_table(properties, table)
-    from ..changes_layout import typed_changes
+    from ..outputs.changes.typed import typed_changes
 
-    if layout is None:
-        layout = _layout_of(frame)
-    if layout == "changes":
+    if output is None:
+        output = _output_of(frame)
+    if output.carries_typed_changes:
         return typed_changes(frame, view)
     if view.transforms:
         raise TableViewError(

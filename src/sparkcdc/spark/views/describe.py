@@ -32,7 +32,7 @@ def describe_table(properties: Mapping[str, str], table: str) -> TableView:
     from ...engine.core.filters import TableFilter
     from ...engine.core.tables import TableResolver
     from ...postgres.catalog import Catalog
-    from ..options import config_from_options
+    from ..source.options import config_from_options
 
     config = config_from_options(properties)  # Debezium names, or data source options (sparkcdc.config)
     schema_name, table_name = _split_table(table)

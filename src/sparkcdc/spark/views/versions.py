@@ -52,7 +52,7 @@ def view_of_description(text: str, properties_or_config: Any) -> TableView:
     the connector's configuration (or its properties) as the reader built it."""
     from ...debezium.descriptions import description_from_json
     from ...debezium.table import TableSchemaFactory
-    from ..options import config_from_options
+    from ..source.options import config_from_options
 
     config = properties_or_config if hasattr(properties_or_config, "raw") else config_from_options(properties_or_config)
     return view_of(TableSchemaFactory(config).build(description_from_json(text)), config)
@@ -163,7 +163,7 @@ def batch_changes(batch: Any, table: str, properties: Any) -> Any:
     the catalog describes it now."""
     from pyspark.sql import functions as F
 
-    from ..changes_layout import typed_changes, versioned_changes
+    from ..outputs.changes.typed import typed_changes, versioned_changes
     from .describe import describe_table
 
     schema_name, _, table_name = table.rpartition(".")

@@ -31,11 +31,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..debezium.table import TableSchema
-from ..debezium.types.base import UnrepresentableValueError
-from ..debezium.types.numeric import _bool, _int16, _int32, _int64, json_float
-from ..debezium.types.temporal import ZONED_TIMESTAMP_NAME, _precision
-from ..debezium.types.text import STREAMING_UNRESOLVED, _identity
+from ....debezium.table import TableSchema
+from ....debezium.types.base import UnrepresentableValueError
+from ....debezium.types.numeric import _bool, _int16, _int32, _int64, json_float
+from ....debezium.types.temporal import ZONED_TIMESTAMP_NAME, _precision
+from ....debezium.types.text import STREAMING_UNRESOLVED, _identity
 
 __all__ = ["typed_columns", "vector_converter"]
 

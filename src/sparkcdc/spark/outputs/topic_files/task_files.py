@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import ConfigurationError
+from ....errors import ConfigurationError
 from ..lines import line_end
 from .staging import TopicFilesError, escape_partition_value, task_staging_root
 
@@ -112,8 +112,8 @@ class TopicRunEncoder:
         self.compression = compression
 
     def encode(self, records: Iterable[Any]) -> tuple[list[tuple[str | None, int, int]], list[bytes]]:
-        from ...engine.core.encoded import Constant, Joined
-        from ...engine.core.lines import encode_lines
+        from ....engine.core.encoded import Constant, Joined
+        from ....engine.core.lines import encode_lines
 
         texts: dict[str | None, list[Any]] = {}
         counts: dict[str | None, int] = {}

@@ -24,7 +24,7 @@ that compaction keeps short only eventually. EOF under ``read_committed`` is the
 offset, which a transaction still open on the fence holds back (the reader tasks' transactions
 write their fence records concurrently, and a broker writes a commit's markers after the commit
 returns): the read goes on to the high watermark a ``read_uncommitted`` client reports when it first
-reaches an EOF, so every transaction before it is settled (:meth:`.kafka_link.KafkaLink.read_fence`).
+reaches an EOF, so every transaction before it is settled (:meth:`.link.KafkaLink.read_fence`).
 ListOffsets by time or the last stable offset are not used: some Kafka-protocol brokers (Tansu)
 answer them wrongly. A fence topic belongs to one pipeline (``_sparkcdc.fence.<pipeline_id>``): a
 transaction of another pipeline left open on a shared partition would hold the read back.
@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient
 
-from .kafka_link import FENCE_TOPIC_PREFIX, KafkaLink, KafkaSinkError, TopicConfig, close_quietly, fence_topic_name
+from .link import FENCE_TOPIC_PREFIX, KafkaLink, KafkaSinkError, TopicConfig, close_quietly, fence_topic_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

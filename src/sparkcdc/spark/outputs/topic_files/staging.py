@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ...errors import DestinationError
+from ....errors import DestinationError
 
 __all__ = [
     "STAGING_DIR",
@@ -55,7 +55,7 @@ _ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
 # characters and these.
 _TO_ESCAPE = frozenset(chr(c) for c in range(0x20)) | frozenset('"#%\'*/:=?\\\x7f{[]^')
 #: Under the staging root: a directory per reader task that writes topic files itself (the
-#: ``topic_files`` layout, :mod:`.reader_files`). Not named after a batch: a task does not know it.
+#: ``topic_files`` layout, :mod:`.task_files`). Not named after a batch: a task does not know it.
 _TASKS_DIR = "tasks"
 
 

@@ -3,7 +3,7 @@
 ``topic_files_writer(frame, path)`` is a ``foreachBatch`` sink. Every line is built by Spark SQL
 functions and written by Spark's text writer, so records never go back from the JVM to a Python
 worker: a Python sink doubled the cost of a snapshot batch, all of it in the workers. The driver's
-Python only moves the finished files into place (``sparkcdc.spark.sinks.staging``).
+Python only moves the finished files into place (``sparkcdc.spark.outputs.topic_files.staging``).
 
 A line is ``{"key", "value", "headers": [{"name", "value"}], "lsn", "commit_lsn", "ordinal"}``
 (:mod:`sparkcdc.debezium.topic_line` defines it): key and value are the Debezium JSON texts as JSON
@@ -13,7 +13,7 @@ the Spark partition they come from, which for the ``postgres-cdc`` source is com
 (commit_lsn, lsn, ordinal) gives its commit order in every case. With the source's ``lines``
 layout the reader has built each line; otherwise Spark SQL builds it. With its ``topic_files`` layout
 (what ``sparkcdc run --output`` uses) the reader's tasks have written the files themselves
-(:mod:`.reader_files`) and the rows only name them: the writer stages and publishes those files. A re-executed batch replaces its
+(:mod:`.task_files`) and the rows only name them: the writer stages and publishes those files. A re-executed batch replaces its
 earlier output, and an attempt that dies before publishing leaves nothing visible.
 """
 
@@ -29,8 +29,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter
 
-from ...debezium import topic_line
-from ...errors import ConfigurationError
+from ....debezium import topic_line
+from ....errors import ConfigurationError
 from .staging import TopicFilesError, new_staging_dir, publish_batch, remove_task_staging, stage_task_files
 
 __all__ = ["TopicFilesBatchWriter", "TopicFilesError", "line_column", "local_output_path", "topic_files_writer", "topic_lines"]

@@ -23,9 +23,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..debezium.config import PROPERTIES, ConnectorConfig, report_warnings
-from ..debezium.property_table import split_list
-from ..errors import ConfigurationError
+from ...debezium.config import PROPERTIES, ConnectorConfig, report_warnings
+from ...debezium.property_table import split_list
+from ...errors import ConfigurationError
 
 __all__ = ["CONFIG_OPTION", "SPARK_OPTIONS", "config_from_options", "options_for", "properties_from_options"]
 
@@ -64,7 +64,7 @@ def properties_from_options(options: Mapping[str, str]) -> tuple[dict[str, str],
         if lowered and salt and salt.group(1).lower() != salt.group(1).upper():
             warnings.append(f"{name}: Spark passes data source option names in lower case, so the salt here is the "
                             "lower-case one; if the salt has capitals, give this property in the sparkcdc.config "
-                            "option (sparkcdc.spark.options.options_for), which keeps its case")
+                            "option (sparkcdc.spark.source.options.options_for), which keeps its case")
         properties[name] = value
     properties.update(given)
     return properties, warnings

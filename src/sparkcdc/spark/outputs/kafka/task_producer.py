@@ -1,6 +1,6 @@
 """Kafka produced by the task that reads the changes: the ``kafka`` output layout.
 
-Why: a ``foreachBatch`` producer on the driver (:mod:`.kafka`) brings every record of a micro-batch
+Why: a ``foreachBatch`` producer on the driver (:mod:`.batch_writer`) brings every record of a micro-batch
 to the driver through ``toLocalIterator``: one Python process for the whole cluster's records, and
 each record crossing the JVM twice. Here the reader task produces its own records straight from the
 serialized batches the engine made, and hands Spark one row per topic: ``index, topic, records,
@@ -19,7 +19,7 @@ fenced out by the broker. It then reads the fence, when a replay is possible, an
 if the fence holds its batch already (the rows it yields then carry the counts the fence kept):
 
 * a task's second attempt (``attemptNumber > 0``): the first may have committed before dying;
-* a batch the driver's writer (:class:`ReaderKafkaBatchWriter`) does not know to be new. It reads
+* a batch the driver's writer (:class:`.task_commits.ReaderKafkaBatchWriter`) does not know to be new. It reads
   the fence once per session (after a start, or after a failed batch), and marks each batch it
   knows no task of has committed with the local property ``sparkcdc.kafka.fence=clear``; a task
   without that mark reads the fence. Used without that writer, every task reads it.
@@ -47,21 +47,20 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ...engine.core.encoded import Constant, EncodedBatch
-from ...errors import ConfigurationError
-from .kafka_link import KafkaLink, TopicConfig, close_quietly
+from ....engine.core.encoded import Constant, EncodedBatch
+from ....errors import ConfigurationError
+from .link import KafkaLink, TopicConfig, close_quietly
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
-    from ...debezium.config import ConnectorConfig
+    from ....debezium.config import ConnectorConfig
 
 __all__ = [
+    "FENCE_CLEAR",
     "FENCE_PROPERTY",
     "PRODUCED_ARROW_SCHEMA",
     "PRODUCED_DDL_SCHEMA",
-    "ReaderKafkaBatchWriter",
     "kafka_link",
+    "parse_fence",
     "produce_partition",
 ]
 
@@ -71,7 +70,8 @@ PRODUCED_DDL_SCHEMA = "index int, topic string, records long, skipped boolean"
 PRODUCED_ARROW_SCHEMA = pa.schema([("index", pa.int32()), ("topic", pa.string()), ("records", pa.int64()), ("skipped", pa.bool_())])
 #: The local property by which the driver's writer tells a batch's tasks that none of them has committed it.
 FENCE_PROPERTY = "sparkcdc.kafka.fence"
-_CLEAR = "clear"
+#: Its value when no task of the batch has committed it.
+FENCE_CLEAR = "clear"
 _POLL_EVERY = 2000  # produce calls between serving delivery reports
 
 #: librdkafka settings for every client of the layout (producers, admin, fence consumer), prefix stripped.
@@ -136,7 +136,7 @@ def produce_partition(
     _ensure_topics(link, [], batch_id)  # the fence topic
     producer = link.transactional_producer(f"sparkcdc-{link.pipeline_id}-{index}", batch_id)
     try:
-        check = context.attemptNumber() > 0 or context.getLocalProperty(FENCE_PROPERTY) != _CLEAR
+        check = context.attemptNumber() > 0 or context.getLocalProperty(FENCE_PROPERTY) != FENCE_CLEAR
         done = _committed(link, index, batch_id, query, run_id, snapshot_batch) if check else None
         if done is not None:
             # Drain nothing: the records were read by the attempt that committed them.
@@ -163,7 +163,7 @@ def _committed(link: KafkaLink, index: int, batch_id: int, query: str | None, ru
     value = link.read_fence(batch_id).get(fence_key(link.pipeline_id, index))
     if value is None:
         return None
-    fence = _parse_fence(link, value, batch_id)
+    fence = parse_fence(link, value, batch_id)
     fenced_batch, fenced_query, topics = fence["batch_id"], fence.get("query_id"), fence["topics"]
     if fenced_query != query or fenced_batch < batch_id:
         return None  # another query's (a new checkpoint), or an older batch
@@ -177,7 +177,7 @@ def _committed(link: KafkaLink, index: int, batch_id: int, query: str | None, ru
     return topics if fenced_batch == batch_id else {}
 
 
-def _parse_fence(link: KafkaLink, value: bytes, batch_id: int) -> dict[str, Any]:
+def parse_fence(link: KafkaLink, value: bytes, batch_id: int) -> dict[str, Any]:
     """A task's fence record, with ``batch_id`` an int and ``topics`` a dict of counts; refused when malformed."""
     try:
         fence = json.loads(value)
@@ -294,66 +294,3 @@ def _rows(index: int, counts: Mapping[str, int], *, skipped: bool) -> pa.RecordB
          pa.array([counts[t] for t in topics], pa.int64()), pa.array([skipped] * len(topics), pa.bool_())],
         schema=PRODUCED_ARROW_SCHEMA,
     )
-
-
-class ReaderKafkaBatchWriter:
-    """The ``foreachBatch`` function of the ``kafka`` layout: it runs the batch's tasks (which produce)
-    and collects their rows, one per task and topic; it never sees a record.
-
-    It reads the fence once per session to tell the tasks, through :data:`FENCE_PROPERTY`, whether the
-    batch may be a replay (see the module docstring). ``records_by_batch`` counts what each batch
-    produced or found already produced.
-    """
-
-    def __init__(self, link: KafkaLink) -> None:
-        self.link = link
-        self.records_by_batch: dict[int, int] = {}
-        self._committed: dict[int, tuple[str | None, int]] | None = None  # task index -> (query, batch) last committed
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_committed"] = None
-        return state
-
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        from .kafka import query_id
-
-        query = query_id(batch)
-        if self._committed is None:
-            self._committed = self._read_fence(batch_id)
-        new = query is not None and not any(q == query and b >= batch_id for q, b in self._committed.values())
-        context = _spark_context(batch)
-        if context is not None:
-            context.setLocalProperty(FENCE_PROPERTY, _CLEAR if new else None)
-        try:
-            rows = batch.collect()
-        except BaseException:
-            self._committed = None  # the tasks that committed are unknown: read the fence again
-            raise
-        finally:
-            if context is not None:
-                context.setLocalProperty(FENCE_PROPERTY, None)
-        for index in {row["index"] for row in rows}:
-            self._committed[index] = (query, batch_id)
-        self.records_by_batch[batch_id] = sum(row["records"] for row in rows)
-
-    def _read_fence(self, batch_id: int) -> dict[int, tuple[str | None, int]]:
-        from confluent_kafka.admin import AdminClient
-
-        link = self.link
-        admin = AdminClient(link.client())
-        link.ensure_fence_topic(admin, link.existing_topics(admin, batch_id), batch_id)
-        prefix = f"{link.pipeline_id}#".encode()
-        committed: dict[int, tuple[str | None, int]] = {}
-        for key, value in link.read_fence(batch_id).items():
-            if key.startswith(prefix) and value is not None and key[len(prefix):].isdigit():
-                fence = _parse_fence(link, value, batch_id)
-                committed[int(key[len(prefix):])] = (fence.get("query_id"), fence["batch_id"])
-        return committed
-
-
-def _spark_context(batch: DataFrame) -> Any:
-    try:
-        return batch.sparkSession.sparkContext
-    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext: every task then reads the fence
-        return None

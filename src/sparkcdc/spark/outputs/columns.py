@@ -1,4 +1,5 @@
-"""Encoded record batches as Arrow record batches: the fast path from Python to Spark.
+"""The ``columns`` output (the default): each record's columns, for the query's own sink; and how
+encoded record batches become Arrow record batches, the fast path from Python to Spark.
 
 Each column is built from whole buffers where it can be: keys and values (already UTF-8 JSON bytes)
 are joined into one data buffer with an offsets buffer, without Arrow re-validating or re-encoding
@@ -11,14 +12,21 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ..debezium.records import ChangeRecord
-from ..debezium.serialization import JsonSerializer
-from ..engine.core.encoded import OFFSET_LIMIT, Constant, EncodedBatch, Headers, Joined, encode_records
+from ...debezium.records import ChangeRecord
+from ...debezium.serialization import JsonSerializer
+from ...engine.core.encoded import OFFSET_LIMIT, Constant, EncodedBatch, Headers, Joined, encode_records
+from .base import Output, PlannedPartition
 
-__all__ = ["ARROW_SCHEMA", "DDL_SCHEMA", "column_array", "record_batches", "to_arrow", "utf8_array"]
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+    from ...debezium.config import ConnectorConfig
+
+__all__ = ["ARROW_SCHEMA", "DDL_SCHEMA", "ColumnsOutput", "column_array", "record_batches", "to_arrow", "utf8_array"]
 
 # topic/key/value/headers follow the layout of Spark's Kafka sink (headers as key + binary value).
 DDL_SCHEMA = (
@@ -35,6 +43,27 @@ ARROW_SCHEMA = pa.schema([
 ])
 
 
+class ColumnsOutput(Output):
+    """Each record as a row of its columns: key, value and headers as Spark's Kafka sink reads them,
+    and the record's place (op, table, positions, snapshot marker). The query's sink writes them."""
+
+    name = "columns"
+    carries_events = True
+
+    def schema(self) -> str:
+        return DDL_SCHEMA
+
+    def record_count(self) -> Column:
+        from pyspark.sql import functions as F
+
+        return F.count(F.lit(1))  # a row is a record
+
+    def read(self, config: ConnectorConfig, partition: PlannedPartition) -> Iterator[pa.RecordBatch]:
+        from ...engine.work import read_work
+
+        return map(to_arrow, read_work(config, partition.work, run_id=partition.run_id))
+
+
 def record_batches(
     records: Iterable[ChangeRecord], serializer: JsonSerializer, batch_size: int = 8192
 ) -> Iterator[pa.RecordBatch]:
@@ -45,7 +74,7 @@ def record_batches(
 def to_arrow(batch: EncodedBatch) -> pa.RecordBatch:
     size = batch.size
     if batch.key is None or batch.value is None:
-        raise ValueError("this encoded batch was built with lines only; read it with sparkcdc.spark.lines.line_batch")
+        raise ValueError("this encoded batch was built with lines only; read it with sparkcdc.spark.outputs.lines.line_batch")
     return pa.RecordBatch.from_arrays(
         [
             column_array(batch.topic, pa.string(), size),

@@ -1,12 +1,12 @@
 """What both Kafka writers share: the settings they insist on, producing with back-pressure,
 committing a transaction, creating topics, reading the fence, and errors that name the pipeline.
 
-Two writers produce to Kafka exactly once: :mod:`.kafka` (a ``foreachBatch`` function producing a
-whole micro-batch from the driver in one transaction, for any frame) and :mod:`.reader_kafka` (the
+Two writers produce to Kafka exactly once: :mod:`.batch_writer` (a ``foreachBatch`` function producing a
+whole micro-batch from the driver in one transaction, for any frame) and :mod:`.task_producer` (the
 source's ``kafka`` layout: each reader task produces its own records in a transaction of its own).
 Both write their fence records to the pipeline's fence topic ``_sparkcdc.fence.<pipeline_id>``
 (one partition, compacted) in the transaction they commit, and read it back with ``read_committed``
-to its high watermark (:meth:`KafkaLink.read_fence`); the reasons are in :mod:`.kafka`'s docstring
+to its high watermark (:meth:`KafkaLink.read_fence`); the reasons are in :mod:`.batch_writer`'s docstring
 and docs/spark-source.md.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from ...errors import ConfigurationError, DestinationError
+from ....errors import ConfigurationError, DestinationError
 
 __all__ = [
     "DEFAULT_TRANSACTION_TIMEOUT_MS",
@@ -94,7 +94,7 @@ class TopicConfig:
 
 
 def fence_topic_name(pipeline_id: str) -> str:
-    """The pipeline's fence topic: one per pipeline (see :mod:`.kafka`'s docstring for why not shared)."""
+    """The pipeline's fence topic: one per pipeline (see :mod:`.batch_writer`'s docstring for why not shared)."""
     return FENCE_TOPIC_PREFIX + pipeline_id
 
 

@@ -15,13 +15,22 @@ key and value texts gets them here. They are the lines the sink's Spark SQL buil
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 
-from ..debezium.topic_line import line
-from ..engine.core.encoded import EncodedBatch, cells
-from .arrow import column_array, utf8_array
+from ...debezium.topic_line import line
+from ...engine.core.encoded import EncodedBatch, cells
+from .base import Output, PlannedPartition
+from .columns import column_array, utf8_array
 
-__all__ = ["LINES_ARROW_SCHEMA", "LINES_DDL_SCHEMA", "LINE_END_KEY", "line_batch", "line_end"]
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+    from ...debezium.config import ConnectorConfig
+
+__all__ = ["LINES_ARROW_SCHEMA", "LINES_DDL_SCHEMA", "LINE_END_KEY", "LinesOutput", "line_batch", "line_end"]
 
 #: The lines batch's schema metadata key saying what ends each ``line`` (absent: nothing does).
 LINE_END_KEY = b"sparkcdc.line_end"
@@ -30,6 +39,26 @@ LINES_DDL_SCHEMA = "topic string, line string, lsn long, commit_lsn long, ordina
 LINES_ARROW_SCHEMA = pa.schema([
     ("topic", pa.string()), ("line", pa.string()), ("lsn", pa.int64()), ("commit_lsn", pa.int64()), ("ordinal", pa.int64()),
 ])
+
+
+class LinesOutput(Output):
+    """Each record as its topic-files line, built by the reader: ``topic, line, lsn, commit_lsn,
+    ordinal`` rows, for the query's own sink (the topic files sink writes ``line`` as it is)."""
+
+    name = "lines"
+
+    def schema(self) -> str:
+        return LINES_DDL_SCHEMA
+
+    def record_count(self) -> Column:
+        from pyspark.sql import functions as F
+
+        return F.count(F.lit(1))  # a row is a record
+
+    def read(self, config: ConnectorConfig, partition: PlannedPartition) -> Iterator[pa.RecordBatch]:
+        from ...engine.work import read_work
+
+        return map(line_batch, read_work(config, partition.work, run_id=partition.run_id, lines=True))
 
 
 def line_batch(batch: EncodedBatch) -> pa.RecordBatch:

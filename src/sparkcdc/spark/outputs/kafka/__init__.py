@@ -1,0 +1,1 @@
+"""The ``kafka`` output: Kafka topics produced by the reader tasks, exactly once."""
