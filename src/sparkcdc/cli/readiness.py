@@ -66,9 +66,9 @@ def assess(conn: psycopg.Connection, config: ConnectorConfig) -> Readiness:
     check_parallel_streaming(config)  # what several slots cannot do is refused here as by a run
     slot_name = config.settings.slot_name
     slot = get_slot(conn, slot_name)
-    mode = config.get("snapshot.mode")
+    mode = config.settings.snapshot_mode
     reads_data = mode in ("always", "initial_only") or (mode in ("initial", "when_needed") and slot is None) or (
-        mode == "configuration_based" and config.get_bool("snapshot.mode.configuration.based.snapshot.data")
+        mode == "configuration_based" and config.settings.snapshot_mode_configuration_based_snapshot_data
     )
     result = Readiness(
         database=conn.info.dbname,
@@ -165,7 +165,7 @@ def _judge_tables(r: Readiness) -> None:
 
 def _judge_publication(r: Readiness, conn: psycopg.Connection, config: ConnectorConfig) -> None:
     pub = r.publication
-    mode = config.get("publication.autocreate.mode")
+    mode = config.settings.publication_autocreate_mode
     captured = {(t.schema, t.table) for t in r.tables}
     if mode == "filtered" and not captured:
         raise ConfigurationError("no table matches the table/schema filters, so a filtered publication would be empty", prop="table.include.list")
@@ -263,8 +263,8 @@ def _judge_signal_table(r: Readiness, conn: psycopg.Connection, config: Connecto
     signal_table = signal_table_of(config)
     if signal_table is None:
         return
-    read_only = config.get_bool("read.only")
-    strategy = config.get("incremental.snapshot.watermarking.strategy")
+    read_only = config.settings.read_only
+    strategy = config.settings.incremental_snapshot_watermarking_strategy
     needed = () if read_only else ("INSERT", "DELETE") if strategy == "insert_delete" else ("INSERT",)
     access = table_access(conn, *signal_table, needed)
     name = f"{signal_table[0]}.{signal_table[1]}"

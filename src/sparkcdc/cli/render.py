@@ -59,9 +59,9 @@ def config_summary(loaded: LoadedConfig) -> RenderableType:
         ("connector", config.get("name")),
         ("database", database),
         ("topic prefix", config.topic_prefix),
-        ("slot", config.get("slot.name") + (" (dropped when the connector stops)" if config.get_bool("slot.drop.on.stop") else "")),
+        ("slot", config.settings.slot_name + (" (dropped when the connector stops)" if config.settings.slot_drop_on_stop else "")),
         ("publication", f"{config.get('publication.name')} (publication.autocreate.mode={config.get('publication.autocreate.mode')})"),
-        ("snapshot mode", config.get("snapshot.mode")),
+        ("snapshot mode", config.settings.snapshot_mode),
         ("captured tables", "\n".join(filters) if filters else "all tables (no schema/table include or exclude list)"),
     ]
     parts: list[RenderableType] = [_kv_table(f"Connector configuration ({loaded.path})", rows)]

@@ -24,7 +24,7 @@ def connect_read_only(config: ConnectorConfig, *, connect_timeout: int | None = 
     (what Debezium waits for its connection check when a connector is validated), in whole seconds:
     libpq's ``connect_timeout`` has no finer unit."""
     if connect_timeout is None:
-        connect_timeout = max(1, math.ceil(config.get_int("connection.validation.timeout.ms") / 1000))
+        connect_timeout = max(1, math.ceil(config.settings.connection_validation_timeout_ms / 1000))
     conninfo = conninfo_from_config(config)
     try:
         return server_facts.connect_read_only(conninfo, connect_timeout=connect_timeout)

@@ -125,7 +125,7 @@ def _newest_source_commit(directory: Path, committed: BatchOffset | None, config
 
     from ..engine.core.state_store import StreamStateStore
 
-    location = config.get("sparkcdc.state.location") or directory / "sparkcdc-state"
+    location = config.settings.sparkcdc_state_location or directory / "sparkcdc-state"
     saved = StreamStateStore(location).read(committed.lsn)
     if saved is None or not saved.last_commit_ts_us:
         return None

@@ -153,7 +153,7 @@ def _read(
     config: ConnectorConfig, source: StreamSlot, processor: StreamingProcessor, start_lsn: int, end_lsn: int,
     stall_timeout: float, post: PostProcessing | None = None,
 ) -> Iterator[ChangeRecord]:
-    failure_mode = config.get("event.processing.failure.handling.mode")
+    failure_mode = config.settings.event_processing_failure_handling_mode
     reader = replication_reader(config, source, start_lsn)
     options = reader.options
     start_planned(reader)
@@ -199,10 +199,10 @@ def replication_reader(config: ConnectorConfig, source: StreamSlot, start_lsn: i
         proto_version=1,
         messages=True,
         origin=origin_of(config.raw),  # slot.stream.params (the planner checked the server has it)
-        status_interval=config.get_int("status.update.interval.ms") / 1000,
+        status_interval=config.settings.status_update_interval_ms / 1000,
     )
-    delay = config.get_int("slot.retry.delay.ms") / 1000
-    reconnect = ReconnectPolicy(attempts=config.get_int("slot.max.retries") + 1, initial_delay=delay, max_delay=delay)
+    delay = config.settings.slot_retry_delay_ms / 1000
+    reconnect = ReconnectPolicy(attempts=config.settings.slot_max_retries + 1, initial_delay=delay, max_delay=delay)
     return LogicalReplicationReader(conninfo_from_config(config), options, start_lsn=start_lsn, reconnect=reconnect)
 
 

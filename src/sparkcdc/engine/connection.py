@@ -46,7 +46,7 @@ def conninfo_from_config(config: ConnectorConfig) -> str:
     }
     if len(hosts) > 1:
         params["target_session_attrs"] = "read-write"
-    password = config.get("database.password")
+    password = config.settings.database_password
     if password:
         params["password"] = password
     for prop, keyword in _SSL_FILES.items():

@@ -40,7 +40,7 @@ class LocalConnector:
         a new query's set-up otherwise."""
         self.config = config
         self._state_dir: tempfile.TemporaryDirectory[str] | None = None
-        if state_location is None and not config.get("sparkcdc.state.location"):
+        if state_location is None and not config.settings.sparkcdc_state_location:
             self._state_dir = tempfile.TemporaryDirectory(prefix="sparkcdc-local-state-")
             state_location = self._state_dir.name
         self.planner = ConnectorPlanner(config, state_location=state_location)

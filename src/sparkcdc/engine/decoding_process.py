@@ -55,7 +55,7 @@ def decode_loop(pieces: Any, results: Any, config: ConnectorConfig, run_id: str,
         admin, _, _, processor = stream_processor(config, run_id)
         counter = StreamReporter(_NOWHERE, 0, 0, None)
         decode = XLogDataDecoder(1).decode
-        failure_mode = config.get("event.processing.failure.handling.mode")
+        failure_mode = config.settings.event_processing_failure_handling_mode
         messages = stream == 0
         waiting: deque[Any] = deque()  # what each header not yet answered retained, in order
         ended = False

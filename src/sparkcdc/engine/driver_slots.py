@@ -75,7 +75,7 @@ def ensure_failover(admin: psycopg.Connection, conninfo: str, name: str, *, fail
 
 def confirm_slots(admin: psycopg.Connection, config: ConnectorConfig, names: tuple[str, ...], lsn: int) -> None:
     """Every stream's slot confirmed up to ``lsn`` (the end of a committed batch)."""
-    if config.get("lsn.flush.mode") == "manual":
+    if config.settings.lsn_flush_mode == "manual":
         return  # lsn.flush.mode=manual: the slot is moved by someone else, never by sparkcdc
     for name in names:
         confirm_slot(admin, config, name, lsn)
@@ -88,7 +88,7 @@ def confirm_slot(admin: psycopg.Connection, config: ConnectorConfig, name: str, 
     slot = get_slot(admin, name)
     if slot is None or (slot.confirmed_flush_lsn or 0) >= lsn:
         return
-    deadline = time.monotonic() + config.get_int("lsn.flush.timeout.ms") / 1000
+    deadline = time.monotonic() + config.settings.lsn_flush_timeout_ms / 1000
     while True:
         try:
             advance_slot(admin, name, lsn)
@@ -97,7 +97,7 @@ def confirm_slot(admin: psycopg.Connection, config: ConnectorConfig, name: str, 
             if time.monotonic() <= deadline:
                 time.sleep(0.05)
                 continue
-            action = config.get("lsn.flush.timeout.action")
+            action = config.settings.lsn_flush_timeout_action
             if action == "fail":
                 raise SlotInUseError(f"slot {name!r} could not be confirmed up to {format_lsn(lsn)} within "
                                      f"lsn.flush.timeout.ms={config.get('lsn.flush.timeout.ms')}: {exc} (with "
@@ -105,7 +105,7 @@ def confirm_slot(admin: psycopg.Connection, config: ConnectorConfig, name: str, 
                                      "confirms it)", sqlstate=exc.sqlstate, slot=name) from exc
             if action == "warn":
                 log.warning("slot %s: not confirmed up to %s within lsn.flush.timeout.ms=%s (%s); a later batch confirms it",
-                            name, format_lsn(lsn), config.get("lsn.flush.timeout.ms"), exc)
+                            name, format_lsn(lsn), config.settings.lsn_flush_timeout_ms, exc)
             return
 
 
@@ -139,7 +139,7 @@ def check_resumed_slot(admin: psycopg.Connection, config: ConnectorConfig, conni
         assert slot is not None
     ensure_failover(admin, conninfo, name, failover=failover)
     confirmed = slot.confirmed_flush_lsn or 0
-    resume = resume_of(strategy, name, checkpoint, confirmed, may_advance=config.get("lsn.flush.mode") != "manual")
+    resume = resume_of(strategy, name, checkpoint, confirmed, may_advance=config.settings.lsn_flush_mode != "manual")
     if resume.error is not None:
         raise SlotMismatchError(resume.error)
     if resume.note is not None:

@@ -50,8 +50,8 @@ class HeldSnapshot:
         self.close()
         self.export = ExportedSnapshotSlot(self.conninfo, slot_name, temporary=temporary, failover=failover)
         self.tx = SnapshotTransaction(self.conninfo, snapshot_name=self.export.snapshot_name)
-        if self.config.get("snapshot.locking.mode") == "shared":
-            self.tx.lock_tables(tables, self.config.get_int("snapshot.lock.timeout.ms"))
+        if self.config.settings.snapshot_locking_mode == "shared":
+            self.tx.lock_tables(tables, self.config.settings.snapshot_lock_timeout_ms)
         spec = SnapshotSpec(
             id=str(uuid.uuid4()),
             lsn=self.export.consistent_point,
@@ -90,7 +90,7 @@ class HeldSnapshot:
         """include.schema.changes: the snapshotted tables' shapes as the catalog in the exported snapshot
         describes them, the digest of the Relation message the stream sends for them unchanged: the
         snapshot emits their CREATE records, so the stream reports them again only when they change."""
-        if not self.config.get_bool("include.schema.changes") or self.tx is None:
+        if not self.config.settings.include_schema_changes or self.tx is None:
             return ()
         catalog = Catalog(self.tx.conn)
         shapes = []

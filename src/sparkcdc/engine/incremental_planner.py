@@ -86,9 +86,9 @@ class IncrementalSnapshots:
         self.conninfo = conninfo
         self.notifier = notifier
         self.signal_table = signal_table_of(config)
-        self.read_only = config.get_bool("read.only")
-        self.chunk_size = config.get_int("incremental.snapshot.chunk.size")
-        self.strategy = config.get("incremental.snapshot.watermarking.strategy")
+        self.read_only = config.settings.read_only
+        self.chunk_size = config.settings.incremental_snapshot_chunk_size
+        self.strategy = config.settings.incremental_snapshot_watermarking_strategy
         self._windows: dict[str, SnapshotTransaction] = {}
         #: A blocking snapshot the last :meth:`advance` was asked for (the planner starts it at once).
         self.blocking: BlockingRequest | None = None

@@ -72,7 +72,7 @@ def check_parallel_decoding(config: ConnectorConfig) -> int:
     if signal_table_of(config) is not None:
         raise ConfigurationError(f"{DECODE_PROCESSES}={count} cannot follow the signal table (signal.data.collection) and "
                                             "the incremental snapshots' windows, which act on the stream in order: drop one of them", prop=DECODE_PROCESSES)
-    if config.get_bool("include.schema.changes"):
+    if config.settings.include_schema_changes:
         raise ConfigurationError(f"{DECODE_PROCESSES}={count} cannot follow the tables' shapes for include.schema.changes=true "
                                             "(each schema change is known only from the Relation messages before it, in WAL order): "
                                             "drop one of them", prop=DECODE_PROCESSES)

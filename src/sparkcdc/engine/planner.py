@@ -96,15 +96,15 @@ class ConnectorPlanner:
         #: Every slot the connector streams through (one unless ``sparkcdc.stream.slots`` says more), the main one first.
         self.slot_names = tuple(stream.slot for stream in stream_slots(config))
         self.run_id = run_id or str(uuid.uuid4())
-        self.state_location = str(state_location or config.get("sparkcdc.state.location")
+        self.state_location = str(state_location or config.settings.sparkcdc_state_location
                                   or default_state_location(self.database, self.slot_name))
         self.state_store = StreamStateStore(self.state_location)
         # Each stream hands its own state (its last commit) from batch to batch; stream 0's is ``state_store``.
         self.state_stores = tuple(StreamStateStore(self.state_location, index) for index in range(len(self.slot_names)))
         self.metrics_location = metrics_location(config, self.state_location)
         self.mode = config.settings.snapshot_mode
-        self.heartbeat = HeartbeatTimer(config.get_int("heartbeat.interval.ms"))
-        self.max_batch_bytes = config.get_int("sparkcdc.max.batch.wal.bytes")
+        self.heartbeat = HeartbeatTimer(config.settings.heartbeat_interval_ms)
+        self.max_batch_bytes = config.settings.sparkcdc_max_batch_wal_bytes
         self.available_now_target: int | None = None
         #: offset.mismatch.strategy: a slot behind the checkpoint that the strategy does not advance at the
         #: start is not confirmed when batches are planned, only when one commits (see driver_slots.check_resumed_slot).
@@ -121,8 +121,8 @@ class ConnectorPlanner:
         #: The server was a standby at the start (engine/standby.py); set by _set_up.
         self.standby = False
         self.tables: list[tuple[str, str]] = []
-        self.notifier = Notifier(config.get("notification.enabled.channels"), config.topic_prefix)
-        self.notification_topic = config.get("notification.sink.topic.name") if self.notifier.sinks else None
+        self.notifier = Notifier(config.settings.notification_enabled_channels, config.topic_prefix)
+        self.notification_topic = config.settings.notification_sink_topic_name if self.notifier.sinks else None
         self.signal_table = signal_table_of(config)
         self.source_signals = "source" in enabled_channels(config) and self.signal_table is not None
         # file and kafka: polled from the start offset's cursor when a batch is planned
@@ -176,7 +176,7 @@ class ConnectorPlanner:
 
     def _begin_snapshot(self) -> SourceOffset:
         """A fresh slot with an exported snapshot; the offset of the snapshot batch's start."""
-        time.sleep(self.config.get_int("snapshot.delay.ms") / 1000)  # snapshot.delay.ms, as Debezium: before the snapshot
+        time.sleep(self.config.settings.snapshot_delay_ms / 1000)  # snapshot.delay.ms, as Debezium: before the snapshot
         for name in self.slot_names:
             if get_slot(self.admin, name) is not None:
                 # A snapshot must start where its slot starts: a slot at some older position would
@@ -192,7 +192,7 @@ class ConnectorPlanner:
             # point skips the transactions that commit before the asked position).
             for name in self.slot_names[1:]:
                 create_logical_slot(self.admin, name, failover=self.failover)
-        include = self.config.get_patterns("snapshot.include.collection.list")
+        include = self.config.settings.snapshot_include_collection_list
         tables = tuple(t for t in self.tables if not include or any(p.fullmatch(f"{t[0]}.{t[1]}") for p in include))
         # A temporary slot (nothing streams after the snapshot) cannot be a failover slot; it has no use after one.
         spec = self.snapshot.take_initial(self.slot_name, tables, temporary=not self.streams, failover=self.failover and self.streams)
@@ -226,7 +226,7 @@ class ConnectorPlanner:
             return start_raw
         if not self._streaming_delayed:
             self._streaming_delayed = True
-            time.sleep(self.config.get_int("streaming.delay.ms") / 1000)
+            time.sleep(self.config.settings.streaming_delay_ms / 1000)
         if not self._confirm_held:
             confirm_slots(self.admin, self.config, self.slot_names, start.lsn)  # ``start`` ends a committed batch (docs/spark-source.md)
         if self._planned is not None and self._planned[0] == start_raw:
@@ -346,7 +346,7 @@ class ConnectorPlanner:
         return current_wal_insert_lsn(self.admin)
 
     def _beat(self) -> None:
-        query = self.config.get("heartbeat.action.query")
+        query = self.config.settings.heartbeat_action_query
         if query:
             run_statement(self.admin, query)
         else:
@@ -434,7 +434,7 @@ class ConnectorPlanner:
         self.snapshot.close()
         self.incremental.close()
         self.channels.close()
-        if self.config.get_bool("slot.drop.on.stop"):
+        if self.config.settings.slot_drop_on_stop:
             for name in self.slot_names:
                 try:
                     drop_slot(self.admin, name, wait=30)

@@ -57,7 +57,7 @@ class SetupError(ServerError):
 def captured_tables(conn: psycopg.Connection, config: ConnectorConfig) -> list[tuple[str, str]]:
     table_filter = TableFilter(config)
     tables = [(schema, table) for schema, table in user_tables(conn) if table_filter(schema, table)]
-    includes = config.get_patterns("table.include.list")
+    includes = config.settings.table_include_list
     if includes:
         def order(table: tuple[str, str]) -> int:
             name = f"{table[0]}.{table[1]}"
@@ -70,12 +70,12 @@ def captured_tables(conn: psycopg.Connection, config: ConnectorConfig) -> list[t
 def check_guardrail(config: ConnectorConfig, tables: Sequence[tuple[str, str]]) -> None:
     """``guardrail.collections.max`` (0: no limit) against the captured ``tables``: over it, a warning
     or (``guardrail.collections.limit.action=fail``) an error naming the property, before anything is read."""
-    limit = config.get_int("guardrail.collections.max")
+    limit = config.settings.guardrail_collections_max
     if limit <= 0 or len(tables) <= limit:
         return
     message = (f"the connector captures {len(tables)} tables, more than guardrail.collections.max={limit} "
                f"(first: {', '.join(f'{s}.{t}' for s, t in tables[:3])}...); narrow the table filters or raise the limit")
-    if config.get("guardrail.collections.limit.action") == "fail":
+    if config.settings.guardrail_collections_limit_action == "fail":
         raise ConfigurationError(message, prop="guardrail.collections.max")
     log.warning("%s", message)
 
@@ -92,10 +92,10 @@ def ensure_publication_for(conn: psycopg.Connection, config: ConnectorConfig, ta
                            *, name: str | None = None) -> None:
     """The publication ``name`` (default ``publication.name``) as ``publication.autocreate.mode`` wants it for ``tables``."""
     name = name or config.settings.publication_name
-    mode = config.get("publication.autocreate.mode")
+    mode = config.settings.publication_autocreate_mode
     exists = publication_exists(conn, name)
     publish = publish_operations(config)
-    via_root = config.get_bool("publish.via.partition.root")
+    via_root = config.settings.publish_via_partition_root
     if mode == "disabled":
         if not exists:
             raise SetupError(
@@ -135,7 +135,7 @@ def ensure_stream_publications(conn: psycopg.Connection, config: ConnectorConfig
         ensure_publication_for(conn, config, tables)
         return
     shares = assign_tables(config, tables)
-    if config.get("publication.autocreate.mode") == "disabled":
+    if config.settings.publication_autocreate_mode == "disabled":
         _check_disjoint(conn, [stream.publication for stream in streams])
         for stream in streams:
             ensure_publication_for(conn, config, shares[stream.index], name=stream.publication)
@@ -152,7 +152,7 @@ def ensure_stream_publications(conn: psycopg.Connection, config: ConnectorConfig
 def publication_writes(conn: psycopg.Connection, config: ConnectorConfig, tables: Sequence[tuple[str, str]]) -> list[str]:
     """What :func:`ensure_stream_publications` would write for ``tables`` (``CREATE``/``ALTER PUBLICATION``,
     as phrases naming the publication), without writing it: a standby can take none of it."""
-    mode = config.get("publication.autocreate.mode")
+    mode = config.settings.publication_autocreate_mode
     if mode == "disabled":
         return []  # nothing is written; a missing publication is ensure_publication_for's error
     streams = stream_slots(config)
@@ -202,7 +202,7 @@ def replica_identity_changes(conn: psycopg.Connection, config: ConnectorConfig,
     """``replica.identity.autoset.values`` (``<table regex>:<FULL|DEFAULT|NOTHING|INDEX name>,...``):
     the captured tables whose replica identity differs from what the property wants. A table that has
     it already needs no ALTER, so a role that does not own it (as on managed services) is not refused."""
-    raw = config.get("replica.identity.autoset.values")
+    raw = config.settings.replica_identity_autoset_values
     if not raw:
         return []
     rules = []
@@ -266,8 +266,8 @@ def heartbeat_query_refusal(conn: psycopg.Connection, config: ConnectorConfig) -
     """``heartbeat.action.query`` runs with the role's own rights at every heartbeat; ``EXPLAIN``
     tells whether it may without running it (see :func:`sparkcdc.postgres.privileges.statement_denied`).
     None when it may, or when there is no heartbeat statement."""
-    query = config.get("heartbeat.action.query")
-    if not query or config.get_int("heartbeat.interval.ms") <= 0:
+    query = config.settings.heartbeat_action_query
+    if not query or config.settings.heartbeat_interval_ms <= 0:
         return None
     try:
         denied = statement_denied(conn, query)
@@ -299,7 +299,7 @@ def unpublished_signal_table(conn: psycopg.Connection, config: ConnectorConfig,
     """With ``publication.autocreate.mode=disabled`` the publication is the owner's, and sparkcdc does
     not add the signal table to it: a signal table left out means source-channel signals and watermark
     rows never reach the stream. (The warning, the owner's ``ALTER PUBLICATION``), or None."""
-    if signal_table is None or config.get("publication.autocreate.mode") != "disabled":
+    if signal_table is None or config.settings.publication_autocreate_mode != "disabled":
         return None
     for stream in stream_slots(config):
         row = conn.execute("SELECT puballtables FROM pg_publication WHERE pubname = %s", (stream.publication,)).fetchone()

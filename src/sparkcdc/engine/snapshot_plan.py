@@ -189,7 +189,7 @@ def plan_snapshot_chunks(
     rows_per_chunk = config.get_int(CHUNK_ROWS_PROPERTY) if chunk_rows is None else chunk_rows
     if rows_per_chunk <= 0:
         raise ValueError(f"chunk_rows must be positive, not {rows_per_chunk}")
-    min_chunks = config.get_int("snapshot.max.threads")
+    min_chunks = config.settings.snapshot_max_threads
     tables = spec.tables
     if len(tables) > MAX_SNAPSHOT_TABLES:
         raise SnapshotPlanError(f"the snapshot has {len(tables)} tables; at most {MAX_SNAPSHOT_TABLES} can be numbered")

@@ -294,7 +294,7 @@ def open_chunk(
 
     None: the chunk has no rows (then nothing else was asked of the server).
     """
-    lock_timeout = config.get_int("snapshot.lock.timeout.ms") if config.get("snapshot.locking.mode") == "shared" else 0
+    lock_timeout = config.settings.snapshot_lock_timeout_ms if config.settings.snapshot_locking_mode == "shared" else 0
     tx.lock_tables([(chunk.schema, chunk.table)], lock_timeout)
     if chunk.filenode is not None:
         _check_not_rewritten(tx, chunk)

@@ -225,7 +225,7 @@ def read_encoded_chunk(
         table, first_of_table = opened
         # The server renders the records' JSON as the connector makes them (JsonConverter values);
         # transforms and another value converter (CloudEvents) need records.
-        rendered = (config.get_bool("sparkcdc.snapshot.render.sql") and chunk.query is None and not config.transforms
+        rendered = (config.settings.sparkcdc_snapshot_render_sql and chunk.query is None and not config.transforms
                     and config.converters.plain_json_values)
         query = rendered_query(table, chunk) if rendered else None
         if query is not None:

@@ -69,15 +69,15 @@ def standby_refusals(conn: psycopg.Connection, config: ConnectorConfig, publishe
         shown = ", ".join(f"{c.schema}.{c.table} REPLICA IDENTITY {c.clause}" for c in changes[:5])
         refusals.append(StandbyRefusal("replica.identity.autoset.values", f"the server is a standby, where no table can be "
                                        f"altered ({shown}): run the ALTER TABLEs on the primary, or leave the tables out of the property"))
-    if config.get_int("heartbeat.interval.ms") > 0:
-        if config.get("heartbeat.action.query"):
+    if config.settings.heartbeat_interval_ms > 0:
+        if config.settings.heartbeat_action_query:
             refusals.append(StandbyRefusal("heartbeat.action.query", "the server is a standby, where the heartbeat statement "
                                            "cannot write; unset heartbeat.action.query (run it against the primary yourself)"))
         else:
             refusals.append(StandbyRefusal("heartbeat.interval.ms", "the server is a standby: a heartbeat writes a logical decoding "
                                            "message (pg_logical_emit_message), which a standby cannot; set heartbeat.interval.ms=0"))
     signal_table = signal_table_of(config)
-    if signal_table is not None and not config.get_bool("read.only"):
+    if signal_table is not None and not config.settings.read_only:
         refusals.append(StandbyRefusal("read.only", f"the server is a standby: incremental snapshots would write their watermark "
                                        f"rows into the signal table {signal_table[0]}.{signal_table[1]} (signal.data.collection); "
                                        "set read.only=true (they then write nothing)"))

@@ -54,7 +54,7 @@ def read_work(config: ConnectorConfig, work: Any, *, run_id: str, lines: bool = 
                                                                                     lines=lines, line_end=line_end), _batch_size)
         if work.kind != "initial":
             return _marked(batches, work.kind)
-        if work.chunk_index == 0 and config.get_bool("include.schema.changes"):
+        if work.chunk_index == 0 and config.settings.include_schema_changes:
             # The table's CREATE schema change record, before its rows (not counted as one of them).
             from .snapshot_reader import chunk_schema_changes
 

@@ -96,10 +96,10 @@ class RestartPolicy:
 
     @classmethod
     def from_config(cls, config: ConnectorConfig) -> RestartPolicy:
-        retries = config.get_int("errors.max.retries")
+        retries = config.settings.errors_max_retries
         if retries < -1:
             raise ConfigurationError(f"must be -1 (retry without limit), 0 (never) or more, not {retries}", prop="errors.max.retries")
-        wait_ms = config.get_int("retriable.restart.connector.wait.ms")
+        wait_ms = config.settings.retriable_restart_connector_wait_ms
         return cls(None if retries == -1 else retries, wait_ms / 1000)
 
     def allows(self, restarts: int) -> bool:

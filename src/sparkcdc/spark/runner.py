@@ -225,7 +225,7 @@ def run_pipeline(
         if metrics is not None:
             metrics.close()
 
-    if config.get_bool("slot.drop.on.stop"):
+    if config.settings.slot_drop_on_stop:
         _drop_slots(config)
 
     def input_rows(p: Any) -> int:

@@ -20,11 +20,11 @@ class TableFilter:
     snapshot it unless it is listed."""
 
     def __init__(self, config: ConnectorConfig, *, streaming: bool = False) -> None:
-        self._schema_include = config.get_patterns("schema.include.list")
-        self._schema_exclude = config.get_patterns("schema.exclude.list")
-        self._table_include = config.get_patterns("table.include.list")
-        self._table_exclude = config.get_patterns("table.exclude.list")
-        self._ignore_builtin = config.get_bool("table.ignore.builtin")
+        self._schema_include = config.settings.schema_include_list
+        self._schema_exclude = config.settings.schema_exclude_list
+        self._table_include = config.settings.table_include_list
+        self._table_exclude = config.settings.table_exclude_list
+        self._ignore_builtin = config.settings.table_ignore_builtin
         self._signal_table = signal_table_of(config) if streaming else None
 
     def __call__(self, schema: str, table: str) -> bool:

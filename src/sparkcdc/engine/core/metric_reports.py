@@ -60,7 +60,7 @@ _warned = False
 
 def metrics_location(config: ConnectorConfig, state_location: str | os.PathLike[str] | None = None) -> Path:
     """``<state location>/metrics``: the state location as the planner resolves it."""
-    base = state_location or config.get("sparkcdc.state.location") or default_state_location(
+    base = state_location or config.settings.sparkcdc_state_location or default_state_location(
         config.settings.database_dbname, config.settings.slot_name)
     return Path(base) / "metrics"
 

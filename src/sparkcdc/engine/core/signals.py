@@ -252,13 +252,13 @@ def _pattern(text: str) -> re.Pattern[str]:
 
 def enabled_channels(config: Any) -> list[str]:
     """``signal.enabled.channels`` in the order given (the property's check refuses unknown names)."""
-    return [name.lower() for name in split_list(config.get("signal.enabled.channels"))]
+    return [name.lower() for name in split_list(config.settings.signal_enabled_channels)]
 
 
 def signal_table_of(config: Any) -> tuple[str, str] | None:
     """``signal.data.collection`` as (schema, table): ``schema.table`` (a leading database name, as
     Debezium also accepts, is dropped); None when unset."""
-    raw = (config.get("signal.data.collection") or "").strip()
+    raw = (config.settings.signal_data_collection or "").strip()
     if not raw:
         return None
     parts = [p.strip().strip('"') for p in raw.split(".")]

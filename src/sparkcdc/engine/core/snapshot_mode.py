@@ -17,7 +17,7 @@ def takes_snapshot(config: ConnectorConfig, *, fresh: bool, slot_lost: bool = Tr
     ``slot_lost`` says a stream's slot is gone or invalidated (its changes since the checkpoint lost)."""
     mode = config.settings.snapshot_mode
     if mode == "configuration_based":
-        return fresh and config.get_bool("snapshot.mode.configuration.based.snapshot.data")
+        return fresh and config.settings.snapshot_mode_configuration_based_snapshot_data
     if mode in ("initial", "initial_only"):
         return fresh
     if mode == "always":
@@ -33,5 +33,5 @@ def streams_after_snapshot(config: ConnectorConfig) -> bool:
     if mode == "initial_only":
         return False
     if mode == "configuration_based":
-        return config.get_bool("snapshot.mode.configuration.based.start.stream")
+        return config.settings.snapshot_mode_configuration_based_start_stream
     return True

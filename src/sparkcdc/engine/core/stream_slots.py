@@ -102,7 +102,7 @@ def check_parallel_streaming(config: ConnectorConfig) -> None:
     if len(longest.publication) > _MAX_SLOT_NAME:
         raise ConfigurationError(f"with {SLOTS}={count} the publications are named up to {longest.publication!r}, "
                                               f"longer than {_MAX_SLOT_NAME} characters: use a shorter publication.name", prop="publication.name")
-    mode = config.get("publication.autocreate.mode")
+    mode = config.settings.publication_autocreate_mode
     if mode in ("all_tables", "no_tables"):
         raise ConfigurationError(f"{SLOTS}={count} splits the tables over {count} publications, but "
                                  f"publication.autocreate.mode={mode} publishes {'every' if mode == 'all_tables' else 'no'} table "

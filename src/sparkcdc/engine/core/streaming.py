@@ -75,7 +75,7 @@ class StreamingProcessor:
         self.skipped = config.skipped_operations
         self.tombstones = config.tombstones_on_delete
         self.transaction_metadata = config.provide_transaction_metadata
-        self.skip_unchanged = config.get_bool("skip.messages.without.change")
+        self.skip_unchanged = config.settings.skip_messages_without_change
         #: End LSN of the last COMMIT (or non-transactional message) processed: ``source.sequence[0]``.
         self.last_commit_lsn: int | None = None
         self.last_commit_ts_us: int | None = None
@@ -90,7 +90,7 @@ class StreamingProcessor:
         self._signal_columns: tuple[str, ...] = ()
         #: include.schema.changes: the last Relation content known of each captured table (the
         #: batch's reader loads the state's at the batch's start); None: no schema change records.
-        self.shapes: RelationShapes | None = RelationShapes() if config.get_bool("include.schema.changes") else None
+        self.shapes: RelationShapes | None = RelationShapes() if config.settings.include_schema_changes else None
         self._schema_pending: list[tuple[str, TableSchema]] = []  # (change type, table) of Relation messages not placed yet
         self._schema_ready: list[ChangeRecord] = []  # placed, to be handed on before the next message's records
         #: post.processors: called with each create or update event, its table and the row's text values

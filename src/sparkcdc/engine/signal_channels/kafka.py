@@ -61,9 +61,9 @@ class KafkaSignalChannel(PolledChannel):
     name = "kafka"
 
     def __init__(self, config: ConnectorConfig) -> None:
-        self.topic = config.get("signal.kafka.topic") or f"{config.topic_prefix}-signal"  # Debezium's default name
+        self.topic = config.settings.signal_kafka_topic or f"{config.topic_prefix}-signal"  # Debezium's default name
         self.key = config.topic_prefix
-        self.timeout = config.get_int("signal.kafka.poll.timeout.ms") / 1000
+        self.timeout = config.settings.signal_kafka_poll_timeout_ms / 1000
         self.settings = kafka_client_settings(config)
         self.group = config.text("signal.kafka.groupId")
         self._consumer: Any = None

@@ -23,7 +23,7 @@ class ChannelPolling:
 
     def __init__(self, config: ConnectorConfig) -> None:
         self.channels = polled_channels(config)
-        self.interval = config.get_int("signal.poll.interval.ms") / 1000
+        self.interval = config.settings.signal_poll_interval_ms / 1000
         self._due = 0.0
 
     def poll(self, cursor: dict[str, Any]) -> list[Signal]:

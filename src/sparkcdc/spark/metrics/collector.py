@@ -69,8 +69,8 @@ class MetricsCollector:
         #: Whether this process finds the planner's reports: None until Spark committed a batch (the
         #: planner has written ``connector.json`` by then, wherever it runs).
         self.reports_found: bool | None = None
-        self.model = ConnectorMetrics(config.topic_prefix, queue_capacity=config.get_int("max.queue.size"),
-                                      max_queue_bytes=config.get_int("max.queue.size.in.bytes"))
+        self.model = ConnectorMetrics(config.topic_prefix, queue_capacity=config.settings.max_queue_size,
+                                      max_queue_bytes=config.settings.max_queue_size_in_bytes)
         self.interval = interval
         self.poll_server = poll_server
         self.query: Any = None

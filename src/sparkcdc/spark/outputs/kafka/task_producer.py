@@ -80,16 +80,16 @@ _CLIENT_SETTING = re.compile(r"sparkcdc\.output\.kafka\.client\.(.+)")
 
 def kafka_link(config: ConnectorConfig) -> KafkaLink:
     """The ``kafka`` layout's link from the connector properties (``sparkcdc.output.kafka.*``)."""
-    servers = config.get("sparkcdc.output.kafka.bootstrap.servers")
+    servers = config.settings.sparkcdc_output_kafka_bootstrap_servers
     if not servers:
         raise ConfigurationError("required with sparkcdc.output.layout=kafka: the Kafka cluster the reader tasks produce to",
                                  prop="sparkcdc.output.kafka.bootstrap.servers")
-    pipeline = config.get("sparkcdc.output.kafka.pipeline.id") or config.get("topic.prefix")
+    pipeline = config.settings.sparkcdc_output_kafka_pipeline_id or config.settings.topic_prefix
     client = {match.group(1): value for match, value in config.items_matching(_CLIENT_SETTING)}
     topics, groups = _topic_configs(config)
     # one family of settings for every client; the producer's defaults give way to them too (linger.ms, compression)
     return KafkaLink(servers, pipeline_id=pipeline, client_config=client, producer_config=client, topic_config=topics,
-                     topic_groups=groups, timeout=config.get_int("sparkcdc.output.kafka.timeout.ms") / 1000,
+                     topic_groups=groups, timeout=config.settings.sparkcdc_output_kafka_timeout_ms / 1000,
                      pipeline_property="sparkcdc.output.kafka.pipeline.id")
 
 
@@ -99,13 +99,13 @@ def _topic_configs(config: ConnectorConfig) -> tuple[TopicConfig, list[tuple[Any
     ``topic.creation.groups`` (sizes it leaves out: the default's)."""
     creation = config.topic_creation
     default = creation.default
-    compact = config.get_bool("sparkcdc.output.kafka.topic.compact")
+    compact = config.settings.sparkcdc_output_kafka_topic_compact
     if compact and (default.config.get("cleanup.policy") or "compact").strip().lower() != "compact":
         raise ConfigurationError(f"asks for cleanup.policy=compact, but topic.creation.default.cleanup.policy is "
                                  f"{default.config['cleanup.policy']}: give one of them", prop="sparkcdc.output.kafka.topic.compact")
-    partitions = default.partitions if default.partitions is not None else config.get_int("sparkcdc.output.kafka.topic.partitions")
+    partitions = default.partitions if default.partitions is not None else config.settings.sparkcdc_output_kafka_topic_partitions
     replication = (default.replication_factor if default.replication_factor is not None
-                   else config.get_int("sparkcdc.output.kafka.topic.replication.factor"))
+                   else config.settings.sparkcdc_output_kafka_topic_replication_factor)
     topics = TopicConfig(partitions=partitions, replication_factor=replication, compact=compact, config=dict(default.config))
     groups = [(group, TopicConfig(partitions=partitions if group.partitions is None else group.partitions,
                                   replication_factor=replication if group.replication_factor is None else group.replication_factor,

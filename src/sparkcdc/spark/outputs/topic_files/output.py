@@ -73,7 +73,7 @@ def topic_files_directory(config: Any) -> Path:
     """Where the reader tasks write: ``sparkcdc.output.topic.files``, required."""
     from ....errors import ConfigurationError
 
-    location = config.get("sparkcdc.output.topic.files")
+    location = config.settings.sparkcdc_output_topic_files
     if not location:
         raise ConfigurationError("required with sparkcdc.output.layout=topic_files: the topic files directory the reader "
                                  "tasks write into", prop="sparkcdc.output.topic.files")
@@ -81,7 +81,7 @@ def topic_files_directory(config: Any) -> Path:
 
 
 def _compression(config: ConnectorConfig) -> str:
-    return config.get("sparkcdc.output.topic.files.compression") or "none"
+    return config.settings.sparkcdc_output_topic_files_compression or "none"
 
 
 def _decoded_elsewhere(config: ConnectorConfig, partition: PlannedPartition) -> Iterator[pa.RecordBatch] | None:
