@@ -55,19 +55,19 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming import DataStreamWriter
 
-from ..apply.errors import ApplyError, ApplySpecError
-from ..apply.evolution import Evolution, EvolutionPolicy
-from ..apply.fold import DELETE_FLAG, OLD_KEY, TRUNCATE_FLAG, UNCHANGED, fold_arrow
-from ..apply.partition import stage_partition, with_target
-from ..apply.spec import DEFAULT_DELETES, DEFAULT_SEQUENCE, DEFAULT_TRUNCATES, ApplySpec, ResolvedSpec
-from ..apply.staged import StagedBatch, StagedPart
-from ..apply.targets import ApplyTarget, TargetColumn, already_applied, target_for
-from .changes_layout import BlockTyper, arrow_typable, table_blocks, versioned_changes
-from .options import config_from_options
-from .session import default_parallelism, job_description
-from .views import CHANGE_OPS, TableView, describe_table, table_changes
-from .views.kernels import KernelRefused
-from .views.versions import fill_expression, lossy_columns, merged_view, ordered_versions, view_of_description
+from ...apply.errors import ApplyError, ApplySpecError
+from ...apply.evolution import Evolution, EvolutionPolicy
+from ...apply.fold import DELETE_FLAG, OLD_KEY, TRUNCATE_FLAG, UNCHANGED, fold_arrow
+from ...apply.partition import stage_partition, with_target
+from ...apply.spec import DEFAULT_DELETES, DEFAULT_SEQUENCE, DEFAULT_TRUNCATES, ApplySpec, ResolvedSpec
+from ...apply.staged import StagedBatch, StagedPart
+from ...apply.targets import ApplyTarget, TargetColumn, already_applied, target_for
+from ..changes_layout import BlockTyper, arrow_typable, table_blocks, versioned_changes
+from ..options import config_from_options
+from ..session import default_parallelism, job_description
+from ..views import CHANGE_OPS, TableView, describe_table, table_changes
+from ..views.kernels import KernelRefused
+from ..views.versions import fill_expression, lossy_columns, merged_view, ordered_versions, view_of_description
 
 __all__ = ["ApplyStats", "ChangeApplier", "StageTask", "apply_changes"]
 
@@ -324,8 +324,8 @@ class ChangeApplier:
     def _uncaptured_signal_table(self) -> str | None:
         """The signal table, when the filters do not capture it: its rows are streamed (Debezium emits
         them) but they are the connector's own bookkeeping, not data to mirror."""
-        from ..engine.filters import TableFilter
-        from ..engine.signals import signal_table_of
+        from ...engine.filters import TableFilter
+        from ...engine.signals import signal_table_of
 
         config = config_from_options(self.properties)
         signal = signal_table_of(config)
@@ -334,8 +334,8 @@ class ChangeApplier:
         return f"{signal[0]}.{signal[1]}"
 
     def _captured_tables(self) -> list[str]:
-        from ..engine.connection import sql_connection
-        from ..engine.setup import captured_tables
+        from ...engine.connection import sql_connection
+        from ...engine.setup import captured_tables
 
         config = config_from_options(self.properties)
         with sql_connection(config, application_name="sparkcdc-apply") as conn:
@@ -403,7 +403,7 @@ class ChangeApplier:
         """Whether each key is read once by an initial snapshot: the keys are the event key's (the
         table's primary key or replica identity index), not columns the user named (``keys``,
         ``message.key.columns``), which may repeat."""
-        from .options import config_from_options
+        from ..options import config_from_options
 
         return spec.keys is None and not config_from_options(self.properties).settings.message_key_columns
 
@@ -434,8 +434,8 @@ class ChangeApplier:
     def _read_again(self, resolved: ResolvedSpec, columns: Sequence[str], why: str) -> None:
         """Signal an incremental snapshot of the source table, whose rows' values of ``columns`` the
         mirror cannot have from the stream (``why``)."""
-        from ..engine.signal_channels import enabled_channels, open_channel
-        from ..engine.signals import READ_AGAIN, Signal
+        from ...engine.signal_channels import enabled_channels, open_channel
+        from ...engine.signals import READ_AGAIN, Signal
 
         table = resolved.spec.qualified_table
         config = config_from_options(self.properties)
