@@ -96,9 +96,10 @@ from ..fold import END_AT, START_AT, Key
 from ..spec import ResolvedSpec
 from ..staged import DELETE, SEGMENT, UNCHANGED, Folded, StagedBatch, StagedPart
 from ..vector import cast_column, last_of_each
-from . import delta_image, shared
+from . import delta_image
+from . import lake_target as shared
 from .base import TargetColumn
-from .shared import DELETED_AT, IDENTITY_PROPERTY, SEQUENCE, LakeTarget, TableLayout
+from .lake_target import DELETED_AT, IDENTITY_PROPERTY, SEQUENCE, LakeTarget, TableLayout
 
 __all__ = ["DeltaTarget"]
 

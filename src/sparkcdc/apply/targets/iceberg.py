@@ -104,9 +104,9 @@ from ..evolution import (
 from ..fold import END_AT, START_AT, Key
 from ..spec import ResolvedSpec
 from ..staged import DELETE, SEGMENT, UNCHANGED, StagedBatch
-from . import shared
+from . import lake_target as shared
 from .base import TargetColumn, key_tuples
-from .shared import DELETED_AT, IDENTITY_PROPERTY, SEQUENCE, LakeTarget, TableLayout, rows_by_key
+from .lake_target import DELETED_AT, IDENTITY_PROPERTY, SEQUENCE, LakeTarget, TableLayout, rows_by_key
 
 __all__ = ["IcebergTarget"]
 

@@ -61,7 +61,7 @@ from ..staged import DELETE, SEGMENT, UNCHANGED, Folded, StagedBatch, StagedPart
 from .base import Keys, TargetColumn, already_applied
 from .pg_copy import copy_table, int_list_column
 from .pg_vectors import vector_kind, vector_text
-from .shared import DELETED_AT, SEQUENCE, TOMBSTONE_SUFFIX, PreparedTables, split_target
+from .lake_target import DELETED_AT, SEQUENCE, TOMBSTONE_SUFFIX, PreparedTables, split_target
 
 __all__ = ["PostgresTarget", "pg_type_verdict"]
 
