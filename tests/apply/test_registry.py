@@ -16,7 +16,7 @@ import pytest
 from sparkcdc.apply import TargetError
 from sparkcdc.apply.targets import TargetKind, kind_for, register_target, target_for
 from sparkcdc.apply.targets import registry as registry_module
-from sparkcdc.apply.targets.lake_target import StorageTypes
+from sparkcdc.apply.targets.storage_types import StorageTypes
 
 TARGETS = Path(__file__).resolve().parents[2] / "src" / "sparkcdc" / "apply" / "targets"
 
