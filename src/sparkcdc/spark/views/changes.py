@@ -54,7 +54,7 @@ def _layout_of(frame: DataFrame) -> str:
     """The layout a frame of the source was read with, from its columns (an analysis); "columns" in
     a Declarative Pipelines query function, where Spark refuses analyses."""
     from ..changes_layout import has_changes_columns
-    from ..pipelines import in_pipeline_query_function
+    from ..pipeline_analysis import in_pipeline_query_function
 
     if in_pipeline_query_function(frame.sparkSession):
         return "columns"
