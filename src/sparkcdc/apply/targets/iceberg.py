@@ -326,7 +326,7 @@ class IcebergTarget(LakeTarget[_Table]):
         widened (decided from the two tables as they are, so that a crash between their commits is
         made good by the next prepare); a tombstone table without the expected columns is refused."""
         widened = widened_tombstone_keys(table, tombstones.schema().as_arrow(), ICEBERG_TYPES, f"at {self.location}",
-                                                rescale_decimals=False)
+                                         rescale_decimals=False)
         if widened:
             with tombstones.update_schema() as update:
                 for name, _, type_ in widened:

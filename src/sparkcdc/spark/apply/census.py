@@ -54,7 +54,7 @@ def take_census(batch: DataFrame) -> Census:
     columns = set(batch.columns)
     blocks = "rows" in columns and "block" in columns  # a row is a change; in the changes layout a block of ``rows``
     summarise = PartialCensus(blocks=blocks, snapshots="snapshot" in columns, shapes=blocks and "description" in columns,
-                               hinted=blocks and set(HINT_COLUMNS) <= columns)
+                              hinted=blocks and set(HINT_COLUMNS) <= columns)
     rows = batch.select(*summarise.columns).mapInArrow(summarise, CENSUS_SCHEMA).collect()
     image_at: dict[str, tuple[int, int, int]] = {}
     counts: dict[str, int] = {}
@@ -82,8 +82,8 @@ def take_census(batch: DataFrame) -> Census:
                 found[index] += int(row[name])
     starts = list(image_at.values())
     return Census(tuple(sorted(counts)), min(starts) if starts else None, counts,
-                   {table: ordered_versions(found) for table, found in versions.items() if found}, reads,
-                   {table: (found[0], found[1], found[2]) for table, found in hints.items()}, blocks)
+                  {table: ordered_versions(found) for table, found in versions.items() if found}, reads,
+                  {table: (found[0], found[1], found[2]) for table, found in hints.items()}, blocks)
 
 
 #: What :class:`PartialCensus` answers: per partition and table.

@@ -31,7 +31,7 @@ SUMMARY = T.StructType([
     T.StructField("rows", T.LongType(), False), T.StructField("part", T.BinaryType(), False),
 ])
 SUMMARY_ARROW = pa.schema([("target", pa.string()), ("tag", pa.string()), ("events", pa.int64()), ("dropped_late", pa.int64()),
-                            ("rows", pa.int64()), ("part", pa.binary())])
+                           ("rows", pa.int64()), ("part", pa.binary())])
 
 
 class StageTask:

@@ -3,7 +3,10 @@ reads them (:func:`batch_changes`): in the view merged over every version of the
 holds (:mod:`.versions`), each version's rows typed by their own codecs (:mod:`..changes_layout`).
 
 Its own module because it joins both: the versions and the merged view are the views' knowledge,
-the typing of blocks the changes layout's, which itself builds on the views' versions.
+the typing of blocks the changes layout's, which itself builds on the views' versions. The changes
+layout is imported when :func:`batch_changes` is called, as :mod:`.changes` does: it imports the
+views' modules, so importing it first runs this package's ``__init__``, which imports this module
+(no circle of modules, but one of package initialisation).
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from ..changes_layout import typed_changes, versioned_changes
 from .describe import describe_table
 from .versions import merged_view, ordered_versions, view_of_description
 
@@ -25,6 +27,8 @@ def batch_changes(batch: Any, table: str, properties: Any) -> Any:
     columns under their new names: as the applier reads them). One small job reads the batch's
     block headers of the table; a table the batch has no row of gives an empty frame of its view as
     the catalog describes it now."""
+    from ..changes_layout import typed_changes, versioned_changes
+
     schema_name, _, table_name = table.rpartition(".")
     schema_name = schema_name or "public"
     rows = (batch.where((F.col("schema") == schema_name) & (F.col("table") == table_name))
