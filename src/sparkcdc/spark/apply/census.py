@@ -105,7 +105,7 @@ CENSUS_ARROW = to_arrow_schema(CENSUS_SCHEMA)
 
 @dataclass(frozen=True)
 class PartialCensus:
-    """The ``mapInArrow`` function of :func:`_census`: one partition's row changes summarised per
+    """The ``mapInArrow`` function of :func:`take_census`: one partition's row changes summarised per
     table. ``blocks``: a row is a block of ``rows`` changes; ``snapshots``: the frame has the source's
     snapshot marker (an initial snapshot's rows give the image's start: its least position);
     ``shapes``/``hinted``: the blocks carry their shape and fold hints."""

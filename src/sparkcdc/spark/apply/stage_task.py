@@ -62,7 +62,7 @@ class StageTask:
         typing = time.perf_counter() - started  # the blocks' decoding and typing, when typed here
         table = pa.Table.from_batches(gathered)
         for wanted in self.schema:
-            if wanted.name not in table.column_names:  # left out by the driver (see ChangeApplier._apply)
+            if wanted.name not in table.column_names:  # left out by the driver (see applier.ChangeApplier._stage)
                 table = table.append_column(wanted, _carried_by_no_row(wanted, table.num_rows))
         events = table.select(self.schema.names).cast(self.schema)
         part = with_target(self.location, self.options, lambda target: stage_partition(
