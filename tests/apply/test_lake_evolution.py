@@ -25,7 +25,7 @@ from sparkcdc.apply.evolution import EvolutionPolicy, SchemaChangeError
 from sparkcdc.apply.fold import fold_changes
 from sparkcdc.apply.spec import DEFAULT_SEQUENCE, ResolvedSpec
 from sparkcdc.apply.targets import TargetColumn
-from sparkcdc.apply.targets.shared import IDENTITY_PROPERTY, lake_type_verdict
+from sparkcdc.apply.targets.lake_evolution import IDENTITY_PROPERTY, lake_type_verdict
 
 from .targets import location
 

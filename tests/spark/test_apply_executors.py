@@ -23,7 +23,9 @@ import psycopg
 import pytest
 from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 
-from sparkcdc.spark.apply import _CENSUS_SCHEMA, SUMMARY, ChangeApplier
+from sparkcdc.spark.apply import ChangeApplier
+from sparkcdc.spark.apply.census import CENSUS_SCHEMA
+from sparkcdc.spark.apply.stage_task import SUMMARY
 from sparkcdc.spark.source.options import options_for
 
 from . import apply_workload as workload
@@ -107,7 +109,7 @@ def test_the_fold_runs_in_executors_and_only_summaries_reach_the_driver(spark, p
 
     assert not [call for call in reads.calls if call[0] != "collect"], reads.calls  # no toArrow, no toPandas…
     kinds = {columns for _, columns, _ in reads.calls}
-    census = tuple(_CENSUS_SCHEMA.names)  # a summary per partition and table
+    census = tuple(CENSUS_SCHEMA.names)  # a summary per partition and table
     if layout == "changes":  # the block headers' counts: no counting job
         assert kinds <= {census, tuple(SUMMARY.names)}, kinds
     else:

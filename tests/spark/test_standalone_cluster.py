@@ -100,7 +100,7 @@ def assert_snapshot_tasks_on_all_workers(app: AppLog, workers: set[str]) -> None
 
 
 #: A stage of the apply fold in executors.
-FOLD_STAGE = r"sparkcdc apply: fold and stage"  # the description of apply's staging job (spark.apply.STAGE_JOB)
+FOLD_STAGE = r"sparkcdc apply: fold and stage"  # the description of apply's staging job (spark.apply.stage_task.STAGE_JOB)
 
 
 def assert_apply_tasks_on_all_workers(apps: list[AppLog], workers: set[str]) -> None:

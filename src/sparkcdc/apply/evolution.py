@@ -2,7 +2,7 @@
 
 A target knows what it holds (its columns, their types and nullability, and the source identity of
 each: the source column's ``attnum`` it recorded when it created or last evolved the table); the
-batch says what the source table looks like now (:class:`~.targets.base.TargetColumn`, each with
+batch says what the source table looks like now (:class:`~.target_column.TargetColumn`, each with
 its ``attnum``). :func:`plan_evolution` matches the two by identity — by ``attnum`` where both know
 it, else by name — and turns the differences into :class:`Operation`\\ s the target carries out
 before the batch is staged:
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .errors import TargetError
-from .targets.base import TargetColumn
+from .target_column import TargetColumn
 
 __all__ = [
     "DROPPED_COLUMN_POLICIES",

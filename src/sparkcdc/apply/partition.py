@@ -29,7 +29,8 @@ import pyarrow.compute as pc
 from .fold import OLD_KEY, TRUNCATE_FLAG, UNCHANGED, Key, fold_arrow
 from .spec import ResolvedSpec
 from .staged import Folded, StagedPart
-from .targets import ApplyTarget, TargetColumn, target_for
+from .target_column import TargetColumn
+from .targets import ApplyTarget, target_for
 from .targets.base import key_tuples
 
 __all__ = ["distinct_keys", "fold_against", "old_keys", "stage_partition", "with_target"]

@@ -52,15 +52,15 @@ def _yes(value: bool | None) -> str:
 
 def config_summary(loaded: LoadedConfig) -> RenderableType:
     config = loaded.config
-    database = (f"{config.get('database.user')}@{config.get('database.hostname')}:{config.get('database.port')}/"
-                f"{config.get('database.dbname')} (sslmode={config.get('database.sslmode')})")
-    filters = [f"{label}: {', '.join(config.get_list(name))}" for name, label in _FILTERS if config.get_list(name)]
+    database = (f"{config.settings.database_user}@{config.settings.database_hostname}:{config.settings.database_port}/"
+                f"{config.settings.database_dbname} (sslmode={config.settings.database_sslmode})")
+    filters = [f"{label}: {', '.join(pattern.pattern for pattern in config.setting(name))}" for name, label in _FILTERS if config.setting(name)]
     rows = [
-        ("connector", config.get("name")),
+        ("connector", config.settings.name),
         ("database", database),
         ("topic prefix", config.topic_prefix),
         ("slot", config.settings.slot_name + (" (dropped when the connector stops)" if config.settings.slot_drop_on_stop else "")),
-        ("publication", f"{config.get('publication.name')} (publication.autocreate.mode={config.get('publication.autocreate.mode')})"),
+        ("publication", f"{config.settings.publication_name} (publication.autocreate.mode={config.settings.publication_autocreate_mode})"),
         ("snapshot mode", config.settings.snapshot_mode),
         ("captured tables", "\n".join(filters) if filters else "all tables (no schema/table include or exclude list)"),
     ]

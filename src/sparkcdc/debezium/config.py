@@ -215,6 +215,14 @@ class ConnectorConfig:
 
         return settings_of(self)
 
+    def setting(self, name: str) -> Any:
+        """The typed value of the property ``name`` (as :attr:`settings` has it), for code that
+        reads a list of properties by name (the TLS files, the filters); code that reads one
+        property writes ``config.settings.<name_in_snake_case>``."""
+        from .settings import attribute_name
+
+        return getattr(self.settings, attribute_name(name))
+
     # -- typed access ----------------------------------------------------------------------------
     def get(self, name: str) -> str | None:
         value = self.raw.get(name)

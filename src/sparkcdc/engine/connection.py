@@ -50,7 +50,7 @@ def conninfo_from_config(config: ConnectorConfig) -> str:
     if password:
         params["password"] = password
     for prop, keyword in _SSL_FILES.items():
-        value = config.get(prop)
+        value = config.setting(prop)
         if value:
             params[keyword] = value
     return make_conninfo(**params)

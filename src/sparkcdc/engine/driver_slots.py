@@ -100,7 +100,7 @@ def confirm_slot(admin: psycopg.Connection, config: ConnectorConfig, name: str, 
             action = config.settings.lsn_flush_timeout_action
             if action == "fail":
                 raise SlotInUseError(f"slot {name!r} could not be confirmed up to {format_lsn(lsn)} within "
-                                     f"lsn.flush.timeout.ms={config.get('lsn.flush.timeout.ms')}: {exc} (with "
+                                     f"lsn.flush.timeout.ms={config.settings.lsn_flush_timeout_ms}: {exc} (with "
                                      "lsn.flush.timeout.action=warn or ignore the query goes on and a later batch "
                                      "confirms it)", sqlstate=exc.sqlstate, slot=name) from exc
             if action == "warn":

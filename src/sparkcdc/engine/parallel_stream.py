@@ -61,7 +61,7 @@ CHUNK_MESSAGES: Final = "sparkcdc.stream.decode.chunk.messages"
 
 def check_parallel_decoding(config: ConnectorConfig) -> int:
     """The number of decoding processes, refused (naming the property) where they cannot work."""
-    count = config.get_int(DECODE_PROCESSES)
+    count = config.settings.sparkcdc_stream_decode_processes
     if count == 1:
         if config.raw.get(CHUNK_MESSAGES):
             raise ConfigurationError(f"sizes what each decoding process is given, but {DECODE_PROCESSES}=1: there are "
@@ -86,7 +86,7 @@ def worth_parallel_decoding(config: ConnectorConfig, start_lsn: int, end_lsn: in
     """Whether the WAL range holds more than one chunk, about: at least
     ``sparkcdc.stream.decode.chunk.messages`` times :data:`WAL_BYTES_PER_MESSAGE`. A shorter range
     (an idle stream's batches, a heartbeat) is read by the task itself."""
-    return end_lsn - start_lsn >= config.get_int(CHUNK_MESSAGES) * WAL_BYTES_PER_MESSAGE
+    return end_lsn - start_lsn >= config.settings.sparkcdc_stream_decode_chunk_messages * WAL_BYTES_PER_MESSAGE
 
 
 #: The fewest WAL bytes a decoded message takes, about (a one-column row's INSERT record is ~70).
@@ -120,7 +120,7 @@ def read_stream_range_parallel(
         if end.lsn > first_lsn:
             reader = replication_reader(config, stream_slot(config, stream), first_lsn)
             dispatcher = WalDispatcher(reader, pool, end.lsn, last_commit, stall_timeout, messages=stream == 0,
-                                       chunk_messages=config.get_int(CHUNK_MESSAGES))
+                                       chunk_messages=config.settings.sparkcdc_stream_decode_chunk_messages)
             for header, reply, last in pool.outputs(dispatcher.run):
                 if last is not None:
                     report.last, report.last_ms = last, int(time.time() * 1000)

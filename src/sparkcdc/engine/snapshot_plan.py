@@ -186,7 +186,7 @@ def plan_snapshot_chunks(
     is: filtered (``snapshot.include.collection.list``) and ordered by the caller. ``chunk_rows``
     defaults to ``sparkcdc.snapshot.chunk.rows``.
     """
-    rows_per_chunk = config.get_int(CHUNK_ROWS_PROPERTY) if chunk_rows is None else chunk_rows
+    rows_per_chunk = config.settings.sparkcdc_snapshot_chunk_rows if chunk_rows is None else chunk_rows
     if rows_per_chunk <= 0:
         raise ValueError(f"chunk_rows must be positive, not {rows_per_chunk}")
     min_chunks = config.settings.snapshot_max_threads

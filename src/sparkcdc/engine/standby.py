@@ -62,7 +62,7 @@ def standby_refusals(conn: psycopg.Connection, config: ConnectorConfig, publishe
     writes = publication_writes(conn, config, published)
     if writes:
         refusals.append(StandbyRefusal("publication.autocreate.mode", f"the server is a standby, where sparkcdc cannot "
-                                       f"{' and '.join(writes)} (publication.autocreate.mode={config.get('publication.autocreate.mode')}): "
+                                       f"{' and '.join(writes)} (publication.autocreate.mode={config.settings.publication_autocreate_mode}): "
                                        "the publication must be made on the primary (it reaches the standby by replay)"))
     changes = replica_identity_changes(conn, config, published)
     if changes:

@@ -9,7 +9,8 @@ pipeline's server, with a global ``spark`` session. One call readies that sessio
 
 Then query functions read ``spark.readStream.format("postgres-cdc")`` and type each table with
 :func:`sparkcdc.spark.views.table_changes` given ``layout=`` (it then never analyses its input: a
-query function must not, and :func:`~sparkcdc.spark.views.describe_table` asks PostgreSQL, not Spark).
+query function must not, and :func:`~sparkcdc.spark.views.describe_table` asks PostgreSQL, not Spark;
+:mod:`sparkcdc.spark.pipeline_analysis` tells whether code runs in one).
 
 pyspark's bug, worked around here: when a pipeline run's flows ran Python workers (a Python data
 source such as ``postgres-cdc`` does), the server sends the accumulator updates of those workers
@@ -30,7 +31,7 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["ACCUMULATOR_METRICS", "in_pipeline_query_function", "install_accumulator_workaround", "use_postgres_cdc"]
+__all__ = ["ACCUMULATOR_METRICS", "install_accumulator_workaround", "use_postgres_cdc"]
 
 #: The observed metrics that carry Python accumulator updates (pyspark's own name for them).
 ACCUMULATOR_METRICS = "__python_accumulator__"
@@ -50,36 +51,6 @@ def use_postgres_cdc(spark: Any) -> None:
         install_accumulator_workaround()
     register(spark)
     register_apply_sink(spark)
-
-
-def in_pipeline_query_function(spark: Any) -> bool:
-    """Whether this thread is inside a Declarative Pipelines query function of ``spark`` (a session).
-
-    There the server refuses any analysis (``ATTEMPT_ANALYSIS_IN_PIPELINE_QUERY_FUNCTION``): what
-    sparkcdc would learn from a frame's schema must come from elsewhere. pyspark marks the calls of a
-    query function with a thread-local ``PipelineAnalysisContext`` naming the flow (a definition
-    file's own code runs under one without a flow name, and may analyse); it is read here without a
-    request to the server. False for a classic session, and when pyspark keeps the mark elsewhere.
-    """
-    from .running_session import is_connect
-
-    if not is_connect(spark):
-        return False
-    client = getattr(spark, "client", None)
-    extensions = getattr(getattr(client, "thread_local", None), "user_context_extensions", None) or ()
-    if not extensions:
-        return False
-    try:
-        from pyspark.sql.connect.proto import PipelineAnalysisContext
-    except ImportError:
-        return False
-    for _, extension in extensions:
-        if extension.Is(PipelineAnalysisContext.DESCRIPTOR):
-            context = PipelineAnalysisContext()
-            extension.Unpack(context)
-            if context.flow_name:
-                return True
-    return False
 
 
 def install_accumulator_workaround() -> bool:

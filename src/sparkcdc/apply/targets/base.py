@@ -1,7 +1,8 @@
 """What every apply target does (the protocol) and the rule that makes applying exactly once.
 
-This module knows no target: :mod:`.registry` finds one by its location, :mod:`.shared` holds what
-the targets share.
+This module knows no target: :mod:`.registry` finds one by its location; what targets share is in
+modules named for it (:mod:`.table_names`, :mod:`.prepared_tables`, and for the lake formats
+:mod:`.lake_target`, :mod:`.lake_evolution`, ...). A target's column is :mod:`sparkcdc.apply.target_column`'s.
 
 Exactly once rests on one rule: a target records, atomically with a table's changes, the id of the
 micro-batch they came from (per pipeline: a pipeline is one Spark checkpoint). A batch whose id is
@@ -24,7 +25,6 @@ changes nothing and that of a newer one leaves exactly the newer one.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
@@ -32,34 +32,16 @@ import pyarrow as pa
 from ..fold import Key, TableChanges
 from ..spec import ResolvedSpec
 from ..staged import Folded, StagedBatch, StagedPart
+from ..target_column import TargetColumn
 
 if TYPE_CHECKING:
     from ..evolution import Evolution, EvolutionPolicy
 
-__all__ = ["ApplyTarget", "Keys", "TargetColumn", "already_applied", "key_tuples"]
+__all__ = ["ApplyTarget", "Keys", "already_applied", "key_tuples"]
 
 #: Keys to read the target's state of: tuples of the key columns' values, or an Arrow table of
 #: the key columns (what an executor has; a target may read it without a Python object per key).
 Keys = Iterable[Key] | pa.Table
-
-
-@dataclass(frozen=True)
-class TargetColumn:
-    """A column of the target table: its Arrow type, and its PostgreSQL type when the source knows it.
-
-    ``attnum`` is the source column's identity (0: not known; see :mod:`sparkcdc.apply.evolution`);
-    ``fill`` the value rows older than the column take when it is added to an existing target (as
-    the target stores it; ``fill_known`` False: not known, the rows are read again); ``dropped``:
-    the source dropped it in the batch being applied (the target keeps its values up to there)."""
-
-    name: str
-    arrow_type: pa.DataType
-    pg_type: str | None = None
-    nullable: bool = True
-    attnum: int = 0
-    fill: Any = None
-    fill_known: bool = True
-    dropped: bool = False
 
 
 class ApplyTarget(Protocol):

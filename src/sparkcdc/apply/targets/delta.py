@@ -27,7 +27,7 @@ An SCD1 image (an initial snapshot's batch) is not merged where the table allows
 executors write it as the table's own data files and the commit adds them by reference, as one
 overwrite carrying the same ``txn`` and metadata (:mod:`.delta_image`).
 
-Staging and commit (:class:`~.shared.LakeTarget`): executors write each partition's folded rows
+Staging and commit (:class:`~.lake_target.LakeTarget`): executors write each partition's folded rows
 as Parquet files under ``<root>/_sparkcdc_staging/…``; the driver's commit streams the collected
 parts' files (a ``RecordBatchReader``, never a Python object per row) into the merge. That merge
 runs in the driver process, inside deltalake's Rust engine: a Delta commit is one atomic log entry
@@ -95,10 +95,26 @@ from ..evolution import DROP, AddColumn, DropNotNull, Evolution, EvolutionPolicy
 from ..fold import END_AT, START_AT, Key
 from ..spec import ResolvedSpec
 from ..staged import DELETE, SEGMENT, UNCHANGED, Folded, StagedBatch, StagedPart
+from ..target_column import TargetColumn
 from ..vector import cast_column, last_of_each
-from . import delta_image, shared
-from .base import TargetColumn
-from .shared import DELETED_AT, IDENTITY_PROPERTY, SEQUENCE, LakeTarget, TableLayout
+from . import delta_image
+from .lake_commits import commit_tags, settled, tags_of
+from .lake_evolution import (
+    IDENTITY_PROPERTY,
+    LakeTypeRules,
+    evolved_batches,
+    evolved_schema,
+    identity_record,
+    plan_lake_evolution,
+    recorded_identity,
+    widened_tombstone_keys,
+)
+from .lake_staging import staged_batches
+from .lake_target import LakeTarget
+from .library_errors import failing_as
+from .storage_types import StorageTypes
+from .table_layout import TableLayout
+from .table_names import DELETED_AT, DELETED_AT_TYPE, SEQUENCE, split_target
 
 __all__ = ["DeltaTarget"]
 
@@ -108,9 +124,9 @@ TOMBSTONES_DIR = "_sparkcdc/tombstones"
 
 #: Delta has no unsigned integers (widened), no large or view variants, one timestamp precision
 #: (microseconds) and one zone (UTC), no times, durations or intervals.
-DELTA_TYPES = shared.StorageTypes("Delta Lake", small_integers=True, fixed_size_binary=False, times=False, others=True)
+DELTA_TYPES = StorageTypes("Delta Lake", small_integers=True, fixed_size_binary=False, times=False, others=True)
 #: What a Delta mirror widens (every change of type is a rewrite, so a decimal may take a larger scale).
-DELTA_RULES = shared.LakeTypeRules(DELTA_TYPES)
+DELTA_RULES = LakeTypeRules(DELTA_TYPES)
 #: The commit-info key of an evolution's commits: the token its pending identity names (see ``_settled_identity``).
 EVOLUTION_KEY = "sparkcdc.evolution"
 #: In the identity record: the identity an evolution under way records once its changes are in.
@@ -158,7 +174,7 @@ class DeltaTarget(LakeTarget[_Table]):
     # -- locations and handles --------------------------------------------------------------------
 
     def _paths(self, spec: ResolvedSpec) -> tuple[str, str]:
-        schema, name = shared.split_target(spec.target)
+        schema, name = split_target(spec.target)
         return f"{self.root}/{schema}/{name}", f"{self.root}/{TOMBSTONES_DIR}/{schema}/{name}"
 
     def _where(self, spec: ResolvedSpec, *, tombstones: bool = False) -> str:
@@ -200,10 +216,10 @@ class DeltaTarget(LakeTarget[_Table]):
         path, tombstone_path = self._paths(spec)
         created = [c for c in columns if not (c.dropped and policy.dropped_columns == DROP)]
         planned = self._layout(spec, created, sequence)  # a type Delta has no type for stops before anything is written
-        with shared.failing_as(f"preparing target table {spec.target} at {path}"):
+        with failing_as(f"preparing target table {spec.target} at {path}"):
             handle = self._handle(None, path)
             if handle is None:
-                record = shared.identity_record(spec, relation_id, {c.name: c.attnum for c in created})
+                record = identity_record(spec, relation_id, {c.name: c.attnum for c in created})
                 DeltaTable.create(path, schema=planned.schema, mode="ignore", configuration={IDENTITY_PROPERTY: json.dumps(record)},
                                   raise_if_key_not_exists=False, storage_options=self.storage_options)
                 handle = DeltaTable(path, storage_options=self.storage_options)
@@ -222,16 +238,16 @@ class DeltaTarget(LakeTarget[_Table]):
         table property with data): the identity to come is recorded first as pending, and
         :meth:`_settled_identity` tells after a crash whether the changes went in."""
         where = f"at {self._paths(spec)[0]}"
-        raw = shared.recorded_identity((handle.metadata().configuration or {}).get(IDENTITY_PROPERTY), f"{spec.target} {where}")
+        raw = recorded_identity((handle.metadata().configuration or {}).get(IDENTITY_PROPERTY), f"{spec.target} {where}")
         record = _settled_identity(handle, raw, f"{spec.target} {where}")
-        evolution = shared.plan_lake_evolution(
+        evolution = plan_lake_evolution(
             spec, columns, _arrow_schema(handle), record, relation_id, policy, DELTA_RULES, where=where,
             continue_hint=lambda column: (
                 f"rewrite the mirror table {where} yourself with its column {column} of the source's type (for example with "
                 f"deltalake: read the table, cast the column, and write_deltalake(..., mode='overwrite', schema_mode='overwrite'))"),
         )
         relation = relation_id or int((record or {}).get("relation", 0))
-        wanted = shared.identity_record(spec, relation, evolution.identity)
+        wanted = identity_record(spec, relation, evolution.identity)
         if evolution.operations:
             token = uuid.uuid4().hex
             _record_identity(handle, {**(record or {}), _PENDING: {"token": token, "after": handle.version(), "record": wanted}})
@@ -247,14 +263,14 @@ class DeltaTarget(LakeTarget[_Table]):
         made good by the next prepare); a tombstone table without the expected columns is refused."""
         widened: list[Operation] = [
             WidenColumn(name, old, TargetColumn(name, new))
-            for name, old, new in shared.widened_tombstone_keys(table, _arrow_schema(tombstones), DELTA_TYPES, f"at {table.tombstone_path}")
+            for name, old, new in widened_tombstone_keys(table, _arrow_schema(tombstones), DELTA_TYPES, f"at {table.tombstone_path}")
         ]
         if widened:
             # Tagged as the newest tombstone write was: a rewrite must not make an unsettled write trusted.
             newest = tombstones.history(1)
-            pipeline, batch = shared.tags_of(newest[0] if newest else None)
+            pipeline, batch = tags_of(newest[0] if newest else None)
             metadata = {EVOLUTION_KEY: uuid.uuid4().hex,
-                        **(shared.commit_tags(pipeline, batch) if pipeline is not None and batch is not None else {})}
+                        **(commit_tags(pipeline, batch) if pipeline is not None and batch is not None else {})}
             _carry_out(tombstones, widened, CommitProperties(custom_metadata=metadata), f"at {table.tombstone_path}")
             log.info("tombstones of %s at %s: key column(s) %s widened", table.spec.target, table.tombstone_path,
                      ", ".join(op.name for op in widened if isinstance(op, WidenColumn)))
@@ -279,7 +295,7 @@ class DeltaTarget(LakeTarget[_Table]):
         if version is not None:
             return int(version)
         for commit in _history_newest_first(main):
-            pipeline, batch = shared.tags_of(commit)
+            pipeline, batch = tags_of(commit)
             if pipeline == pipeline_id and batch is not None:
                 return int(batch)
         return None
@@ -293,7 +309,7 @@ class DeltaTarget(LakeTarget[_Table]):
         handle = self._settled(table, handle)
         if handle is None:
             return []
-        retained = pa.scalar(cutoff, type=shared.DELETED_AT_TYPE)
+        retained = pa.scalar(cutoff, type=DELETED_AT_TYPE)
         return _rows_of_keys(handle, table.keys, wanted, lambda t: pc.greater(t[DELETED_AT], retained),
                              [*table.keys, SEQUENCE, DELETED_AT])
 
@@ -301,10 +317,10 @@ class DeltaTarget(LakeTarget[_Table]):
         return self._exists(table.tombstone_path)
 
     def _settled(self, table: _Table, handle: DeltaTable) -> DeltaTable | None:
-        """``handle`` as of its newest settled commit (:func:`.shared.settled`)."""
+        """``handle`` as of its newest settled commit (:func:`.lake_commits.settled`)."""
         main = self._handle(table, table.path)
-        commit = shared.settled(
-            _history_newest_first(handle), shared.tags_of,
+        commit = settled(
+            _history_newest_first(handle), tags_of,
             lambda pipeline: None if main is None else self._applied(main, pipeline),
         )
         if commit is None:
@@ -334,14 +350,14 @@ class DeltaTarget(LakeTarget[_Table]):
         (:mod:`.delta_image`); anything else is staged for the merge."""
         if delta_image.is_whole_image(folded):
             table = self._table(folded.spec)
-            with shared.failing_as(f"staging batch {batch_id} of {folded.spec.target} at {table.path}"):
+            with failing_as(f"staging batch {batch_id} of {folded.spec.target} at {table.path}"):
                 schema = delta_image.image_schema(self._handle(table, table.path), table.columns)
                 if schema is not None:
                     return delta_image.write_image(table.path, schema, folded, batch_id=batch_id, tag=tag)
         return super().stage(folded, pipeline_id=pipeline_id, batch_id=batch_id, tag=tag)
 
     def _write(self, table: _Table, main: DeltaTable, staged: StagedBatch, pipeline_id: str, batch_id: int) -> None:
-        metadata = shared.commit_tags(pipeline_id, batch_id)
+        metadata = commit_tags(pipeline_id, batch_id)
         properties = CommitProperties(custom_metadata=metadata, app_transactions=[Transaction(_app_id(pipeline_id), batch_id)])
         before = main.version()
         in_place = [part.in_place for part in staged.parts]
@@ -373,7 +389,7 @@ class DeltaTarget(LakeTarget[_Table]):
         def convert(batch: pa.RecordBatch) -> pa.RecordBatch:
             return pa.RecordBatch.from_arrays([cast_column(batch.column(f.name), f.type) for f in schema], schema=schema)
 
-        source = _reader(schema, shared.staged_batches(staged, "rows", schema.names), convert)
+        source = _reader(schema, staged_batches(staged, "rows", schema.names), convert)
         kept_anywhere = set(staged.kept)
         merger = main.merge(
             source, _key_match(table.keys), source_alias="s", target_alias="t", streamed_exec=False, commit_properties=properties,
@@ -410,7 +426,7 @@ class DeltaTarget(LakeTarget[_Table]):
             arrays += [table.stored_sequence(batch.column(name), schema.field(name).type) for name in (START_AT, END_AT)]
             return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
-        batches = shared.staged_batches(staged, "rows", [*every, SEGMENT])
+        batches = staged_batches(staged, "rows", [*every, SEGMENT])
         if len(staged.segments) > 1 and staged.rows:
             # Later segments win for the same (key, __START_AT), as when the segments apply one by one.
             rows = pa.Table.from_batches(list(batches))
@@ -446,7 +462,7 @@ class DeltaTarget(LakeTarget[_Table]):
             DeltaTable.create(table.tombstone_path, schema=table.tombstone_schema(), mode="ignore", storage_options=self.storage_options)
             handle = self._handle(table, table.tombstone_path)
             assert handle is not None
-        metadata = shared.commit_tags(pipeline_id, batch_id)
+        metadata = commit_tags(pipeline_id, batch_id)
         stored = _arrow_schema(handle)
         schema = pa.schema([pa.field(name, stored.field(name).type) for name in [*table.keys, SEQUENCE, DELETED_AT]])
         now = datetime.now(UTC)
@@ -457,7 +473,7 @@ class DeltaTarget(LakeTarget[_Table]):
             arrays.append(pa.array([now] * batch.num_rows, type=schema.field(DELETED_AT).type))
             return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
-        source = _reader(schema, shared.staged_batches(staged, "tombstones", [*table.keys, SEQUENCE]), convert)
+        source = _reader(schema, staged_batches(staged, "tombstones", [*table.keys, SEQUENCE]), convert)
         newer = _greater(f"s.{_ident(SEQUENCE)}", f"t.{_ident(SEQUENCE)}", table.sequence_names if len(table.sequence_names) > 1 else None)
         handle.merge(
             source, _key_match(table.keys), source_alias="s", target_alias="t", streamed_exec=False,
@@ -469,7 +485,7 @@ class DeltaTarget(LakeTarget[_Table]):
         ).execute()
         cutoff = table.tombstone_cutoff(now)
         handle.delete(
-            f"{_ident(DELETED_AT)} < {_literal(cutoff, shared.DELETED_AT_TYPE)}", commit_properties=CommitProperties(custom_metadata=metadata),
+            f"{_ident(DELETED_AT)} < {_literal(cutoff, DELETED_AT_TYPE)}", commit_properties=CommitProperties(custom_metadata=metadata),
         )
 
 
@@ -538,7 +554,7 @@ def _rewrite(handle: DeltaTable, operations: Sequence[Operation], properties: Co
     if mapping != "none":
         raise TargetError(f"target table {where} uses column mapping (delta.columnMapping.mode={mapping}), which deltalake "
                           "writes wrong: make the change to the mirror yourself (with Spark), then restart the run")
-    schema, sources = shared.evolved_schema(_arrow_schema(handle), operations, DELTA_TYPES)
+    schema, sources = evolved_schema(_arrow_schema(handle), operations, DELTA_TYPES)
     named = {source: name for name, source in sources.items() if isinstance(source, str)}
     lost = [column for column in metadata.partition_columns if column not in named]
     if lost:
@@ -546,7 +562,7 @@ def _rewrite(handle: DeltaTable, operations: Sequence[Operation], properties: Co
                           "a Delta table keeps its partition columns; drop them yourself or repartition the mirror, then "
                           "restart the run")
     stored = [source for source in sources.values() if isinstance(source, str)]
-    batches = shared.evolved_batches(handle.to_pyarrow_dataset().to_batches(columns=stored), schema, sources, where=where)
+    batches = evolved_batches(handle.to_pyarrow_dataset().to_batches(columns=stored), schema, sources, where=where)
     write_deltalake(handle, pa.RecordBatchReader.from_batches(schema, batches), mode="overwrite", schema_mode="overwrite",
                     partition_by=[named[c] for c in metadata.partition_columns] or None, commit_properties=properties)
     handle.update_incremental()

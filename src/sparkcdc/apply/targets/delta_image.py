@@ -31,7 +31,7 @@ from deltalake.transaction import AddAction
 
 from ..staged import DELETE, Folded, StagedBatch, StagedPart
 from ..vector import cast_column
-from .shared import filesystem_of
+from .lake_staging import filesystem_of
 
 __all__ = ["commit_image", "image_schema", "is_whole_image", "write_image"]
 

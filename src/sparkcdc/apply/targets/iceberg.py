@@ -29,7 +29,7 @@ commit is not trusted: the replay would otherwise drop its own deletes as "older
 delete"). Expired tombstones (``tombstone_retention``) are deleted by the next tombstone write and
 ignored by reads.
 
-Staging and commit (:class:`~.shared.LakeTarget`): executors write each partition's folded rows
+Staging and commit (:class:`~.lake_target.LakeTarget`): executors write each partition's folded rows
 as Parquet files under ``<warehouse>/_sparkcdc_staging/…`` (a named catalog: its ``warehouse``
 property); the driver's commit reads the collected parts' files as Arrow tables and writes them in
 one transaction. That write runs in the driver process, in pyiceberg (pyarrow): an Iceberg commit
@@ -104,9 +104,25 @@ from ..evolution import (
 from ..fold import END_AT, START_AT, Key
 from ..spec import ResolvedSpec
 from ..staged import DELETE, SEGMENT, UNCHANGED, StagedBatch
-from . import shared
-from .base import TargetColumn, key_tuples
-from .shared import DELETED_AT, IDENTITY_PROPERTY, SEQUENCE, LakeTarget, TableLayout, rows_by_key
+from ..target_column import TargetColumn
+from .base import key_tuples
+from .lake_commits import commit_tags, settled, tags_of
+from .lake_evolution import (
+    IDENTITY_PROPERTY,
+    LakeTypeRules,
+    evolved_batches,
+    evolved_schema,
+    identity_record,
+    plan_lake_evolution,
+    recorded_identity,
+    widened_tombstone_keys,
+)
+from .lake_staging import staged_batches
+from .lake_target import LakeTarget, rows_by_key
+from .library_errors import failing_as, reason
+from .storage_types import StorageTypes
+from .table_layout import TableLayout
+from .table_names import DELETED_AT, DELETED_AT_TYPE, SEQUENCE, TOMBSTONE_SUFFIX, split_target
 
 __all__ = ["IcebergTarget"]
 
@@ -116,10 +132,10 @@ CATALOG_FILE = "sparkcdc-catalog.db"
 
 #: Iceberg (format v2) has no unsigned or 8/16-bit integers (widened), no large or view variants,
 #: microsecond timestamps and times only, and one zone for instants (UTC); any other type is refused.
-ICEBERG_TYPES = shared.StorageTypes("Iceberg", small_integers=False, fixed_size_binary=True, times=True, others=False)
+ICEBERG_TYPES = StorageTypes("Iceberg", small_integers=False, fixed_size_binary=True, times=True, others=False)
 #: What an Iceberg mirror widens: what Iceberg's own type promotion allows (int to long, float to
 #: double, a decimal's precision; never a decimal's scale).
-ICEBERG_RULES = shared.LakeTypeRules(ICEBERG_TYPES, rescale_decimals=False)
+ICEBERG_RULES = LakeTypeRules(ICEBERG_TYPES, rescale_decimals=False)
 #: Rows read and appended at a time when a partitioned table's rows are rewritten (pyiceberg 0.12
 #: streams a RecordBatchReader into unpartitioned tables only).
 _REWRITE_CHUNK_BYTES = 128 * 1024 * 1024
@@ -208,7 +224,7 @@ class IcebergTarget(LakeTarget[_Table]):
                 configured = Config().get_catalog_config(self._catalog_name) or {}
                 self._catalog = load_catalog(self._catalog_name, **{k: v for k, v in configured.items() if isinstance(v, str)})
         except Exception as exc:
-            raise TargetError(f"opening the Iceberg catalog of {self.location} failed: {shared.reason(exc)}") from exc
+            raise TargetError(f"opening the Iceberg catalog of {self.location} failed: {reason(exc)}") from exc
         return self._catalog
 
     def _load(self, identifier: tuple[str, str]) -> Any | None:
@@ -222,8 +238,8 @@ class IcebergTarget(LakeTarget[_Table]):
 
     @staticmethod
     def _identifiers(spec: ResolvedSpec) -> tuple[tuple[str, str], tuple[str, str]]:
-        schema, name = shared.split_target(spec.target)
-        return (schema, name), (schema, name + shared.TOMBSTONE_SUFFIX)
+        schema, name = split_target(spec.target)
+        return (schema, name), (schema, name + TOMBSTONE_SUFFIX)
 
     def _where(self, spec: ResolvedSpec, *, tombstones: bool = False) -> str:
         return f"({'.'.join(self._identifiers(spec)[1 if tombstones else 0])}) at {self.location}"
@@ -261,11 +277,11 @@ class IcebergTarget(LakeTarget[_Table]):
         if spec.scd_type == 2:
             identifier_fields += planned.start_refs()
         catalog = self.catalog()
-        with shared.failing_as(f"preparing target table {spec.target} at {self.location}"):
+        with failing_as(f"preparing target table {spec.target} at {self.location}"):
             catalog.create_namespace_if_not_exists(identifier[0])
             handle = self._load(identifier)
             if handle is None:
-                record = shared.identity_record(spec, relation_id, {c.name: c.attnum for c in created})
+                record = identity_record(spec, relation_id, {c.name: c.attnum for c in created})
                 handle = self._create(identifier, planned.schema, identifier_fields, {IDENTITY_PROPERTY: json.dumps(record)})
             evolution = self._evolve(spec, handle, columns, relation_id, policy)
             table = self._layout(spec, evolution.columns, sequence)
@@ -280,9 +296,9 @@ class IcebergTarget(LakeTarget[_Table]):
         """Plan the changes that bring the table to ``columns`` and commit them with the identity
         (and, for an added column with a value, the rows rewritten) in ONE transaction."""
         where = self._where(spec)
-        record = shared.recorded_identity(handle.properties.get(IDENTITY_PROPERTY), f"{spec.target} {where}")
+        record = recorded_identity(handle.properties.get(IDENTITY_PROPERTY), f"{spec.target} {where}")
         name = ".".join(self._identifiers(spec)[0])
-        evolution = shared.plan_lake_evolution(
+        evolution = plan_lake_evolution(
             spec, columns, handle.schema().as_arrow(), record, relation_id, policy, ICEBERG_RULES, where=where,
             continue_hint=lambda column: (
                 f"change the column {column} of the mirror table {name} in {self.description} yourself (Iceberg widens int "
@@ -290,7 +306,7 @@ class IcebergTarget(LakeTarget[_Table]):
                 f"the table, for example with Spark's CREATE OR REPLACE TABLE {name} AS SELECT … CAST({column} AS …))"),
         )
         relation = relation_id or int((record or {}).get("relation", 0))
-        wanted = shared.identity_record(spec, relation, evolution.identity)
+        wanted = identity_record(spec, relation, evolution.identity)
         if not evolution.operations and wanted == record:
             return evolution
         with warnings.catch_warnings():
@@ -309,8 +325,8 @@ class IcebergTarget(LakeTarget[_Table]):
         """The tombstone table's key columns widened to the table's key types where a key's type was
         widened (decided from the two tables as they are, so that a crash between their commits is
         made good by the next prepare); a tombstone table without the expected columns is refused."""
-        widened = shared.widened_tombstone_keys(table, tombstones.schema().as_arrow(), ICEBERG_TYPES, f"at {self.location}",
-                                                rescale_decimals=False)
+        widened = widened_tombstone_keys(table, tombstones.schema().as_arrow(), ICEBERG_TYPES, f"at {self.location}",
+                                         rescale_decimals=False)
         if widened:
             with tombstones.update_schema() as update:
                 for name, _, type_ in widened:
@@ -375,11 +391,11 @@ class IcebergTarget(LakeTarget[_Table]):
         return rows
 
     def _settled(self, table: _Table, handle: Any) -> int | None:
-        """The id of the tombstone table's newest settled snapshot (:func:`.shared.settled`)."""
+        """The id of the tombstone table's newest settled snapshot (:func:`.lake_commits.settled`)."""
         from pyiceberg.table.snapshots import ancestors_of
 
         main = self._load(table.identifier)
-        snapshot = shared.settled(ancestors_of(handle.current_snapshot(), handle.metadata), lambda s: shared.tags_of(s.summary),
+        snapshot = settled(ancestors_of(handle.current_snapshot(), handle.metadata), lambda s: tags_of(s.summary),
                            lambda pipeline: None if main is None else self._applied(main, pipeline))
         return None if snapshot is None else int(snapshot.snapshot_id)
 
@@ -402,7 +418,7 @@ class IcebergTarget(LakeTarget[_Table]):
     # -- the write --------------------------------------------------------------------------------------
 
     def _write(self, table: _Table, main: Any, staged: StagedBatch, pipeline_id: str, batch_id: int) -> None:
-        tags = shared.commit_tags(pipeline_id, str(batch_id))
+        tags = commit_tags(pipeline_id, str(batch_id))
         with warnings.catch_warnings():
             # "Delete operation did not match any records": a key the table does not hold.
             warnings.filterwarnings("ignore", message="Delete operation did not match")
@@ -516,11 +532,11 @@ class IcebergTarget(LakeTarget[_Table]):
         expired ones: one transaction tagged with the batch, nothing when the batch is replayed."""
         from pyiceberg.expressions import LessThan
 
-        staged_rows = pa.Table.from_batches(list(shared.staged_batches(staged, "tombstones", [*table.keys, SEQUENCE])))
+        staged_rows = pa.Table.from_batches(list(staged_batches(staged, "tombstones", [*table.keys, SEQUENCE])))
         sequences = vector.flat_columns(staged_rows, [SEQUENCE])
         tombstones = dict(zip(key_tuples(staged_rows.select(table.keys)),
                               zip(*(column.to_pylist() for column in sequences), strict=True), strict=True))
-        tags = shared.commit_tags(pipeline_id, str(batch_id))
+        tags = commit_tags(pipeline_id, str(batch_id))
         handle = self._load(table.tombstone_identifier)
         if handle is None:
             handle = self._ensure(f"{table.name} tombstones", table.tombstone_identifier, table.tombstone_schema(), table.keys, "")
@@ -540,7 +556,7 @@ class IcebergTarget(LakeTarget[_Table]):
         items = list(newer.items())
         arrays: dict[str, Any] = {name: pa.array([key[i] for key, _ in items]) for i, name in enumerate(table.keys)}
         arrays[SEQUENCE] = pa.array([table.sequence_value(seq) for _, seq in items])
-        arrays[DELETED_AT] = pa.array([now] * len(items), type=shared.DELETED_AT_TYPE)
+        arrays[DELETED_AT] = pa.array([now] * len(items), type=DELETED_AT_TYPE)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Delete operation did not match")
             transaction = handle.transaction()
@@ -549,7 +565,7 @@ class IcebergTarget(LakeTarget[_Table]):
             if newer:
                 # Re-appended survivors of the coarse delete must not bring back the expired ones.
                 _delete_exactly(transaction, handle, table.keys, newer, tags,
-                                keep=lambda rows: pc.greater_equal(rows[DELETED_AT], pa.scalar(cutoff, shared.DELETED_AT_TYPE)))
+                                keep=lambda rows: pc.greater_equal(rows[DELETED_AT], pa.scalar(cutoff, DELETED_AT_TYPE)))
                 transaction.append(_arrow_table(schema, arrays, len(items)), snapshot_properties=tags)
             transaction.commit_transaction()
 
@@ -660,11 +676,11 @@ def _rewrite_rows(main: Any, transaction: Any, evolution: Evolution, where: str)
     if main.current_snapshot() is None:
         return
     schema = transaction.table_metadata.schema().as_arrow()
-    evolved, sources = shared.evolved_schema(main.schema().as_arrow(), evolution.operations, ICEBERG_TYPES)
+    evolved, sources = evolved_schema(main.schema().as_arrow(), evolution.operations, ICEBERG_TYPES)
     if evolved.names != schema.names:
         raise TargetError(f"target table {where}: the evolved schema has columns {schema.names}, expected {evolved.names}")
     tags = {"sparkcdc.evolution": "; ".join(evolution.changes)}
-    batches = shared.evolved_batches(main.scan().to_arrow_batch_reader(), schema, sources, where=where)
+    batches = evolved_batches(main.scan().to_arrow_batch_reader(), schema, sources, where=where)
     if main.spec().is_unpartitioned():
         transaction.overwrite(pa.RecordBatchReader.from_batches(schema, batches), AlwaysTrue(), snapshot_properties=tags)
         return
@@ -782,7 +798,7 @@ def _pairs(rows: pa.Table, names: Sequence[str]) -> list[tuple[Any, ...]]:
 
 def _staged_rows(staged: StagedBatch) -> pa.Table | None:
     """The batch's staged rows as one table (pyiceberg writes tables), None when none were staged."""
-    batches = list(shared.staged_batches(staged, "rows"))
+    batches = list(staged_batches(staged, "rows"))
     return pa.Table.from_batches(batches) if batches else None
 
 

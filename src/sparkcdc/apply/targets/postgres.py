@@ -58,10 +58,12 @@ from ..evolution import (
 from ..fold import END_AT, START_AT, Key
 from ..spec import ResolvedSpec
 from ..staged import DELETE, SEGMENT, UNCHANGED, Folded, StagedBatch, StagedPart, pipeline_hash
-from .base import Keys, TargetColumn, already_applied
+from ..target_column import TargetColumn
+from .base import Keys, already_applied
 from .pg_copy import copy_table, int_list_column
 from .pg_vectors import vector_kind, vector_text
-from .shared import DELETED_AT, SEQUENCE, TOMBSTONE_SUFFIX, PreparedTables, split_target
+from .prepared_tables import PreparedTables
+from .table_names import DELETED_AT, SEQUENCE, TOMBSTONE_SUFFIX, split_target
 
 __all__ = ["PostgresTarget", "pg_type_verdict"]
 

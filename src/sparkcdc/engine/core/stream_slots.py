@@ -57,12 +57,12 @@ def stream_slot(config: ConnectorConfig, index: int) -> StreamSlot:
 
 def stream_slots(config: ConnectorConfig) -> tuple[StreamSlot, ...]:
     """Every stream of the configuration, stream 0 first."""
-    return tuple(stream_slot(config, i) for i in range(config.get_int(SLOTS)))
+    return tuple(stream_slot(config, i) for i in range(config.settings.sparkcdc_stream_slots))
 
 
 def _listed(config: ConnectorConfig, count: int) -> dict[str, int]:
     listed: dict[str, int] = {}
-    for entry in split_list(config.get(ASSIGNMENT)):
+    for entry in split_list(config.settings.sparkcdc_stream_slots_assignment):
         name, _, index = entry.rpartition(":")
         slot = int(index)
         if slot >= count:
@@ -74,7 +74,7 @@ def _listed(config: ConnectorConfig, count: int) -> dict[str, int]:
 def assign_tables(config: ConnectorConfig, tables: Sequence[tuple[str, str]]) -> list[list[tuple[str, str]]]:
     """The tables of each stream (in ``tables``' order): listed in ``sparkcdc.stream.slots.assignment``,
     else by the crc32 of ``schema.table`` (stable across processes and versions, unlike ``hash()``)."""
-    count = config.get_int(SLOTS)
+    count = config.settings.sparkcdc_stream_slots
     listed = _listed(config, count)
     out: list[list[tuple[str, str]]] = [[] for _ in range(count)]
     for schema, table in tables:
@@ -89,9 +89,9 @@ def assign_tables(config: ConnectorConfig, tables: Sequence[tuple[str, str]]) ->
 def check_parallel_streaming(config: ConnectorConfig) -> None:
     """Refuse, naming the properties, what cannot work across several streams (and warn about what
     changes); nothing to check with one slot, except an assignment that would do nothing."""
-    count = config.get_int(SLOTS)
+    count = config.settings.sparkcdc_stream_slots
     if count == 1:
-        if config.get(ASSIGNMENT):
+        if config.settings.sparkcdc_stream_slots_assignment:
             raise ConfigurationError(f"places tables on slots, but {SLOTS}=1: there is only one; set {SLOTS} or drop it", prop=ASSIGNMENT)
         return
     _listed(config, count)
@@ -107,7 +107,7 @@ def check_parallel_streaming(config: ConnectorConfig) -> None:
         raise ConfigurationError(f"{SLOTS}={count} splits the tables over {count} publications, but "
                                  f"publication.autocreate.mode={mode} publishes {'every' if mode == 'all_tables' else 'no'} table "
                                  "in each: use publication.autocreate.mode=filtered (or disabled, with publications made by hand)", prop=SLOTS)
-    if mode == "disabled" and config.get(ASSIGNMENT):
+    if mode == "disabled" and config.settings.sparkcdc_stream_slots_assignment:
         raise ConfigurationError("with publication.autocreate.mode=disabled the publications made by hand decide "
                                       "which table each slot streams: drop the assignment", prop=ASSIGNMENT)
     if signal_table_of(config) is not None:
@@ -115,7 +115,7 @@ def check_parallel_streaming(config: ConnectorConfig) -> None:
                                  f"snapshots they start are not supported with {SLOTS}={count}: their watermarks and the "
                                  "tables' changes would be in different streams", prop=SLOTS)
     if any(channel != "source" for channel in enabled_channels(config)):
-        raise ConfigurationError(f"signal.enabled.channels={config.get('signal.enabled.channels')}: signals (and the incremental "
+        raise ConfigurationError(f"signal.enabled.channels={config.settings.signal_enabled_channels}: signals (and the incremental "
                                  f"and blocking snapshots they start) are not supported with {SLOTS}={count}", prop=SLOTS)
     if config.provide_transaction_metadata:
         log.warning("%s=%d with provide.transaction.metadata=true: each stream emits its own BEGIN and END for the part of a "

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from ...debezium.config import ConnectorConfig
-from ...debezium.metric_tags import PROPERTY as TAGS_PROPERTY
 from ...debezium.metric_tags import mbean_name, metric_tags
 from ...engine.core.metric_reports import metrics_location, read_json, stream_report_lsn
 from ...engine.core.metrics import SNAPSHOT, STREAMING, ConnectorMetrics
@@ -60,7 +59,7 @@ class MetricsCollector:
         self.location = metrics_location(config, state_location)
         notes: list[str] = []
         #: custom.metric.tags: appended to Debezium's MBean names there, labels of every sample here.
-        self.tags = metric_tags(config.get(TAGS_PROPERTY), notes)
+        self.tags = metric_tags(config.settings.custom_metric_tags, notes)
         for note in notes:
             log.warning("%s", note)
         #: The Spark Connect server the query runs on (``sparkcdc run --remote``): the reports are then

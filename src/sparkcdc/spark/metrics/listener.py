@@ -35,7 +35,7 @@ class CdcMetricsListener(_listener_base()):  # type: ignore[misc]
 
     def __init__(self, options: Mapping[str, str], *, on_progress: Any = None, poll_server: bool = True) -> None:
         super().__init__()
-        from ..options import config_from_options
+        from ..source.options import config_from_options
 
         self.collector = MetricsCollector(config_from_options(dict(options)), poll_server=poll_server)
         self.on_progress = on_progress

@@ -43,7 +43,7 @@ def named(layout: str) -> Output:
 
 def output_for(config: ConnectorConfig) -> Output:
     """The output the configuration's ``sparkcdc.output.layout`` chooses."""
-    return named(config.get(LAYOUT) or default_output().name)
+    return named(config.settings.sparkcdc_output_layout or default_output().name)
 
 
 def default_output() -> Output:

@@ -105,9 +105,10 @@ def apply_input(changes: DataFrame, *, apply_as_deletes: str | None = DEFAULT_DE
     A ``select``, not ``withColumn``: in a pipeline (pyspark 4.3), a flow whose plan holds a
     ``withColumn`` loses its dependency on the pipeline's tables once they exist in the catalog, and
     starts before them in the next run (docs/declarative-pipelines.md, "Flow order")."""
-    from ..apply import _condition
+    from ..apply.fold_input import condition_flag
 
-    flagged = changes.select("*", _condition(apply_as_deletes).alias(DELETE_FLAG), _condition(apply_as_truncates).alias(TRUNCATE_FLAG))
+    flagged = changes.select("*", condition_flag(apply_as_deletes).alias(DELETE_FLAG),
+                             condition_flag(apply_as_truncates).alias(TRUNCATE_FLAG))
     return flagged.coalesce(1)
 
 
@@ -142,9 +143,9 @@ class ApplyStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        from ..apply import evolution_policy, target_columns
+        from ..apply.target_setup import evolution_policy, target_columns
         from ..source.options import config_from_options, properties_from_options
-        from ..views import describe_table
+        from ..views.describe import describe_table
 
         lowered = {key.lower(): value for key, value in options.items()}
         missing = [name for name in ("target", "table", "pipeline_id") if not lowered.get(name)]

@@ -26,17 +26,19 @@ See ``docs/spark-source.md`` ("Typed per-table views") for the type mapping tabl
 The package, by job: :mod:`.model` (the view: columns, keys, metadata columns), :mod:`.type_map`
 (Connect schema -> Spark type per handling mode, and each codec), :mod:`.expressions` (the Spark SQL
 conversion texts), :mod:`.reader` (reading a column, unchanged TOAST), :mod:`.describe` (the catalog
-side), :mod:`.changes` (``table_changes``) and :mod:`.errors`.
+side), :mod:`.changes` (``table_changes``), :mod:`.versions` (a table's versions in a batch, merged),
+:mod:`.batches` (``batch_changes``) and :mod:`.errors`.
 """
 
 from __future__ import annotations
 
+from .batches import batch_changes
 from .changes import table_changes
 from .describe import describe_table
 from .errors import TableNotCapturedError, TableViewError, UnknownTableError, UnsupportedColumnError
 from .model import CHANGE_OPS, METADATA_COLUMNS, OLD_KEY, TableView, ViewColumn, view_of
 from .type_map import VARIABLE_SCALE_DECIMAL_TYPE, spark_type
-from .versions import batch_changes, merged_view
+from .versions import merged_view
 
 __all__ = [
     "CHANGE_OPS",

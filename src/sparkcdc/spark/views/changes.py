@@ -58,7 +58,7 @@ def _output_of(frame: DataFrame) -> Output:
     """The output a frame of the source was read with, from its columns (an analysis); the default
     one ("columns") in a Declarative Pipelines query function, where Spark refuses analyses."""
     from ..outputs import default_output, output_of_columns
-    from ..pipelines import in_pipeline_query_function
+    from ..pipeline_analysis import in_pipeline_query_function
 
     if in_pipeline_query_function(frame.sparkSession):
         return default_output()

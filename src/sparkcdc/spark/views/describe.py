@@ -44,7 +44,7 @@ def describe_table(properties: Mapping[str, str], table: str) -> TableView:
             info = catalog.table_by_name(schema_name, table_name)
         except LookupError:
             raise UnknownTableError(
-                f"table {qualified} does not exist in database {config.get('database.dbname')!r}"
+                f"table {qualified} does not exist in database {config.settings.database_dbname!r}"
             ) from None
         if info.kind not in ("r", "p"):
             raise UnknownTableError(f"{qualified} is not a table (pg_class.relkind {info.kind!r})")

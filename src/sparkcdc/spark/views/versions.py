@@ -36,7 +36,6 @@ from .model import TableView, ViewColumn, view_of
 from .reader import ColumnReader
 
 __all__ = [
-    "batch_changes",
     "fill_expression",
     "lossy_columns",
     "matching_column",
@@ -153,28 +152,3 @@ def ordered_versions(found: Mapping[str, tuple[str, bool, tuple[int, int, int]]]
     change)."""
     order = sorted(found.items(), key=lambda item: (not item[1][1], item[1][2]))
     return tuple((shape, description) for shape, (description, _, _) in order)
-
-
-def batch_changes(batch: Any, table: str, properties: Any) -> Any:
-    """In a ``foreachBatch`` of the ``changes`` layout: ``table``'s rows of the batch in the view
-    merged over every version of it the batch holds (older rows typed by their own codecs, renamed
-    columns under their new names: as the applier reads them). One small job reads the batch's
-    block headers of the table; a table the batch has no row of gives an empty frame of its view as
-    the catalog describes it now."""
-    from pyspark.sql import functions as F
-
-    from ..outputs.changes.typed import typed_changes, versioned_changes
-    from .describe import describe_table
-
-    schema_name, _, table_name = table.rpartition(".")
-    schema_name = schema_name or "public"
-    rows = (batch.where((F.col("schema") == schema_name) & (F.col("table") == table_name))
-            .groupBy("shape").agg(F.first("description").alias("description"), F.bool_and(F.col("op") == "r").alias("reads"),
-                                  F.max(F.struct("commit_lsn", "lsn", "ordinal")).alias("at"))
-            .collect())
-    if not rows:
-        view = describe_table(properties, f"{schema_name}.{table_name}")
-        return typed_changes(batch.limit(0), view)
-    found = {row["shape"]: (row["description"], bool(row["reads"]), tuple(row["at"])) for row in rows}
-    versions = [(shape, view_of_description(text, properties)) for shape, text in ordered_versions(found)]
-    return versioned_changes(batch, versions, merged_view([view for _, view in versions]))

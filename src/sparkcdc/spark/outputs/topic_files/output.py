@@ -21,7 +21,7 @@ _WRITES = "only the topic_files layout writes topic files from the reader"
 
 
 def _one_process(config: ConnectorConfig, name: str, value: str) -> bool:
-    return config.get_int(name) == 1
+    return config.setting(name) == 1
 
 
 class TopicFilesOutput(Output):
