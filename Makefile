@@ -24,6 +24,7 @@ $(STAMP): pyproject.toml setup.py scripts/system-deps.sh src/sparkcdc/native.py 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/lint-imports --no-logo
+	$(PY) scripts/import_cycles.py
 
 # TEST_WORKERS=2 runs the suite in two pytest-xdist workers, a test file each at a time (a file's
 # tests share module fixtures and run in order; each worker has its own clusters, SparkSession and
