@@ -29,7 +29,6 @@ from ..outputs.changes.typed import BlockTyper, table_blocks, versioned_changes
 from ..running_session import default_parallelism, job_description
 from ..source.options import config_from_options
 from ..views import TableView, describe_table, table_changes
-from ..views.kernels import KernelRefused
 from ..views.versions import lossy_columns, merged_view, view_of_description
 from .census import Census, take_census
 from .fold_input import arrow_schema_of, column_named, condition_flag
@@ -268,15 +267,12 @@ class ChangeApplier:
             with self.stats.timed("plan"):
                 count_changes(split)
         typed = any(plan.typer is not None for plan in plans)
-        try:
-            summaries = self._stage(batch, batch_id, plans, image, typed=typed)
-        except Exception as exc:
-            if not typed or KernelRefused.MARKER not in str(exc):
-                raise
+        summaries = self._stage(batch, batch_id, plans, image, typed=typed)
+        refusals = [row["refused"] for row in summaries if row["refused"]]
+        if refusals:
             # A value no Arrow kernel types exactly (a year past 9999, say): Spark SQL types the batch.
-            # The refused attempts' staging is never committed (their tags are not collected).
-            refusal = next((line.strip() for line in str(exc).splitlines() if KernelRefused.MARKER in line), KernelRefused.MARKER)
-            log.warning("batch %s: %s", batch_id, refusal)
+            # What the other tasks of the refused attempt staged is never committed (not collected here).
+            log.warning("batch %s: %s", batch_id, refusals[0])
             summaries = self._stage(batch, batch_id, plans, image, typed=False)
         parts: dict[str, list[StagedPart]] = {}
         for row in summaries:

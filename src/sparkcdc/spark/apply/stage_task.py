@@ -18,20 +18,25 @@ from pyspark.sql import types as T
 from ...apply.errors import ApplyError
 from ...apply.fold import DELETE_FLAG, TRUNCATE_FLAG
 from ...apply.partition import stage_partition, with_target
+from ..views.kernels import KernelRefused
 from .table_plan import TablePlan
 
 __all__ = ["STAGE_JOB", "STAGE_JOB_TAG", "SUMMARY", "SUMMARY_ARROW", "StageTask"]
 
 
 #: What a :class:`StageTask` answers per partition: the target table, the tag, counts, and the
-#: pickled :class:`~sparkcdc.apply.staged.StagedPart`.
+#: pickled :class:`~sparkcdc.apply.staged.StagedPart`; or, where an Arrow kernel refused a value
+#: while typing the partition's blocks, ``refused`` (why) and nothing staged. A refusal is an
+#: answer, not an exception: an exception crosses Spark's Python worker as text, and the driver
+#: would have to match it by its message to tell it from a failure.
 SUMMARY = T.StructType([
     T.StructField("target", T.StringType(), False), T.StructField("tag", T.StringType(), False),
     T.StructField("events", T.LongType(), False), T.StructField("dropped_late", T.LongType(), False),
     T.StructField("rows", T.LongType(), False), T.StructField("part", T.BinaryType(), False),
+    T.StructField("refused", T.StringType(), True),
 ])
 SUMMARY_ARROW = pa.schema([("target", pa.string()), ("tag", pa.string()), ("events", pa.int64()), ("dropped_late", pa.int64()),
-                           ("rows", pa.int64()), ("part", pa.binary())])
+                           ("rows", pa.int64()), ("part", pa.binary()), ("refused", pa.string())])
 
 
 class StageTask:
@@ -54,9 +59,17 @@ class StageTask:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         started = time.perf_counter()
-        if self.typer is not None:
-            batches = self._flagged(self.typer(batches))
-        gathered = [batch for batch in batches if batch.num_rows]
+        if self.typer is None:
+            gathered = [batch for batch in batches if batch.num_rows]
+        else:
+            try:
+                gathered = [batch for batch in self._flagged(self.typer(batches)) if batch.num_rows]
+            except KernelRefused as refused:
+                for _ in batches:  # the rest of the partition, read and left: the driver types the batch with Spark SQL
+                    pass
+                yield pa.RecordBatch.from_pylist([{"target": self.resolved.target, "tag": "", "events": 0, "dropped_late": 0,
+                                                   "rows": 0, "part": b"", "refused": str(refused)}], schema=SUMMARY_ARROW)
+                return
         if not gathered:
             return
         typing = time.perf_counter() - started  # the blocks' decoding and typing, when typed here
@@ -72,7 +85,7 @@ class StageTask:
             part = dataclasses.replace(part, seconds=(*part.seconds, ("type", typing)))
         yield pa.RecordBatch.from_pylist([{
             "target": self.resolved.target, "tag": part.tag, "events": part.events, "dropped_late": part.dropped_late,
-            "rows": sum(part.rows_per_segment), "part": pickle.dumps(part),
+            "rows": sum(part.rows_per_segment), "part": pickle.dumps(part), "refused": None,
         }], schema=SUMMARY_ARROW)
 
     def _flagged(self, typed: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
