@@ -127,7 +127,7 @@ def check_resumed_slot(admin: psycopg.Connection, config: ConnectorConfig, conni
     engine/core/offset_mismatch.py): where its stream reads from (written to the stream's ``store``
     when past the checkpoint), and whether the slot is left behind the checkpoint at the start (it is
     then confirmed only when a batch commits, not when batches are planned)."""
-    strategy = config.text("offset.mismatch.strategy")
+    strategy = config.settings.offset_mismatch_strategy
     failover = config.settings.slot_failover
     if slot is None:
         if not trusts_slot(strategy):

@@ -335,11 +335,11 @@ class ConnectorPlanner:
         missing = [name for name in self.slot_names if get_slot(self.admin, name) is None]
         if not missing:
             return True
-        if not (takes_snapshot(self.config, fresh=False) or trusts_slot(self.config.text("offset.mismatch.strategy"))):
+        if not (takes_snapshot(self.config, fresh=False) or trusts_slot(self.config.settings.offset_mismatch_strategy)):
             raise missing_slot_error(self.admin, self.config, missing[0], start)
         log.warning("slot %s does not exist on %s: the replayed batch %s..%s reads nothing, and what follows is decided "
                     "as at a restart (snapshot.mode=%s, offset.mismatch.strategy=%s)", missing[0], server_of(self.admin),
-                    format_lsn(start.lsn), format_lsn(end.lsn), self.mode, self.config.text("offset.mismatch.strategy"))
+                    format_lsn(start.lsn), format_lsn(end.lsn), self.mode, self.config.settings.offset_mismatch_strategy)
         return False
 
     def _insert_lsn(self) -> int:

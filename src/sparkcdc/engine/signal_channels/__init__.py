@@ -31,7 +31,7 @@ def open_channel(config: ConnectorConfig, name: str) -> SignalChannel:
     if name == "file":
         from .file import FileSignalChannel
 
-        return FileSignalChannel(config.text("signal.file"))
+        return FileSignalChannel(config.settings.signal_file)
     if name == "kafka":
         from .kafka import KafkaSignalChannel
 

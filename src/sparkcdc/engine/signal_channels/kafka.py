@@ -47,7 +47,11 @@ _MAX_MESSAGES = 500
 def kafka_client_settings(config: ConnectorConfig) -> dict[str, str]:
     """The librdkafka settings of the signal channel's clients: ``signal.consumer.*`` over the
     ``signal.kafka.*`` properties (the configuration requires the servers with the kafka channel)."""
-    settings = {"bootstrap.servers": config.text("signal.kafka.bootstrap.servers"), "client.id": "sparkcdc-signals"}
+    servers = config.settings.signal_kafka_bootstrap_servers
+    if not servers:
+        raise ConfigurationError("required with the kafka signal channel: the brokers to read signals from",
+                                 prop="signal.kafka.bootstrap.servers")
+    settings = {"bootstrap.servers": servers, "client.id": "sparkcdc-signals"}
     for match, value in config.items_matching(_PASSTHROUGH):
         name = match.group(1)
         if name in _JAVA_ONLY:
@@ -65,7 +69,7 @@ class KafkaSignalChannel(PolledChannel):
         self.key = config.topic_prefix
         self.timeout = config.settings.signal_kafka_poll_timeout_ms / 1000
         self.settings = kafka_client_settings(config)
-        self.group = config.text("signal.kafka.groupId")
+        self.group = config.settings.signal_kafka_groupid
         self._consumer: Any = None
         self._partitions: list[int] = []
         self._position: dict[int, int] | None = None  # where the consumer stands; None: to be assigned
