@@ -37,7 +37,7 @@ def differences_from_debezium(config: ConnectorConfig, *, skip: frozenset[str] =
     for name, prop in PROPERTIES.items():
         if name in skip or prop.status == ALIAS:
             continue  # an alias shows as the current property it was translated to
-        value = config.raw.get(name)
+        value = config.given(name)
         if value is None or value == "":
             continue
         default = DEBEZIUM_DEFAULTS.get(name)

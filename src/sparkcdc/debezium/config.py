@@ -215,6 +215,11 @@ class ConnectorConfig:
 
         return settings_of(self)
 
+    def given(self, name: str) -> str | None:
+        """What the configuration itself sets ``name`` to (None when unset or empty): for the checks
+        that ask whether the user gave a property, not what it amounts to (its default included)."""
+        return self.raw.get(name) or None
+
     def setting(self, name: str) -> Any:
         """The typed value of the property ``name`` (as :attr:`settings` has it), for code that
         reads a list of properties by name (the TLS files, the filters); code that reads one

@@ -63,7 +63,7 @@ def check_parallel_decoding(config: ConnectorConfig) -> int:
     """The number of decoding processes, refused (naming the property) where they cannot work."""
     count = config.settings.sparkcdc_stream_decode_processes
     if count == 1:
-        if config.raw.get(CHUNK_MESSAGES):
+        if config.given(CHUNK_MESSAGES):
             raise ConfigurationError(f"sizes what each decoding process is given, but {DECODE_PROCESSES}=1: there are "
                                               f"none; set {DECODE_PROCESSES} or drop it", prop=CHUNK_MESSAGES)
         return count
