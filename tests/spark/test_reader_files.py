@@ -17,6 +17,7 @@ import pyarrow as pa
 import pytest
 from pyspark.errors import PySparkException
 
+from sparkcdc.debezium.config import ConnectorConfig
 from sparkcdc.engine.core.encoded import Constant, EncodedBatch, joined
 from sparkcdc.errors import ConfigurationError
 from sparkcdc.spark.outputs.lines import LINES_ARROW_SCHEMA, LINES_DDL_SCHEMA, line_batch, line_end
@@ -173,12 +174,10 @@ def test_compression_is_refused_where_nothing_compresses(tmp_path: Path) -> None
 
 
 def test_the_layout_needs_its_directory() -> None:
-    class Config:
-        def get(self, name: str) -> str:
-            return ""
-
+    config = ConnectorConfig({"database.hostname": "h", "database.user": "u", "database.dbname": "d", "topic.prefix": "srv",
+                              "sparkcdc.output.layout": "topic_files"})
     with pytest.raises(ConfigurationError, match="sparkcdc.output.topic.files"):
-        topic_files_directory(Config())
+        topic_files_directory(config)
 
 
 def test_a_failed_write_fails_the_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
