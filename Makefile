@@ -29,7 +29,8 @@ lint: $(STAMP)
 # TEST_WORKERS=2 runs the suite in two pytest-xdist workers, a test file each at a time (a file's
 # tests share module fixtures and run in order; each worker has its own clusters, SparkSession and
 # Debezium JVM). Measured 2026-11-28 before the kill tests were trimmed: 62 min with two workers (with
-# other work on the machine, and flakier) against 77 min in one process. One process is the default
+# other work on the machine, and flakier) against 77 min in one process; after the trim 64 min in one
+# process from a fresh clone (2026-11-29). One process is the default
 # until two workers have passed a full run.
 TEST_WORKERS ?= 0
 test: lint
