@@ -53,7 +53,7 @@ import pyarrow.compute as pc
 from . import staged, vector
 from .errors import ApplyError
 from .spec import ResolvedSpec
-from .staged import Folded, SegmentBounds
+from .staged import END_AT, START_AT, Folded, SegmentBounds, Sequence_
 
 __all__ = [
     "DELETE_FLAG",
@@ -77,11 +77,8 @@ UNCHANGED = "__unchanged"
 #: Optional: the old key of the create that ends a primary-key change (a struct of the key columns;
 #: the typed view's ``__old_key``). Columns such a create could not carry are the old row's.
 OLD_KEY = "__old_key"
-START_AT = "__START_AT"
-END_AT = "__END_AT"
 
 Key = tuple[Any, ...]
-Sequence_ = tuple[Any, ...]
 
 
 @dataclass

@@ -10,31 +10,7 @@ from __future__ import annotations
 import struct
 from functools import singledispatch
 
-from .messages import (
-    PG_EPOCH_OFFSET_US,
-    Begin,
-    BeginPrepare,
-    Commit,
-    CommitPrepared,
-    Delete,
-    Insert,
-    LogicalMessage,
-    Origin,
-    PgOutputMessage,
-    Prepare,
-    Relation,
-    RollbackPrepared,
-    StreamAbort,
-    StreamCommit,
-    StreamPrepare,
-    StreamStart,
-    StreamStop,
-    Truncate,
-    TupleData,
-    TypeMessage,
-    UnchangedToast,
-    Update,
-)
+from . import messages as msg
 
 __all__ = ["encode", "encode_tuple"]
 
@@ -60,7 +36,7 @@ def _u64(value: int) -> bytes:
 
 
 def _ts(unix_us: int) -> bytes:
-    return struct.pack(">q", unix_us - PG_EPOCH_OFFSET_US)
+    return struct.pack(">q", unix_us - msg.PG_EPOCH_OFFSET_US)
 
 
 def _cstring(value: str) -> bytes:
@@ -71,12 +47,12 @@ def _xid(xid: int | None) -> bytes:
     return b"" if xid is None else _u32(xid)
 
 
-def encode_tuple(values: TupleData) -> bytes:
+def encode_tuple(values: msg.TupleData) -> bytes:
     parts = [_u16(len(values))]
     for value in values:
         if value is None:
             parts.append(b"n")
-        elif isinstance(value, UnchangedToast):
+        elif isinstance(value, msg.UnchangedToast):
             parts.append(b"u")
         elif isinstance(value, str):
             data = value.encode("utf-8")
@@ -87,33 +63,33 @@ def encode_tuple(values: TupleData) -> bytes:
 
 
 @singledispatch
-def encode(message: PgOutputMessage) -> bytes:
+def encode(message: msg.PgOutputMessage) -> bytes:
     """Encode a message. Data messages carry an xid (for use inside a stream) iff ``xid`` is set."""
     raise TypeError(f"not a pgoutput message: {message!r}")
 
 
 @encode.register
-def _(m: Begin) -> bytes:
+def _(m: msg.Begin) -> bytes:
     return b"B" + _u64(m.final_lsn) + _ts(m.commit_ts_us) + _u32(m.xid)
 
 
 @encode.register
-def _(m: LogicalMessage) -> bytes:
+def _(m: msg.LogicalMessage) -> bytes:
     return b"M" + _xid(m.xid) + _u8(m.flags) + _u64(m.lsn) + _cstring(m.prefix) + _i32(len(m.content)) + m.content
 
 
 @encode.register
-def _(m: Commit) -> bytes:
+def _(m: msg.Commit) -> bytes:
     return b"C" + _u8(m.flags) + _u64(m.commit_lsn) + _u64(m.end_lsn) + _ts(m.commit_ts_us)
 
 
 @encode.register
-def _(m: Origin) -> bytes:
+def _(m: msg.Origin) -> bytes:
     return b"O" + _u64(m.origin_lsn) + _cstring(m.name)
 
 
 @encode.register
-def _(m: Relation) -> bytes:
+def _(m: msg.Relation) -> bytes:
     columns = b"".join(
         _u8(c.flags) + _cstring(c.name) + _u32(c.type_oid) + _i32(c.type_modifier) for c in m.columns
     )
@@ -124,48 +100,48 @@ def _(m: Relation) -> bytes:
 
 
 @encode.register
-def _(m: TypeMessage) -> bytes:
+def _(m: msg.TypeMessage) -> bytes:
     return b"Y" + _xid(m.xid) + _u32(m.type_oid) + _cstring(m.namespace) + _cstring(m.name)
 
 
 @encode.register
-def _(m: Insert) -> bytes:
+def _(m: msg.Insert) -> bytes:
     return b"I" + _xid(m.xid) + _u32(m.relation_id) + b"N" + encode_tuple(m.new_tuple)
 
 
 @encode.register
-def _(m: Update) -> bytes:
+def _(m: msg.Update) -> bytes:
     old = b"" if m.old_kind is None or m.old_tuple is None else m.old_kind.encode("ascii") + encode_tuple(m.old_tuple)
     return b"U" + _xid(m.xid) + _u32(m.relation_id) + old + b"N" + encode_tuple(m.new_tuple)
 
 
 @encode.register
-def _(m: Delete) -> bytes:
+def _(m: msg.Delete) -> bytes:
     return b"D" + _xid(m.xid) + _u32(m.relation_id) + m.old_kind.encode("ascii") + encode_tuple(m.old_tuple)
 
 
 @encode.register
-def _(m: Truncate) -> bytes:
+def _(m: msg.Truncate) -> bytes:
     return b"T" + _xid(m.xid) + _u32(len(m.relation_ids)) + _u8(m.options) + b"".join(_u32(r) for r in m.relation_ids)
 
 
 @encode.register
-def _(m: StreamStart) -> bytes:
+def _(m: msg.StreamStart) -> bytes:
     return b"S" + _u32(m.xid) + _u8(1 if m.first_segment else 0)
 
 
 @encode.register
-def _(m: StreamStop) -> bytes:
+def _(m: msg.StreamStop) -> bytes:
     return b"E"
 
 
 @encode.register
-def _(m: StreamCommit) -> bytes:
+def _(m: msg.StreamCommit) -> bytes:
     return b"c" + _u32(m.xid) + _u8(m.flags) + _u64(m.commit_lsn) + _u64(m.end_lsn) + _ts(m.commit_ts_us)
 
 
 @encode.register
-def _(m: StreamAbort) -> bytes:
+def _(m: msg.StreamAbort) -> bytes:
     tail = b""
     if m.abort_lsn is not None and m.abort_ts_us is not None:
         tail = _u64(m.abort_lsn) + _ts(m.abort_ts_us)
@@ -173,22 +149,22 @@ def _(m: StreamAbort) -> bytes:
 
 
 @encode.register
-def _(m: BeginPrepare) -> bytes:
+def _(m: msg.BeginPrepare) -> bytes:
     return b"b" + _u64(m.prepare_lsn) + _u64(m.end_lsn) + _ts(m.prepare_ts_us) + _u32(m.xid) + _cstring(m.gid)
 
 
 @encode.register
-def _(m: Prepare) -> bytes:
+def _(m: msg.Prepare) -> bytes:
     return b"P" + _u8(m.flags) + _u64(m.prepare_lsn) + _u64(m.end_lsn) + _ts(m.prepare_ts_us) + _u32(m.xid) + _cstring(m.gid)
 
 
 @encode.register
-def _(m: CommitPrepared) -> bytes:
+def _(m: msg.CommitPrepared) -> bytes:
     return b"K" + _u8(m.flags) + _u64(m.commit_lsn) + _u64(m.end_lsn) + _ts(m.commit_ts_us) + _u32(m.xid) + _cstring(m.gid)
 
 
 @encode.register
-def _(m: RollbackPrepared) -> bytes:
+def _(m: msg.RollbackPrepared) -> bytes:
     return (
         b"r" + _u8(m.flags) + _u64(m.prepare_end_lsn) + _u64(m.rollback_end_lsn) + _ts(m.prepare_ts_us)
         + _ts(m.rollback_ts_us) + _u32(m.xid) + _cstring(m.gid)
@@ -196,5 +172,5 @@ def _(m: RollbackPrepared) -> bytes:
 
 
 @encode.register
-def _(m: StreamPrepare) -> bytes:
+def _(m: msg.StreamPrepare) -> bytes:
     return b"p" + _u8(m.flags) + _u64(m.prepare_lsn) + _u64(m.end_lsn) + _ts(m.prepare_ts_us) + _u32(m.xid) + _cstring(m.gid)

@@ -70,10 +70,12 @@ __all__ = [
 ]
 
 def quote_ident(name: str) -> str:
+    """A PostgreSQL identifier, double-quoted (so case and any character are kept)."""
     return '"' + name.replace('"', '""') + '"'
 
 
 def quote_literal(value: str) -> str:
+    """A PostgreSQL string literal (standard_conforming_strings: only quotes are doubled)."""
     return "'" + value.replace("'", "''") + "'"
 
 

@@ -97,18 +97,8 @@ from ..spec import ResolvedSpec
 from ..staged import DELETE, SEGMENT, UNCHANGED, Folded, StagedBatch, StagedPart
 from ..target_column import TargetColumn
 from ..vector import cast_column, last_of_each
-from . import delta_image
+from . import delta_image, lake_evolution
 from .lake_commits import commit_tags, settled, tags_of
-from .lake_evolution import (
-    IDENTITY_PROPERTY,
-    LakeTypeRules,
-    evolved_batches,
-    evolved_schema,
-    identity_record,
-    plan_lake_evolution,
-    recorded_identity,
-    widened_tombstone_keys,
-)
 from .lake_staging import staged_batches
 from .lake_target import LakeTarget
 from .library_errors import failing_as
@@ -126,7 +116,7 @@ TOMBSTONES_DIR = "_sparkcdc/tombstones"
 #: (microseconds) and one zone (UTC), no times, durations or intervals.
 DELTA_TYPES = StorageTypes("Delta Lake", small_integers=True, fixed_size_binary=False, times=False, others=True)
 #: What a Delta mirror widens (every change of type is a rewrite, so a decimal may take a larger scale).
-DELTA_RULES = LakeTypeRules(DELTA_TYPES)
+DELTA_RULES = lake_evolution.LakeTypeRules(DELTA_TYPES)
 #: The commit-info key of an evolution's commits: the token its pending identity names (see ``_settled_identity``).
 EVOLUTION_KEY = "sparkcdc.evolution"
 #: In the identity record: the identity an evolution under way records once its changes are in.
@@ -219,8 +209,8 @@ class DeltaTarget(LakeTarget[_Table]):
         with failing_as(f"preparing target table {spec.target} at {path}"):
             handle = self._handle(None, path)
             if handle is None:
-                record = identity_record(spec, relation_id, {c.name: c.attnum for c in created})
-                DeltaTable.create(path, schema=planned.schema, mode="ignore", configuration={IDENTITY_PROPERTY: json.dumps(record)},
+                record = lake_evolution.identity_record(spec, relation_id, {c.name: c.attnum for c in created})
+                DeltaTable.create(path, schema=planned.schema, mode="ignore", configuration={lake_evolution.IDENTITY_PROPERTY: json.dumps(record)},
                                   raise_if_key_not_exists=False, storage_options=self.storage_options)
                 handle = DeltaTable(path, storage_options=self.storage_options)
             evolution = self._evolve(spec, handle, columns, relation_id, policy)
@@ -238,16 +228,16 @@ class DeltaTarget(LakeTarget[_Table]):
         table property with data): the identity to come is recorded first as pending, and
         :meth:`_settled_identity` tells after a crash whether the changes went in."""
         where = f"at {self._paths(spec)[0]}"
-        raw = recorded_identity((handle.metadata().configuration or {}).get(IDENTITY_PROPERTY), f"{spec.target} {where}")
+        raw = lake_evolution.recorded_identity((handle.metadata().configuration or {}).get(lake_evolution.IDENTITY_PROPERTY), f"{spec.target} {where}")
         record = _settled_identity(handle, raw, f"{spec.target} {where}")
-        evolution = plan_lake_evolution(
+        evolution = lake_evolution.plan_lake_evolution(
             spec, columns, _arrow_schema(handle), record, relation_id, policy, DELTA_RULES, where=where,
             continue_hint=lambda column: (
                 f"rewrite the mirror table {where} yourself with its column {column} of the source's type (for example with "
                 f"deltalake: read the table, cast the column, and write_deltalake(..., mode='overwrite', schema_mode='overwrite'))"),
         )
         relation = relation_id or int((record or {}).get("relation", 0))
-        wanted = identity_record(spec, relation, evolution.identity)
+        wanted = lake_evolution.identity_record(spec, relation, evolution.identity)
         if evolution.operations:
             token = uuid.uuid4().hex
             _record_identity(handle, {**(record or {}), _PENDING: {"token": token, "after": handle.version(), "record": wanted}})
@@ -263,7 +253,7 @@ class DeltaTarget(LakeTarget[_Table]):
         made good by the next prepare); a tombstone table without the expected columns is refused."""
         widened: list[Operation] = [
             WidenColumn(name, old, TargetColumn(name, new))
-            for name, old, new in widened_tombstone_keys(table, _arrow_schema(tombstones), DELTA_TYPES, f"at {table.tombstone_path}")
+            for name, old, new in lake_evolution.widened_tombstone_keys(table, _arrow_schema(tombstones), DELTA_TYPES, f"at {table.tombstone_path}")
         ]
         if widened:
             # Tagged as the newest tombstone write was: a rewrite must not make an unsettled write trusted.
@@ -503,7 +493,7 @@ def _settled_identity(handle: DeltaTable, raw: dict[str, Any] | None, where: str
     try:
         token, after, record = str(raw[_PENDING]["token"]), int(raw[_PENDING]["after"]), dict(raw[_PENDING]["record"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise TargetError(f"target table {where}: its property {IDENTITY_PROPERTY} holds a pending evolution sparkcdc cannot "
+        raise TargetError(f"target table {where}: its property {lake_evolution.IDENTITY_PROPERTY} holds a pending evolution sparkcdc cannot "
                           f"read ({exc!r}); remove the property (the table's columns are then matched by name) and restart "
                           f"the run") from exc
     since = handle.version() - after
@@ -516,7 +506,7 @@ def _settled_identity(handle: DeltaTable, raw: dict[str, Any] | None, where: str
 def _record_identity(handle: DeltaTable, record: Mapping[str, Any]) -> None:
     """The identity record as the table's configuration (a commit of its own: deltalake accepts a
     custom key only with ``raise_if_not_exists=False``, and no overwrite carries one)."""
-    handle.alter.set_table_properties({IDENTITY_PROPERTY: json.dumps(record)}, raise_if_not_exists=False)
+    handle.alter.set_table_properties({lake_evolution.IDENTITY_PROPERTY: json.dumps(record)}, raise_if_not_exists=False)
     handle.update_incremental()
 
 
@@ -554,7 +544,7 @@ def _rewrite(handle: DeltaTable, operations: Sequence[Operation], properties: Co
     if mapping != "none":
         raise TargetError(f"target table {where} uses column mapping (delta.columnMapping.mode={mapping}), which deltalake "
                           "writes wrong: make the change to the mirror yourself (with Spark), then restart the run")
-    schema, sources = evolved_schema(_arrow_schema(handle), operations, DELTA_TYPES)
+    schema, sources = lake_evolution.evolved_schema(_arrow_schema(handle), operations, DELTA_TYPES)
     named = {source: name for name, source in sources.items() if isinstance(source, str)}
     lost = [column for column in metadata.partition_columns if column not in named]
     if lost:
@@ -562,7 +552,7 @@ def _rewrite(handle: DeltaTable, operations: Sequence[Operation], properties: Co
                           "a Delta table keeps its partition columns; drop them yourself or repartition the mirror, then "
                           "restart the run")
     stored = [source for source in sources.values() if isinstance(source, str)]
-    batches = evolved_batches(handle.to_pyarrow_dataset().to_batches(columns=stored), schema, sources, where=where)
+    batches = lake_evolution.evolved_batches(handle.to_pyarrow_dataset().to_batches(columns=stored), schema, sources, where=where)
     write_deltalake(handle, pa.RecordBatchReader.from_batches(schema, batches), mode="overwrite", schema_mode="overwrite",
                     partition_by=[named[c] for c in metadata.partition_columns] or None, commit_properties=properties)
     handle.update_incremental()

@@ -88,35 +88,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import evolution as schema_evolution
 from .. import vector
 from ..errors import TargetError
-from ..evolution import (
-    DROP,
-    AddColumn,
-    DropColumn,
-    DropNotNull,
-    Evolution,
-    EvolutionPolicy,
-    Operation,
-    RenameColumn,
-    WidenColumn,
-)
 from ..fold import END_AT, START_AT, Key
 from ..spec import ResolvedSpec
 from ..staged import DELETE, SEGMENT, UNCHANGED, StagedBatch
 from ..target_column import TargetColumn
+from . import lake_evolution
 from .base import key_tuples
 from .lake_commits import commit_tags, settled, tags_of
-from .lake_evolution import (
-    IDENTITY_PROPERTY,
-    LakeTypeRules,
-    evolved_batches,
-    evolved_schema,
-    identity_record,
-    plan_lake_evolution,
-    recorded_identity,
-    widened_tombstone_keys,
-)
 from .lake_staging import staged_batches
 from .lake_target import LakeTarget, rows_by_key
 from .library_errors import failing_as, reason
@@ -135,7 +116,7 @@ CATALOG_FILE = "sparkcdc-catalog.db"
 ICEBERG_TYPES = StorageTypes("Iceberg", small_integers=False, fixed_size_binary=True, times=True, others=False)
 #: What an Iceberg mirror widens: what Iceberg's own type promotion allows (int to long, float to
 #: double, a decimal's precision; never a decimal's scale).
-ICEBERG_RULES = LakeTypeRules(ICEBERG_TYPES, rescale_decimals=False)
+ICEBERG_RULES = lake_evolution.LakeTypeRules(ICEBERG_TYPES, rescale_decimals=False)
 #: Rows read and appended at a time when a partitioned table's rows are rewritten (pyiceberg 0.12
 #: streams a RecordBatchReader into unpartitioned tables only).
 _REWRITE_CHUNK_BYTES = 128 * 1024 * 1024
@@ -265,12 +246,12 @@ class IcebergTarget(LakeTarget[_Table]):
         return str(warehouse)
 
     def prepare(self, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn],
-                policy: EvolutionPolicy | None = None, *, relation_id: int = 0) -> Evolution:
+                policy: schema_evolution.EvolutionPolicy | None = None, *, relation_id: int = 0) -> schema_evolution.Evolution:
         """Create the target table (with its source identity, in one commit), or bring it to the
         source's shape under ``policy`` (see the module doc, Schema evolution); the key columns of
         its tombstone table follow a widened key."""
-        policy = policy or EvolutionPolicy()
-        created = [c for c in columns if not (c.dropped and policy.dropped_columns == DROP)]
+        policy = policy or schema_evolution.EvolutionPolicy()
+        created = [c for c in columns if not (c.dropped and policy.dropped_columns == schema_evolution.DROP)]
         planned = self._layout(spec, created, sequence)  # a type Iceberg has no type for stops before anything is written
         identifier, tombstone_identifier = planned.identifier, planned.tombstone_identifier
         identifier_fields = list(spec.keys)
@@ -281,8 +262,8 @@ class IcebergTarget(LakeTarget[_Table]):
             catalog.create_namespace_if_not_exists(identifier[0])
             handle = self._load(identifier)
             if handle is None:
-                record = identity_record(spec, relation_id, {c.name: c.attnum for c in created})
-                handle = self._create(identifier, planned.schema, identifier_fields, {IDENTITY_PROPERTY: json.dumps(record)})
+                record = lake_evolution.identity_record(spec, relation_id, {c.name: c.attnum for c in created})
+                handle = self._create(identifier, planned.schema, identifier_fields, {lake_evolution.IDENTITY_PROPERTY: json.dumps(record)})
             evolution = self._evolve(spec, handle, columns, relation_id, policy)
             table = self._layout(spec, evolution.columns, sequence)
             tombstones = self._load(tombstone_identifier)
@@ -292,13 +273,13 @@ class IcebergTarget(LakeTarget[_Table]):
         return evolution
 
     def _evolve(self, spec: ResolvedSpec, handle: Any, columns: Sequence[TargetColumn], relation_id: int,
-                policy: EvolutionPolicy) -> Evolution:
+                policy: schema_evolution.EvolutionPolicy) -> schema_evolution.Evolution:
         """Plan the changes that bring the table to ``columns`` and commit them with the identity
         (and, for an added column with a value, the rows rewritten) in ONE transaction."""
         where = self._where(spec)
-        record = recorded_identity(handle.properties.get(IDENTITY_PROPERTY), f"{spec.target} {where}")
+        record = lake_evolution.recorded_identity(handle.properties.get(lake_evolution.IDENTITY_PROPERTY), f"{spec.target} {where}")
         name = ".".join(self._identifiers(spec)[0])
-        evolution = plan_lake_evolution(
+        evolution = lake_evolution.plan_lake_evolution(
             spec, columns, handle.schema().as_arrow(), record, relation_id, policy, ICEBERG_RULES, where=where,
             continue_hint=lambda column: (
                 f"change the column {column} of the mirror table {name} in {self.description} yourself (Iceberg widens int "
@@ -306,7 +287,7 @@ class IcebergTarget(LakeTarget[_Table]):
                 f"the table, for example with Spark's CREATE OR REPLACE TABLE {name} AS SELECT … CAST({column} AS …))"),
         )
         relation = relation_id or int((record or {}).get("relation", 0))
-        wanted = identity_record(spec, relation, evolution.identity)
+        wanted = lake_evolution.identity_record(spec, relation, evolution.identity)
         if not evolution.operations and wanted == record:
             return evolution
         with warnings.catch_warnings():
@@ -314,9 +295,9 @@ class IcebergTarget(LakeTarget[_Table]):
             transaction = handle.transaction()
             if evolution.operations:
                 _change_schema(transaction, evolution.operations)
-                if any(isinstance(op, AddColumn) and op.column.fill is not None for op in evolution.operations):
+                if any(isinstance(op, schema_evolution.AddColumn) and op.column.fill is not None for op in evolution.operations):
                     _rewrite_rows(handle, transaction, evolution, where)
-            transaction.set_properties({IDENTITY_PROPERTY: json.dumps(wanted)})
+            transaction.set_properties({lake_evolution.IDENTITY_PROPERTY: json.dumps(wanted)})
             transaction.commit_transaction()
         evolution.report(spec.target, where, spec.spec.qualified_table)
         return evolution
@@ -325,7 +306,7 @@ class IcebergTarget(LakeTarget[_Table]):
         """The tombstone table's key columns widened to the table's key types where a key's type was
         widened (decided from the two tables as they are, so that a crash between their commits is
         made good by the next prepare); a tombstone table without the expected columns is refused."""
-        widened = widened_tombstone_keys(table, tombstones.schema().as_arrow(), ICEBERG_TYPES, f"at {self.location}",
+        widened = lake_evolution.widened_tombstone_keys(table, tombstones.schema().as_arrow(), ICEBERG_TYPES, f"at {self.location}",
                                          rescale_decimals=False)
         if widened:
             with tombstones.update_schema() as update:
@@ -605,13 +586,13 @@ class _SchemaChanges:
             base = name
         return base
 
-    def apply(self, operation: Operation) -> None:
-        if isinstance(operation, DropColumn):
+    def apply(self, operation: schema_evolution.Operation) -> None:
+        if isinstance(operation, schema_evolution.DropColumn):
             base = self._base(operation.name, unchanged=True)
             self.update.delete_column(base)
             del self.base[operation.name]
             self.deleted.add(base)
-        elif isinstance(operation, RenameColumn):
+        elif isinstance(operation, schema_evolution.RenameColumn):
             base = self._base(operation.old)
             if operation.new in self.deleted:
                 self._next()
@@ -620,15 +601,15 @@ class _SchemaChanges:
             del self.base[operation.old]
             self.base[operation.new] = base
             self.changed.add(base)
-        elif isinstance(operation, WidenColumn):
+        elif isinstance(operation, schema_evolution.WidenColumn):
             base = self._base(operation.name)
             self.update.update_column(base, field_type=_iceberg_type(ICEBERG_TYPES.of(operation.column.arrow_type, base), base))
             self.changed.add(base)
-        elif isinstance(operation, DropNotNull):
+        elif isinstance(operation, schema_evolution.DropNotNull):
             base = self._base(operation.name)
             self.update.make_column_optional(base)
             self.changed.add(base)
-        elif isinstance(operation, AddColumn):
+        elif isinstance(operation, schema_evolution.AddColumn):
             column = operation.column
             if column.name in self.start:  # union_by_name would find the starting schema's column of that name
                 self._next()
@@ -642,7 +623,7 @@ class _SchemaChanges:
         self.update.commit()
 
 
-def _change_schema(transaction: Any, operations: Sequence[Operation]) -> None:
+def _change_schema(transaction: Any, operations: Sequence[schema_evolution.Operation]) -> None:
     """The operations, in order, as schema updates of ``transaction``."""
     changes = _SchemaChanges(transaction)
     for operation in operations:
@@ -665,7 +646,7 @@ def _iceberg_type(arrow_type: pa.DataType, name: str) -> Any:
     raise TargetError(f"column {name}: an Iceberg column is not widened to {arrow_type}")
 
 
-def _rewrite_rows(main: Any, transaction: Any, evolution: Evolution, where: str) -> None:
+def _rewrite_rows(main: Any, transaction: Any, evolution: schema_evolution.Evolution, where: str) -> None:
     """Every row of the table written again with the values of the added columns (Iceberg format
     2 has no default for the rows a table holds), in ``transaction``, after its schema updates: the
     schema, the rows and the identity commit together or not at all. Rows are read batch by batch
@@ -676,11 +657,11 @@ def _rewrite_rows(main: Any, transaction: Any, evolution: Evolution, where: str)
     if main.current_snapshot() is None:
         return
     schema = transaction.table_metadata.schema().as_arrow()
-    evolved, sources = evolved_schema(main.schema().as_arrow(), evolution.operations, ICEBERG_TYPES)
+    evolved, sources = lake_evolution.evolved_schema(main.schema().as_arrow(), evolution.operations, ICEBERG_TYPES)
     if evolved.names != schema.names:
         raise TargetError(f"target table {where}: the evolved schema has columns {schema.names}, expected {evolved.names}")
     tags = {"sparkcdc.evolution": "; ".join(evolution.changes)}
-    batches = evolved_batches(main.scan().to_arrow_batch_reader(), schema, sources, where=where)
+    batches = lake_evolution.evolved_batches(main.scan().to_arrow_batch_reader(), schema, sources, where=where)
     if main.spec().is_unpartitioned():
         transaction.overwrite(pa.RecordBatchReader.from_batches(schema, batches), AlwaysTrue(), snapshot_properties=tags)
         return

@@ -20,7 +20,7 @@ import struct
 from fractions import Fraction
 from typing import Final
 
-from ..types.numeric import _java_float_digits, java_float32_digits, java_float_text_value
+from ..types.numeric import java_float32_digits, java_float64_digits, java_float_text_value
 
 __all__ = [
     "FLOAT32_MAX_EXPONENT",
@@ -160,18 +160,7 @@ def java_double_text(value: float) -> str:
     negative = bool(bits >> 63)
     if value == 0:
         return "-0.0" if negative else "0.0"
-    fraction = bits & 0xFFFFFFFFFFFFF
-    biased = (bits >> 52) & 0x7FF
-    if biased == 0:  # subnormal: normalise the fraction, as FloatingDecimal does
-        leading = 64 - fraction.bit_length()
-        shift = leading - 11
-        fraction <<= shift
-        biased = 1 - shift
-        significant = 64 - leading
-    else:
-        fraction |= 1 << 52
-        significant = 53
-    digits, exponent = _java_float_digits(biased - 1023, fraction, significant)
+    digits, exponent = java_float64_digits(bits)
     return _java_format(digits, exponent, negative)
 
 

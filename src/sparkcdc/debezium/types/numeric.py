@@ -205,23 +205,37 @@ def _java_float_digits(binary_exponent: int, fraction_bits: int, significant_bit
     return value, decimal_exponent + 1 - len(digits)
 
 
+def _java_binary_digits(bits: int, fraction_width: int, exponent_width: int) -> tuple[int, int]:
+    """The decimal digits and exponent Java 17 prints for the finite, non-zero IEEE 754 binary value
+    with ``bits`` (its sign left out), of the format with these field widths."""
+    fraction = bits & ((1 << fraction_width) - 1)
+    biased = (bits >> fraction_width) & ((1 << exponent_width) - 1)
+    if biased == (1 << exponent_width) - 1:
+        raise ValueError("NaN and infinities have no digits")
+    width = 1 + exponent_width + fraction_width
+    if biased == 0:  # subnormal: normalise the fraction, as FloatingDecimal does
+        leading = width - fraction.bit_length()
+        shift = leading - exponent_width
+        fraction <<= shift
+        biased = 1 - shift
+        significant = width - leading
+    else:
+        fraction |= 1 << fraction_width
+        significant = fraction_width + 1
+    bias = (1 << (exponent_width - 1)) - 1
+    return _java_float_digits(biased - bias, fraction << (_EXP_SHIFT - fraction_width), significant)
+
+
 def java_float32_digits(bits: int) -> tuple[int, int]:
     """The decimal digits (an integer) and exponent of Java 17's ``Float.toString`` of the finite,
     non-zero float with ``bits`` (its sign left out)."""
-    fraction = bits & 0x7FFFFF
-    biased = (bits >> 23) & 0xFF
-    if biased == 0xFF:
-        raise ValueError("NaN and infinities have no digits")
-    if biased == 0:  # subnormal: normalise the fraction, as FloatingDecimal does
-        leading = 32 - fraction.bit_length()
-        shift = leading - 8
-        fraction <<= shift
-        biased = 1 - shift
-        significant = 32 - leading
-    else:
-        fraction |= 0x800000
-        significant = 24
-    return _java_float_digits(biased - 127, fraction << (_EXP_SHIFT - 23), significant)
+    return _java_binary_digits(bits, 23, 8)
+
+
+def java_float64_digits(bits: int) -> tuple[int, int]:
+    """The decimal digits (an integer) and exponent of Java 17's ``Double.toString`` of the finite,
+    non-zero double with ``bits`` (its sign left out)."""
+    return _java_binary_digits(bits, 52, 11)
 
 
 def java_float_text_value(bits: int) -> float:

@@ -27,6 +27,7 @@ __all__ = [
 
 
 def quote_name(name: str) -> str:
+    """A Spark SQL identifier, back-quoted (a column name may hold dots, spaces or back quotes)."""
     return "`" + name.replace("`", "``") + "`"
 
 

@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -95,27 +95,14 @@ _POSITION = ("commit_lsn", "lsn", "ordinal")
 _POLL_EVERY = 1000  # produce calls between serving delivery reports
 
 
-def kafka_writer(
-    frame: DataFrame,
-    bootstrap_servers: str,
-    *,
-    pipeline_id: str,
-    producer_config: Mapping[str, Any] | None = None,
-    client_config: Mapping[str, Any] | None = None,
-    topic_config: TopicConfig | Mapping[str, Any] | None = None,
-    sort: bool = False,
-    timeout: float = 30.0,
-) -> DataStreamWriter:
+def kafka_writer(frame: DataFrame, bootstrap_servers: str, *, sort: bool = False, **link_settings: Any) -> DataStreamWriter:
     """``frame.writeStream`` writing to Kafka topics exactly once; set the checkpoint and trigger on it.
 
-    ``pipeline_id`` names the pipeline in Kafka (its ``transactional.id`` and fence topic): one
-    pipeline id per checkpoint, and never two running queries with the same one (the newer fences
-    the older out). See :class:`KafkaBatchWriter` for the other arguments.
+    ``pipeline_id`` (required) names the pipeline in Kafka (its ``transactional.id`` and fence
+    topic): one pipeline id per checkpoint, and never two running queries with the same one (the
+    newer fences the older out). The other keywords are :class:`KafkaBatchWriter`'s.
     """
-    writer = KafkaBatchWriter(
-        bootstrap_servers, pipeline_id=pipeline_id, producer_config=producer_config, client_config=client_config,
-        topic_config=topic_config, sort=sort, timeout=timeout,
-    )
+    writer = KafkaBatchWriter(bootstrap_servers, sort=sort, **link_settings)
     return frame.writeStream.foreachBatch(writer)
 
 
@@ -137,36 +124,20 @@ class KafkaBatchWriter:
     Usable directly inside a user's own ``foreachBatch`` (call it with the batch and its id). One
     instance per streaming query; it keeps its producer between batches.
 
-    - ``producer_config``: librdkafka producer settings; they override the sink's defaults
-      (``partitioner=murmur2_random``, ``transaction.timeout.ms``), but ``enable.idempotence`` and
-      ``acks=all`` are required.
-    - ``client_config``: settings every client needs (security, SASL, ...): the producer, the
-      admin client that creates topics and the consumer that reads the fence.
-    - ``topic_config``: how missing topics are created (:class:`TopicConfig`, or a mapping of its fields).
+    - ``pipeline_id`` (required), ``producer_config``, ``client_config``, ``topic_config``,
+      ``timeout``, ...: :class:`KafkaLink`'s keywords, the connection to the cluster. The producer
+      settings override the sink's defaults, but ``enable.idempotence`` and ``acks=all`` are required.
     - ``sort``: sort each batch by (commit_lsn, lsn, ordinal) instead of relying on (and checking)
       the order of its partitions; for frames that do not keep the source's order.
     - A frame with an integer ``partition`` column (as Spark's Kafka sink reads one) has each record
       produced to that partition, or by key where it is null; the ``columns`` layout has no such
       column (the ``kafka`` layout produces the partitions transforms choose).
-    - ``timeout``: seconds for each exchange with the brokers outside producing records (metadata,
-      topic creation, starting and committing a transaction, reading the fence).
     """
 
-    def __init__(
-        self,
-        bootstrap_servers: str,
-        *,
-        pipeline_id: str,
-        producer_config: Mapping[str, Any] | None = None,
-        client_config: Mapping[str, Any] | None = None,
-        topic_config: TopicConfig | Mapping[str, Any] | None = None,
-        sort: bool = False,
-        timeout: float = 30.0,
-    ) -> None:
-        self.link = KafkaLink(bootstrap_servers, pipeline_id=pipeline_id, producer_config=producer_config,
-                              client_config=client_config, topic_config=topic_config, timeout=timeout)
-        self.pipeline_id = pipeline_id
-        self.transactional_id = f"sparkcdc-{pipeline_id}"
+    def __init__(self, bootstrap_servers: str, *, sort: bool = False, **link_settings: Any) -> None:
+        self.link = KafkaLink(bootstrap_servers, **link_settings)
+        self.pipeline_id = self.link.pipeline_id
+        self.transactional_id = f"sparkcdc-{self.pipeline_id}"
         self.topic_config = self.link.topic_config
         self.sort = sort
         self._session: _Session | None = None
