@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from sparkcdc.debezium.config import ConnectorConfig
-from sparkcdc.engine import parallel_stream, wal_dispatcher
+from sparkcdc.engine import wal_dispatcher
 from sparkcdc.engine.core.emission import serializer_for
 from sparkcdc.engine.core.metric_reports import metrics_location
 from sparkcdc.engine.planner import ConnectorPlanner
@@ -78,7 +78,8 @@ def test_several_processes_make_the_records_one_makes(
     db.execute(f"CREATE TABLE {a} (id int PRIMARY KEY, v text)")
     db.execute(f"CREATE TABLE {b} (id int PRIMARY KEY, n numeric)")
     config = _config(pg_cluster, unique_name, [a, b], **{"provide.transaction.metadata": "true", "heartbeat.interval.ms": "1",
-                                                          "sparkcdc.stream.decode.chunk.messages": "40"})
+                                                          "sparkcdc.stream.decode.chunk.messages": "40",
+                                                          "sparkcdc.stream.decode.processes": "2"})
     planner = ConnectorPlanner(config, state_location=str(tmp_path / "state"))
     try:
         start = planner.initial_offset()
@@ -121,13 +122,11 @@ def test_refused_where_the_processes_cannot_work(pg_cluster: Any) -> None:
     lines = ConnectorConfig({name: value for name, value in given.items() if name != "sparkcdc.output.topic.files"})
     with pytest.raises(ConfigurationError, match="sparkcdc.stream.decode.processes"):
         check_output_settings(lines)  # the topic_files output's own property
-    signals = _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "2", "signal.data.collection": "public.sig"})
-    with pytest.raises(ConfigurationError, match="signal.data.collection"):
-        parallel_stream.check_parallel_decoding(signals)
-    assert parallel_stream.check_parallel_decoding(_config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "3"})) == 3
-    alone = _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.chunk.messages": "100"})
+    with pytest.raises(ConfigurationError, match="signal.data.collection"):  # refused as the configuration is built
+        _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "2", "signal.data.collection": "public.sig"})
+    assert _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "3"}).settings.sparkcdc_stream_decode_processes == 3
     with pytest.raises(ConfigurationError, match="sparkcdc.stream.decode.chunk.messages"):
-        parallel_stream.check_parallel_decoding(alone)
+        _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.chunk.messages": "100"})
 
 
 class _EncodingFails(TopicRunEncoder):
@@ -139,7 +138,8 @@ def test_a_process_failure_fails_the_read_with_what_it_raised(
     db: psycopg.Connection, pg_cluster: Any, unique_name: str, tmp_path: Path
 ) -> None:
     db.execute(f"CREATE TABLE {unique_name} (id int PRIMARY KEY)")
-    config = _config(pg_cluster, unique_name, [unique_name], **{"sparkcdc.stream.decode.chunk.messages": "10"})
+    config = _config(pg_cluster, unique_name, [unique_name], **{"sparkcdc.stream.decode.chunk.messages": "10",
+                                                                     "sparkcdc.stream.decode.processes": "2"})
     planner = ConnectorPlanner(config, state_location=str(tmp_path / "state"))
     try:
         start = planner.initial_offset()

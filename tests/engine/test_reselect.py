@@ -169,10 +169,7 @@ def test_keys_of_any_type_find_their_row(
 ])
 def test_what_cannot_run_is_refused_naming_it(extra: dict[str, str], prop: str, message: str) -> None:
     with pytest.raises(ConfigurationError) as raised:
-        config = ConnectorConfig({**_BASE, **extra})
-        from sparkcdc.engine.parallel_stream import check_parallel_decoding
-
-        check_parallel_decoding(config)
+        ConnectorConfig({**_BASE, **extra})
     assert raised.value.property == prop and message in str(raised.value)
 
 

@@ -24,7 +24,6 @@ from sparkcdc.engine.core import tables as tables_module
 from sparkcdc.engine.core.offsets import SourceOffset
 from sparkcdc.engine.core.schema_changes import RelationShapes, relation_message_digest, table_digest
 from sparkcdc.engine.core.state_store import StreamStateStore
-from sparkcdc.engine.parallel_stream import check_parallel_decoding
 from sparkcdc.errors import ConfigurationError
 from sparkcdc.pgoutput.messages import Relation, RelationColumn, ReplicaIdentity
 from sparkcdc.postgres import create_publication, drop_slot, ensure_slot
@@ -73,11 +72,10 @@ def test_the_catalogs_digest_is_the_relation_messages() -> None:
 
 
 def test_parallel_decoding_refuses_schema_changes() -> None:
-    config = ConnectorConfig({"database.hostname": "h", "database.user": "u", "database.dbname": "d", "topic.prefix": "srv",
-                              "sparkcdc.output.layout": "topic_files", "sparkcdc.stream.decode.processes": "2",
-                              "include.schema.changes": "true"})
     with pytest.raises(ConfigurationError, match=r"sparkcdc\.stream\.decode\.processes=2 .*include\.schema\.changes=true") as raised:
-        check_parallel_decoding(config)
+        ConnectorConfig({"database.hostname": "h", "database.user": "u", "database.dbname": "d", "topic.prefix": "srv",
+                         "sparkcdc.output.layout": "topic_files", "sparkcdc.stream.decode.processes": "2",
+                         "include.schema.changes": "true"})
     assert raised.value.property == "sparkcdc.stream.decode.processes"
 
 

@@ -21,6 +21,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
+from .property_rules import broken_rule
 from .property_table import (
     ALIAS,
     PROPERTIES,
@@ -92,11 +93,6 @@ class ConnectorConfig:
             problem = prop.problem(value)
             if problem:
                 raise ConfigurationError(problem, prop=name)
-        for prefix in ("table", "schema", "column", "message.prefix"):
-            if self.raw.get(f"{prefix}.include.list") and self.raw.get(f"{prefix}.exclude.list"):
-                raise ConfigurationError(f"cannot be combined with {prefix}.include.list", prop=f"{prefix}.exclude.list")
-        if "kafka" in split_list(self.raw.get("signal.enabled.channels")) and not self.raw.get("signal.kafka.bootstrap.servers"):
-            raise ConfigurationError("is required with the kafka signal channel (signal.enabled.channels)", prop="signal.kafka.bootstrap.servers")
         self._check_select_overrides()
         from .transforms import transform_chain
 
@@ -117,6 +113,9 @@ class ConnectorConfig:
 
         #: Kafka Connect's ``topic.creation.*``: how the kafka layout creates a topic it does not find.
         self.topic_creation = topic_creation(self.raw, self.warnings)
+        broken = broken_rule(self)
+        if broken is not None:
+            raise ConfigurationError(broken[1], prop=broken[0].prop)
 
     def _apply_statuses(self, strict: bool) -> None:
         """Refusals first (before any value check), then aliases, deprecated values and warnings."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .property_rules import RULES
 from .property_table import ALIAS, FAMILIES, PROPERTIES, Property
 
 __all__ = ["BEGIN", "END", "render_table", "replace_table"]
@@ -40,7 +41,7 @@ def _status(prop: Property) -> str:
 
 
 def render_table() -> str:
-    """One row per property, per deprecated value and per parameterised family."""
+    """One row per property, per deprecated value and per parameterised family; then the rules across properties."""
     rows = ["| property | default | status | here |", "|---|---|---|---|"]
     for prop in PROPERTIES.values():
         rows.append(f"| `{prop.name}` | {_default(prop)} | {_status(prop)} | {_cell(prop.doc) or 'as in Debezium'} |")
@@ -49,6 +50,9 @@ def render_table() -> str:
     for family in FAMILIES:
         status = f"{family.status} (except {', '.join(f'`{v}`' for v in family.quiet)})" if family.quiet else family.status
         rows.append(f"| `{family.shown}` | | {status} | {_cell(family.doc) or 'as in Debezium'} |")
+    rows += ["", "Rules across properties (`sparkcdc.debezium.property_rules`): a configuration that breaks one is",
+             "refused as it is built, the error naming the property before the colon.", ""]
+    rows += [f"- `{rule.prop}`: {rule.summary}" for rule in RULES]
     return "\n".join(rows) + "\n"
 
 

@@ -25,7 +25,7 @@ reader, which cuts the chunks), :mod:`.decoding_pool` (the processes and the pip
 :mod:`.decoding_process` (what each process runs).
 
 Not with the signal table or incremental snapshots (their windows filter the stream as it passes,
-in order): refused by :func:`check_parallel_decoding`. The processes are forked before the task
+in order): refused as the configuration is built (:mod:`sparkcdc.debezium.property_rules`). The processes are forked before the task
 opens any connection, and end with the batch.
 """
 
@@ -38,48 +38,19 @@ from functools import partial
 from typing import Any, Final
 
 from ..debezium.config import ConnectorConfig
-from ..errors import ConfigurationError
+from ..debezium.property_rules import DECODE_PROCESSES
 from .batch_reader import first_stream_lsn, last_commit_of, replication_reader, stream_processor, stream_reporter
 from .core.emission import emitted
 from .core.offsets import SourceOffset
-from .core.signals import signal_table_of
 from .core.state_store import StreamState, StreamStateStore
 from .core.stream_slots import stream_slot
 from .decoding_pool import DecodingPool
 from .decoding_process import PieceEncoder
 from .wal_dispatcher import WalDispatcher
 
-__all__ = ["DECODE_PROCESSES", "check_parallel_decoding", "read_stream_range_parallel", "worth_parallel_decoding"]
+__all__ = ["DECODE_PROCESSES", "read_stream_range_parallel", "worth_parallel_decoding"]
 
 log = logging.getLogger(__name__)
-
-DECODE_PROCESSES: Final = "sparkcdc.stream.decode.processes"
-
-#: Messages a chunk holds at least before it ends at the next COMMIT (then the next process takes over).
-CHUNK_MESSAGES: Final = "sparkcdc.stream.decode.chunk.messages"
-
-
-def check_parallel_decoding(config: ConnectorConfig) -> int:
-    """The number of decoding processes, refused (naming the property) where they cannot work."""
-    count = config.settings.sparkcdc_stream_decode_processes
-    if count == 1:
-        if config.given(CHUNK_MESSAGES):
-            raise ConfigurationError(f"sizes what each decoding process is given, but {DECODE_PROCESSES}=1: there are "
-                                              f"none; set {DECODE_PROCESSES} or drop it", prop=CHUNK_MESSAGES)
-        return count
-    # Only the topic_files output writes the processes' bytes: it declares the property its own
-    # (sparkcdc.spark.outputs), and another output refuses it before this runs.
-    if signal_table_of(config) is not None:
-        raise ConfigurationError(f"{DECODE_PROCESSES}={count} cannot follow the signal table (signal.data.collection) and "
-                                            "the incremental snapshots' windows, which act on the stream in order: drop one of them", prop=DECODE_PROCESSES)
-    if config.settings.include_schema_changes:
-        raise ConfigurationError(f"{DECODE_PROCESSES}={count} cannot follow the tables' shapes for include.schema.changes=true "
-                                            "(each schema change is known only from the Relation messages before it, in WAL order): "
-                                            "drop one of them", prop=DECODE_PROCESSES)
-    if config.post_processors:
-        raise ConfigurationError(f"{DECODE_PROCESSES}={count} cannot run post.processors (they read rows again through "
-                                            "the stream task's connection, before the records are encoded): drop one of them", prop=DECODE_PROCESSES)
-    return count
 
 
 def worth_parallel_decoding(config: ConnectorConfig, start_lsn: int, end_lsn: int) -> bool:

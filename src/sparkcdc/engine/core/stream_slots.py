@@ -25,16 +25,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...debezium.config import ConnectorConfig
+from ...debezium.property_rules import ASSIGNMENT, SLOTS
 from ...debezium.property_table import split_list
 from ...errors import ConfigurationError
-from .signals import enabled_channels, signal_table_of
 
 __all__ = ["StreamSlot", "assign_tables", "check_parallel_streaming", "stream_slot", "stream_slots"]
 
 log = logging.getLogger(__name__)
 
-SLOTS = "sparkcdc.stream.slots"
-ASSIGNMENT = "sparkcdc.stream.slots.assignment"
 _MAX_SLOT_NAME = 63  # NAMEDATALEN - 1
 
 
@@ -87,12 +85,11 @@ def assign_tables(config: ConnectorConfig, tables: Sequence[tuple[str, str]]) ->
 
 
 def check_parallel_streaming(config: ConnectorConfig) -> None:
-    """Refuse, naming the properties, what cannot work across several streams (and warn about what
-    changes); nothing to check with one slot, except an assignment that would do nothing."""
+    """Refuse, naming the property, slot and publication names too long for several streams, and
+    warn about what changes (the rules between properties are :mod:`sparkcdc.debezium.property_rules`',
+    checked as the configuration is built)."""
     count = config.settings.sparkcdc_stream_slots
     if count == 1:
-        if config.settings.sparkcdc_stream_slots_assignment:
-            raise ConfigurationError(f"places tables on slots, but {SLOTS}=1: there is only one; set {SLOTS} or drop it", prop=ASSIGNMENT)
         return
     _listed(config, count)
     longest = stream_slot(config, count - 1)
@@ -102,21 +99,6 @@ def check_parallel_streaming(config: ConnectorConfig) -> None:
     if len(longest.publication) > _MAX_SLOT_NAME:
         raise ConfigurationError(f"with {SLOTS}={count} the publications are named up to {longest.publication!r}, "
                                               f"longer than {_MAX_SLOT_NAME} characters: use a shorter publication.name", prop="publication.name")
-    mode = config.settings.publication_autocreate_mode
-    if mode in ("all_tables", "no_tables"):
-        raise ConfigurationError(f"{SLOTS}={count} splits the tables over {count} publications, but "
-                                 f"publication.autocreate.mode={mode} publishes {'every' if mode == 'all_tables' else 'no'} table "
-                                 "in each: use publication.autocreate.mode=filtered (or disabled, with publications made by hand)", prop=SLOTS)
-    if mode == "disabled" and config.settings.sparkcdc_stream_slots_assignment:
-        raise ConfigurationError("with publication.autocreate.mode=disabled the publications made by hand decide "
-                                      "which table each slot streams: drop the assignment", prop=ASSIGNMENT)
-    if signal_table_of(config) is not None:
-        raise ConfigurationError(f"signals through the signal table (signal.data.collection) and the incremental and blocking "
-                                 f"snapshots they start are not supported with {SLOTS}={count}: their watermarks and the "
-                                 "tables' changes would be in different streams", prop=SLOTS)
-    if any(channel != "source" for channel in enabled_channels(config)):
-        raise ConfigurationError(f"signal.enabled.channels={config.settings.signal_enabled_channels}: signals (and the incremental "
-                                 f"and blocking snapshots they start) are not supported with {SLOTS}={count}", prop=SLOTS)
     if config.provide_transaction_metadata:
         log.warning("%s=%d with provide.transaction.metadata=true: each stream emits its own BEGIN and END for the part of a "
                     "transaction in its tables (the ENDs share an id; each counts only its stream's events)", SLOTS, count)

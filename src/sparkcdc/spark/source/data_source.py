@@ -89,12 +89,10 @@ class PostgresCdcDataSource(DataSource):
 
     def schema(self) -> str:
         from ...engine.core.stream_slots import check_parallel_streaming
-        from ...engine.parallel_stream import check_parallel_decoding
 
         config = config_from_options(self.options)
         output = check_output_settings(config)
         check_parallel_streaming(config)  # refused on the driver as the query is built, not in the planner's worker
-        check_parallel_decoding(config)
         output.check(config)
         return output.schema()
 

@@ -87,10 +87,9 @@ def _compression(config: ConnectorConfig) -> str:
 def _decoded_elsewhere(config: ConnectorConfig, partition: PlannedPartition) -> Iterator[pa.RecordBatch] | None:
     """A stream range decoded by ``sparkcdc.stream.decode.processes`` processes
     (engine/parallel_stream.py) and written from their bytes; ``None`` where it is read here."""
-    from ....engine.parallel_stream import check_parallel_decoding
     from ....engine.planner import StreamRange
 
-    processes = check_parallel_decoding(config)
+    processes = config.settings.sparkcdc_stream_decode_processes
     if processes == 1 or not isinstance(partition.work, StreamRange):
         return None
     from ....engine.work import read_stream_encoded, serializer_for
