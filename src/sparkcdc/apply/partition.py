@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..phase_seconds import PhaseSeconds
 from .fold import OLD_KEY, TRUNCATE_FLAG, UNCHANGED, Key, fold_arrow
 from .spec import ResolvedSpec
 from .staged import Folded, StagedPart
@@ -33,7 +34,7 @@ from .target_column import TargetColumn
 from .targets import ApplyTarget, target_for
 from .targets.base import key_tuples
 
-__all__ = ["distinct_keys", "fold_against", "old_keys", "stage_partition", "with_target"]
+__all__ = ["TargetState", "distinct_keys", "fold_with", "old_keys", "stage_partition", "target_state", "with_target"]
 
 R = TypeVar("R")
 
@@ -70,39 +71,46 @@ def stage_partition(
     target: ApplyTarget, spec: ResolvedSpec, columns: Sequence[TargetColumn], sequence: Sequence[TargetColumn],
     events: pa.Table, *, pipeline_id: str, batch_id: int, image: bool = False, replace_at: tuple[Any, ...] | None = None,
 ) -> StagedPart:
-    """Fold one partition's ``events`` against ``target`` and stage the result under a new tag."""
+    """Fold one partition's ``events`` against ``target`` and stage the result under a new tag; the
+    part carries the seconds of each step (read the target, fold, stage) for the applier's stats."""
     target.attach(spec, columns, sequence)
-    seconds: dict[str, float] = {}
-    folded = fold_against(target, spec, events, image=image, replace_at=replace_at, seconds=seconds)
-    started = time.perf_counter()
-    part = target.stage(folded, pipeline_id=pipeline_id, batch_id=batch_id, tag=uuid.uuid4().hex)
-    seconds["stage"] = time.perf_counter() - started
-    return dataclasses.replace(part, worker=os.getpid(), seconds=tuple(seconds.items()))
+    clock = PhaseSeconds()
+    with clock.timed("read"):
+        held = target_state(target, spec, events)
+    with clock.timed("fold"):
+        folded = fold_with(spec, events, held, image=image, replace_at=replace_at)
+    with clock.timed("stage"):
+        part = target.stage(folded, pipeline_id=pipeline_id, batch_id=batch_id, tag=uuid.uuid4().hex)
+    return dataclasses.replace(part, worker=os.getpid(), seconds=tuple(clock.seconds.items()))
 
 
-def fold_against(
-    target: ApplyTarget, spec: ResolvedSpec, events: pa.Table, *, image: bool = False, replace_at: tuple[Any, ...] | None = None,
-    seconds: dict[str, float] | None = None,
-) -> Folded:
-    """Fold ``events`` with what the target holds of their keys: recorded deletes, the stored rows
-    (SCD1) or open versions (SCD2) of the old keys of primary-key changes, SCD2 the keys' open versions.
-    ``seconds``: gets the time spent reading the target ("read") and folding ("fold")."""
-    started = time.perf_counter()
+@dataclass(frozen=True)
+class TargetState:
+    """What the target holds of a batch's keys, as the fold needs it: recorded deletes, the stored
+    rows (SCD1) of the old keys of primary-key changes, or the open versions (SCD2) of the keys."""
+
+    tombstones: Any
+    stored: Any = None
+    open_versions: Any = None
+
+
+def target_state(target: ApplyTarget, spec: ResolvedSpec, events: pa.Table) -> TargetState:
+    """Read from ``target`` what folding ``events`` needs (:class:`TargetState`)."""
     keys = distinct_keys(events, spec.keys)
-    tombstones = target.tombstones(spec, keys)
     old = old_keys(events, spec.keys)
-    stored = target.stored_rows(spec, old) if old and spec.scd_type == 1 else None
     open_versions = None
     if spec.scd_type == 2:
         wanted: Any = keys if not old else list(dict.fromkeys([*key_tuples(keys), *old]))
         open_versions = target.open_versions(spec, wanted)
-    read = time.perf_counter()
-    folded = fold_arrow(spec, events, tombstones=tombstones, open_versions=open_versions, image=image,
-                        replace_at=replace_at, stored=stored)
-    if seconds is not None:
-        seconds["read"] = read - started
-        seconds["fold"] = time.perf_counter() - read
-    return folded
+    return TargetState(target.tombstones(spec, keys), target.stored_rows(spec, old) if old and spec.scd_type == 1 else None,
+                       open_versions)
+
+
+def fold_with(spec: ResolvedSpec, events: pa.Table, held: TargetState, *, image: bool = False,
+              replace_at: tuple[Any, ...] | None = None) -> Folded:
+    """Fold ``events`` with what the target holds of their keys (:func:`target_state`)."""
+    return fold_arrow(spec, events, tombstones=held.tombstones, open_versions=held.open_versions, image=image,
+                      replace_at=replace_at, stored=held.stored)
 
 
 def distinct_keys(events: pa.Table, keys: Sequence[str]) -> pa.Table:

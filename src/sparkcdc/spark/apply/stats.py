@@ -4,16 +4,15 @@ the runner's metrics read.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from ...phase_seconds import PhaseSeconds
 
 __all__ = ["ApplyStats"]
 
 
 @dataclass
-class ApplyStats:
+class ApplyStats(PhaseSeconds):
     """Counts since the applier started (what ``make demo`` and the benchmarks print)."""
 
     batches: int = 0
@@ -24,16 +23,7 @@ class ApplyStats:
     #: batch id -> the row changes its census counted (on the changes layout a source row is a block
     #: of changes, so Spark's numInputRows counts blocks; the runner reports these instead)
     changes_by_batch: dict[int, int] = field(default_factory=dict)
-    #: Driver seconds per phase: census (which tables, snapshot?), describe (the catalog and the
-    #: target's position), plan (the count of each big table's typed changes), stage (the
-    #: executors' fold and staging), commit (the target's commit of the staged rows); and
-    #: "executors read/fold/stage": the executors' seconds of each step, summed over partitions.
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    @contextmanager
-    def timed(self, phase: str) -> Iterator[None]:
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - started
+    # ``seconds`` (PhaseSeconds): driver seconds per phase: census (which tables, snapshot?),
+    # describe (the catalog and the target's position), plan (the count of each big table's typed
+    # changes), stage (the executors' fold and staging), commit (the target's commit of the staged
+    # rows); and "executors read/fold/stage": the executors' seconds of each step, summed over partitions.
