@@ -8,6 +8,7 @@ JVM's) is shown through spark-submit, in a process of its own (tests/spark/test_
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -37,7 +38,13 @@ def test_conf_reaches_the_session_and_a_static_one_is_named(spark, pg_cluster, d
                 "--conf", "spark.executor.memory=3g",
                 "--summary", str(tmp_path / "summary.json")])
         assert result.exit_code == 0, result.output
-        assert '"records": 2' in (tmp_path / "summary.json").read_text()
+        summary = json.loads((tmp_path / "summary.json").read_text())
+        assert summary["records"] == 2
+        # the start-up's milestones, from the process's start (here the test process's), in their order
+        phases = summary["startup_phases"]
+        assert list(phases) == ["runner", "session", "source", "query", "first_batch"], phases
+        # (the first batch's trigger may begin a moment before start() returns to the runner)
+        assert 0 < phases["runner"] <= phases["session"] <= phases["source"] <= min(phases["query"], phases["first_batch"]), phases
         assert spark.conf.get("spark.sql.shuffle.partitions") == "7"
         assert spark.conf.get("spark.sql.session.timeZone") == "America/St_Johns"  # the value's case is kept
         # a core setting cannot change a running SparkContext: said, not silently dropped

@@ -17,11 +17,12 @@ from typing import Any
 
 from ..debezium.config import ConnectorConfig
 from ..errors import ConfigurationError, PipelineError  # PipelineError: raised when the streaming query fails, with Spark's cause
+from ..process_clock import since_process_start
 from .connect_run import observe_records, observed_records, server_lacks
 from .query_control import describe_failure, failure_report, release_quietly, stop_quietly, watch
 from .restarts import RestartPolicy, retriable_cause
 from .run_locations import state_location
-from .run_summary import RunSummary
+from .run_summary import RunSummary, spark_timestamp
 from .run_targets import BatchFanOut, appliers_for
 
 __all__ = ["PipelineError", "RunSummary", "run_pipeline"]
@@ -77,6 +78,7 @@ def run_pipeline(
     from .source import options_for, register
 
     called = time.perf_counter()
+    startup = {"runner": since_process_start()}  # the start-up's milestones, seconds from the process's start
     notify = on_restart or log.warning
     if not isinstance(config, ConnectorConfig):
         config = ConnectorConfig(config)
@@ -117,6 +119,7 @@ def run_pipeline(
         # a Connect server's bar is not on this terminal)
         extra = {**((metrics.spark_conf or {}) if metrics and remote is None else {}), **(spark_conf or {})}
         spark = launch.session(master, app_name=f"sparkcdc-{config.settings.name}", extra=extra or None, remote=remote)
+        startup["session"] = since_process_start()
     except BaseException:
         if metrics is not None:
             metrics.close()
@@ -160,6 +163,7 @@ def run_pipeline(
             frame = spark.readStream.format("postgres-cdc").options(**options_for(lines)).load()
             frame = observe_records(frame, "topic_files") if observed else frame
             writer = frame.writeStream.foreachBatch(topic_files)
+        startup.setdefault("source", since_process_start())  # the source is loaded (its schema asked of its Python)
         writer = writer.option("checkpointLocation", location).queryName(config.settings.name)
         writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=trigger_interval)
         try:
@@ -182,6 +186,7 @@ def run_pipeline(
         warm_python_workers(spark)  # beside the query's start, not in its first batch
         query = start()
         started = time.perf_counter()
+        startup["query"] = since_process_start()
         while True:
             stopped = watch(query, stop_event)
             runs = list(query.recentProgress)
@@ -248,12 +253,15 @@ def run_pipeline(
         applied = {a.target.description: dict(a.stats.events) for a in appliers if a.stats.batches}
         apply_seconds = {a.target.description: {k: round(v, 3) for k, v in a.stats.seconds.items()}
                          for a in appliers if a.stats.batches}
+    if progress and progress[0].get("timestamp"):
+        startup["first_batch"] = since_process_start(spark_timestamp(str(progress[0]["timestamp"])))
     return RunSummary(
         batches=len(progress),
         restarts=restarted,
         records=sum(input_rows(p) for p in progress),
         stopped_by_signal=stopped,
         startup_seconds=started - called,
+        startup_phases=startup,
         batch_durations_ms=tuple(int(p.get("durationMs", {}).get("triggerExecution", 0)) for p in progress),
         batch_phases_ms=tuple({str(k): int(v) for k, v in (p.get("durationMs") or {}).items()} for p in progress),
         batch_ids=tuple(int(p.get("batchId", -1)) for p in progress),
