@@ -135,8 +135,8 @@ def _load(path: Path, strict: bool = False) -> LoadedConfig:
 
 
 def _target(loaded: LoadedConfig) -> str:
-    c = loaded.config
-    return f"{c.get('database.hostname')}:{c.get('database.port')}/{c.get('database.dbname')} as {c.get('database.user')}"
+    s = loaded.config.settings
+    return f"{s.database_hostname}:{s.database_port}/{s.database_dbname} as {s.database_user}"
 
 
 def _connect(loaded: LoadedConfig) -> psycopg.Connection:

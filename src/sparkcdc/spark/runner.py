@@ -110,7 +110,7 @@ def run_pipeline(
         location = str(Path(location).absolute())
     appliers = appliers_for(config, location, apply_to, scd_type)
     properties = dict(config.raw)
-    properties["sparkcdc.state.location"] = state_location(properties.get("sparkcdc.state.location"), location)
+    properties["sparkcdc.state.location"] = state_location(config.settings.sparkcdc_state_location, location)
     use_throughput_gc()
     restarts = RestartPolicy.from_config(config)
     metrics = RunMetrics.start(properties, metrics_port, metrics_host, display, remote)
