@@ -357,3 +357,23 @@ def test_the_sink_notification_channel_needs_its_topic() -> None:
     config = _config(**{"notification.enabled.channels": "sink", "notification.sink.topic.name": "srv.notifications"})
     assert config.get("notification.sink.topic.name") == "srv.notifications" and not config.warnings
     _config(**{"notification.enabled.channels": "log"})  # the topic is only needed by the sink channel
+
+
+def test_no_property_is_read_by_its_name_outside_debezium() -> None:
+    """Outside ``debezium/`` a property is read through the typed settings (``config.settings.x``,
+    ``config.setting(name)``, ``config.given(name)``), never as ``<anything>.get("name")`` or
+    ``<anything>["name"]`` on a configuration or its raw mapping."""
+    reads = []
+    for path in SRC.rglob("*.py"):
+        if "debezium" in path.relative_to(SRC).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            key = None
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args
+                    and isinstance(node.args[0], ast.Constant)):
+                key = node.args[0].value
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.slice, ast.Constant):
+                key = node.slice.value
+            if isinstance(key, str) and "." in key and key in PROPERTIES:  # ("name" is every dictionary's key too)
+                reads.append(f"{path.relative_to(SRC)}:{node.lineno}: {key}")
+    assert not reads, "read through config.settings instead:\n" + "\n".join(reads)
