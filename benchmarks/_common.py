@@ -23,6 +23,7 @@ from typing import TypeVar
 import psycopg
 
 from sparkcdc.embedded_postgres import ThrowawayCluster
+from sparkcdc.lsn import format_lsn
 from sparkcdc.spark.outputs.topic_files.staging import open_topic_file, published_files
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -339,6 +340,25 @@ class MachineCpu:
         i = min(max(bisect.bisect_left(times, moment), 1), len(times) - 1)
         (t0, b0), (t1, b1) = self.samples[i - 1], self.samples[i]
         return b0 + (b1 - b0) * min(max((moment - t0) / (t1 - t0), 0.0), 1.0) if t1 > t0 else b1
+
+
+# -- the physical limits: the same work without sparkcdc --------------------------------------------
+
+def drain_pg_recvlogical(cluster: ThrowawayCluster, slot: str, end_lsn: int, publications: Sequence[str] = ("bench",),
+                         *, messages: bool = False) -> float:
+    """Seconds for ``pg_recvlogical`` to drain ``slot`` up to ``end_lsn`` into /dev/null: pgoutput,
+    ``proto_version=1`` and ``publications``; ``messages``: with logical decoding messages too (as
+    sparkcdc's reader asks for them). What the walsender can send for one slot, with nothing done
+    with it: the physical limit of reading a slot."""
+    argv = [
+        str(cluster.bindir / "pg_recvlogical"), "-d", cluster.conninfo(), "--slot", slot, "--start",
+        "--endpos", format_lsn(end_lsn), "--no-loop", "-f", "/dev/null",
+        "-o", "proto_version=1", "-o", f"publication_names={','.join(publications)}",
+        *(["-o", "messages=true"] if messages else []),
+    ]
+    started = time.perf_counter()
+    subprocess.run(argv, check=True, capture_output=True)
+    return time.perf_counter() - started
 
 
 # -- Debezium vs sparkcdc: the figures, printed and recorded ----------------------------------------
