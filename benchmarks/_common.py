@@ -1,5 +1,6 @@
-"""Shared by the benchmarks: a description of the machine, appending figures to RESULTS.md, and
-running ``sparkcdc run --once`` as a subprocess and checking what it wrote."""
+"""Shared by the benchmarks: a description of the machine, appending figures to RESULTS.md,
+running ``sparkcdc run --once`` as a subprocess and checking what it wrote, and the physical limits
+its figures are held against (``pg_recvlogical`` draining a slot, writing the same bytes)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import bisect
 import datetime as dt
 import io
 import json
+import multiprocessing
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import threading
@@ -23,6 +26,7 @@ from typing import TypeVar
 import psycopg
 
 from sparkcdc.embedded_postgres import ThrowawayCluster
+from sparkcdc.lsn import format_lsn
 from sparkcdc.spark.outputs.topic_files.staging import open_topic_file, published_files
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -99,6 +103,7 @@ class SparkcdcRun:
     batch_started: tuple[float, ...] = ()  # and when its trigger began (epoch seconds)
     batch_phases_ms: tuple[dict[str, int], ...] = ()  # and Spark's durationMs (addBatch, queryPlanning …)
     command_window: tuple[float, float] = (0.0, 0.0)  # the whole command's start and end (epoch seconds)
+    output_sizes: tuple[int, ...] = ()  # bytes of each topic file under --output when the command ended
 
     @property
     def processing_seconds(self) -> float:
@@ -175,11 +180,13 @@ def run_sparkcdc(config: Path, output: Path | None, checkpoint: Path, *, master:
         tail = log.read_text(errors="replace")[-4000:]
         raise SystemExit(f"sparkcdc run failed (exit code {code}):\n{tail}")
     data = json.loads(summary.read_text())
+    sizes = () if output is None else tuple(path.stat().st_size for path in published_files(output))
     return SparkcdcRun(wall, float(data["startup_seconds"]), tuple(int(ms) for ms in data["batch_durations_ms"]),
                        int(data["records"]), data.get("apply_seconds") or {},
                        batch_ids=tuple(data["batch_ids"]), batch_rows=tuple(data["batch_input_rows"]),
                        batch_started=tuple(_epoch(stamp) for stamp in data["batch_timestamps"]),
-                       batch_phases_ms=tuple(data.get("batch_phases_ms") or ()), command_window=(started_epoch, ended_epoch))
+                       batch_phases_ms=tuple(data.get("batch_phases_ms") or ()), command_window=(started_epoch, ended_epoch),
+                       output_sizes=sizes)
 
 
 def _epoch(timestamp: str) -> float:
@@ -341,6 +348,176 @@ class MachineCpu:
         return b0 + (b1 - b0) * min(max((moment - t0) / (t1 - t0), 0.0), 1.0) if t1 > t0 else b1
 
 
+# -- the physical limits: the same work without sparkcdc --------------------------------------------
+
+def drain_pg_recvlogical(cluster: ThrowawayCluster, slot: str, end_lsn: int, publications: Sequence[str] = ("bench",),
+                         *, messages: bool = False) -> float:
+    """Seconds for ``pg_recvlogical`` to drain ``slot`` up to ``end_lsn`` into /dev/null: pgoutput,
+    ``proto_version=1`` and ``publications``; ``messages``: with logical decoding messages too (as
+    sparkcdc's reader asks for them). What the walsender can send for one slot, with nothing done
+    with it: the physical limit of reading a slot."""
+    argv = [
+        str(cluster.bindir / "pg_recvlogical"), "-d", cluster.conninfo(), "--slot", slot, "--start",
+        "--endpos", format_lsn(end_lsn), "--no-loop", "-f", "/dev/null",
+        "-o", "proto_version=1", "-o", f"publication_names={','.join(publications)}",
+        *(["-o", "messages=true"] if messages else []),
+    ]
+    started = time.perf_counter()
+    subprocess.run(argv, check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def limit_rows(ours: SparkcdcRun, name: str, seconds: float, figure: str, notes: str, short: str) -> list[tuple[str, str, str]]:
+    """A physical limit's row (it took ``seconds``), then sparkcdc's processing and wall time over its
+    time: how many times the limit's time sparkcdc takes (1 would be at the limit)."""
+    return [
+        (name, figure, notes),
+        (f"time ratio sparkcdc processing / {short}", f"{ours.processing_seconds / seconds:.2f}x",
+         f"sparkcdc's processing time ({ours.processing_seconds:.2f} s) over {short}'s ({seconds:.2f} s)"),
+        (f"time ratio sparkcdc wall / {short}", f"{ours.wall_seconds / seconds:.2f}x",
+         f"sparkcdc's whole command, start-up included ({ours.wall_seconds:.2f} s), over {short}'s"),
+    ]
+
+
+#: Issue 31: sparkcdc's processing time within 1.5x of the write floor's.
+WRITE_FLOOR_TARGET = 1.5
+_FLOOR_WRITE = 1 << 20  # bytes a write of the floor writes at most (dd's bs=1M)
+
+
+@dataclass(frozen=True)
+class WriteFloor:
+    """Writing ``size`` bytes in ``files`` files with ``processes`` writers (:func:`write_floor`)."""
+
+    processes: int
+    files: int
+    size: int
+    seconds: float
+
+    @property
+    def gb_per_second(self) -> float:
+        return self.size / 1e9 / self.seconds
+
+
+def write_floor(directory: Path, sizes: Sequence[int], processes: int) -> WriteFloor:
+    """What writing files of ``sizes`` bytes of JSON lines costs on this machine by itself, under the
+    new ``directory`` (the output's file system): the physical limit of writing a run's topic files.
+
+    The files' bytes, taken in order, are cut into ``processes`` runs of about equal size (a file may
+    be written by two), each written by a process of its own in 1 MiB ``pwrite`` calls from one
+    buffer of JSON lines, as ``dd bs=1M`` would. Then, as sparkcdc's publisher does with topic files
+    (``publish_batch`` in sparkcdc/spark/outputs/topic_files/staging.py, which ``run --output``
+    calls with ``fsync=True``), each file is fsynced in turn, and the directory. Timed from the
+    moment every process is ready to the directory's fsync; the files are deleted afterwards."""
+    directory.mkdir(parents=True)
+    paths = [str(directory / f"part-{n:05d}.jsonl") for n in range(len(sizes))]
+    shares = _floor_shares(paths, sizes, processes)
+    context = multiprocessing.get_context("fork")  # the writers need nothing but this function and their share
+    ready, done = context.Barrier(processes + 1), context.Barrier(processes + 1)
+    writers = [context.Process(target=_write_share, args=(share, ready, done), daemon=True) for share in shares]
+    try:
+        for writer in writers:
+            writer.start()
+        ready.wait(timeout=120)
+        began = time.perf_counter()
+        done.wait(timeout=3600)
+        for path in paths:
+            _fsync(path, os.O_RDONLY)
+        _fsync(str(directory), os.O_RDONLY | os.O_DIRECTORY)
+        seconds = time.perf_counter() - began
+        for writer in writers:
+            writer.join()
+            if writer.exitcode != 0:
+                raise SystemExit(f"a write floor process failed (exit code {writer.exitcode})")
+    finally:
+        for writer in writers:
+            if writer.is_alive():
+                writer.kill()
+                writer.join()
+        shutil.rmtree(directory, ignore_errors=True)
+    return WriteFloor(processes, len(sizes), sum(sizes), seconds)
+
+
+def _floor_shares(paths: Sequence[str], sizes: Sequence[int], processes: int) -> list[list[tuple[str, int, int]]]:
+    """Each process's ``(path, offset, length)`` pieces: the files' bytes in order, cut at page
+    boundaries into ``processes`` runs of about equal size (empty files go to the first)."""
+    total = sum(sizes)
+    cuts = [total * k // processes // 4096 * 4096 for k in range(processes)] + [total]
+    shares: list[list[tuple[str, int, int]]] = [[] for _ in range(processes)]
+    start = 0
+    for path, size in zip(paths, sizes, strict=True):
+        if size == 0:
+            shares[0].append((path, 0, 0))
+        for k in range(processes):
+            low, high = max(start, cuts[k]), min(start + size, cuts[k + 1])
+            if high > low:
+                shares[k].append((path, low - start, high - low))
+        start += size
+    return shares
+
+
+def _write_share(share: Sequence[tuple[str, int, int]], ready: threading.Barrier, done: threading.Barrier) -> None:
+    """A write floor process: its pieces written once every process is ready (then it waits for the others)."""
+    line = (b'{"key":"{\\"id\\":1}","value":"{\\"payload\\":{\\"id\\":1,\\"op\\":\\"c\\"}}","headers":[],'
+            b'"lsn":1,"commit_lsn":1,"ordinal":0}\n')
+    block = memoryview((line * (_FLOOR_WRITE // len(line) + 1))[:_FLOOR_WRITE])
+    ready.wait()
+    try:
+        for path, offset, length in share:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                at, end = offset, offset + length
+                while at < end:
+                    at += os.pwrite(fd, block[:min(len(block), end - at)], at)
+            finally:
+                os.close(fd)
+    except BaseException:
+        done.abort()  # the waiting parent fails at once, not at its timeout
+        raise
+    done.wait()
+
+
+def _fsync(path: str, flags: int) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_floor_rows(directory: Path, ours: SparkcdcRun) -> list[tuple[str, str, str]]:
+    """The write floor of ``ours``'s topic files (their sizes, in ``directory`` on the output's file
+    system) with one and with two writer processes, and sparkcdc's processing time over the faster."""
+    if not ours.output_sizes:
+        raise SystemExit("the sparkcdc run wrote no topic files: no write floor to measure")
+    floors = [write_floor(directory, ours.output_sizes, processes) for processes in (1, 2)]
+    rows = [(f"write floor, {floor.processes} writer process{'es' if floor.processes > 1 else ''}",
+             f"{floor.gb_per_second:.2f} GB/s",
+             f"{floor.seconds:.2f} s for the {floor.size:,} bytes of JSON lines sparkcdc's topic files held, in "
+             f"{floor.files} file(s) of their sizes, same file system, 1 MiB writes, each file fsynced and the "
+             "directory (as sparkcdc's publisher does)") for floor in floors]
+    best = min(floors, key=lambda floor: floor.seconds)
+    ratio = ours.processing_seconds / best.seconds
+    met = "met" if ratio <= WRITE_FLOOR_TARGET else "NOT MET"
+    return [*rows, ("time ratio sparkcdc processing / write floor", f"{ratio:.2f}x",
+                    f"over the faster floor ({best.processes} process(es), {best.seconds:.2f} s); "
+                    f"target <= {WRITE_FLOOR_TARGET:g} (issue 31): {met}")]
+
+
+def physical_limits(source: str, measure_source: Callable[[], list[tuple[str, str, str]]], floor_directory: Path,
+                    ours: SparkcdcRun, *, benchmark_began: float) -> list[tuple[str, str, str]]:
+    """The rows of the physical limits: the source's (``measure_source``, named ``source``: its
+    :func:`limit_rows`), then the write floor of ``ours``'s topic files (:func:`write_floor_rows`).
+    What they took is printed, with their share of the benchmark's time since ``benchmark_began``."""
+    began = time.perf_counter()
+    rows = measure_source()
+    measured = time.perf_counter()
+    rows += write_floor_rows(floor_directory, ours)
+    ended = time.perf_counter()
+    print(f"physical limits measured in {ended - began:.1f} s ({source} {measured - began:.1f} s, write floors "
+          f"{ended - measured:.1f} s): {(ended - began) / (ended - benchmark_began):.0%} of the benchmark's time")
+    return rows
+
+
 # -- Debezium vs sparkcdc: the figures, printed and recorded ----------------------------------------
 
 @dataclass(frozen=True)
@@ -367,11 +544,13 @@ def report_comparison(
     note: str,
     record: bool,
     cpu: MachineCpu | None = None,
+    limits: Sequence[tuple[str, str, str]] = (),
 ) -> None:
     """Print the medians (Debezium by steady time, sparkcdc by processing time) and the ratios; with
     ``record``, append them to RESULTS.md with the per-run rates. With ``cpu`` (sampled over the
     runs), each median run's events per busy CPU-second of the whole machine too: Debezium over its
-    first to last record, sparkcdc over its micro-batches and over the whole command."""
+    first to last record, sparkcdc over its micro-batches and over the whole command. ``limits``:
+    more rows of the table (the physical limits, :func:`limit_rows` and :func:`write_floor_rows`)."""
     dbz = median(debezium_runs, key=lambda r: r.steady_seconds)
     ours = median(our_runs, key=lambda r: r.processing_seconds)
     dbz_steady, dbz_total = events / dbz.steady_seconds, events / dbz.total_seconds
@@ -402,8 +581,8 @@ def report_comparison(
             ("sparkcdc per machine CPU-second, whole command", f"{events / max(wall_cpu, 1e-3):,.0f} events/CPU-s",
              f"{wall_cpu:.1f} CPU-s of the whole machine over the whole command"),
         ]
-        for name, figure, notes in cpu_rows:
-            print(f"{name}: {figure} ({notes})")
+    for name, figure, notes in [*cpu_rows, *limits]:
+        print(f"{name}: {figure} ({notes})")
     if not record:
         return
     per_run = (f"per run: Debezium {' / '.join(f'{events / r.steady_seconds:,.0f}' for r in debezium_runs)} events/s "
@@ -425,6 +604,7 @@ def report_comparison(
             ("ratio processing / Debezium steady", f"{ratio:.2f}", f"target >= {target:g}: {met}"),
             ("ratio wall / Debezium total", f"{ratio_total:.2f}", "start-up included on both sides (Debezium's JVM excepted)"),
             *cpu_rows,
+            *limits,
         ],
         note,
     )

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine_summary, record_result  # noqa: E402
+from _common import drain_pg_recvlogical, machine_summary, record_result  # noqa: E402
 
 import sparkcdc  # noqa: E402
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
@@ -50,17 +49,6 @@ def load(conn: psycopg.Connection, rows: int, per_tx: int) -> int:
         )
         transactions += 1
     return transactions
-
-
-def drain_pg_recvlogical(cluster: ThrowawayCluster, slot: str, end_lsn: int) -> float:
-    argv = [
-        str(cluster.bindir / "pg_recvlogical"), "-d", cluster.conninfo(), "--slot", slot, "--start",
-        "--endpos", format_lsn(end_lsn), "--no-loop", "-f", "/dev/null",
-        "-o", "proto_version=1", "-o", "publication_names=bench",
-    ]
-    started = time.perf_counter()
-    subprocess.run(argv, check=True, capture_output=True)
-    return time.perf_counter() - started
 
 
 def drain_sparkcdc(cluster: ThrowawayCluster, slot: str, transactions: int) -> tuple[float, int, float]:

@@ -17,6 +17,23 @@ The ratio is sparkcdc's processing rate over Debezium's steady rate; the total-t
 time incl. start-up vs engine start to last record) is reported too. Each side snapshots
 ``--repeat`` times, alternating which goes first; the figures are medians.
 
+The physical limits are measured in the same run and reported as rows of the ``snapshot`` table,
+with sparkcdc's time over each (of its median snapshot: processing, and wall where it applies):
+
+* ``COPY (SELECT * FROM bench) TO STDOUT (FORMAT text)`` through ``psql``, its bytes counted and
+  discarded: what the server sends of the table, read by one connection with nothing done with it.
+  Once, after the snapshots.
+* the write floor: the bytes sparkcdc's topic files held (median snapshot), in files of their sizes,
+  written next to the output by a plain Python writer (1 MiB writes, as ``dd``) with one and with
+  two processes, each file then fsynced as sparkcdc's publisher does (``run --output`` fsyncs each
+  topic file and the directories). Issue 31's target: sparkcdc's processing time within 1.5x of the
+  faster floor. Once, after the snapshots; the floor's files are deleted.
+
+They are always measured: at 20,000 rows on the 2-core machine, COPY read over 300,000 rows/s and
+the floor wrote about 0.5 GB/s (4.5 KB of topic file per row), so at the default 1,000,000 rows
+COPY takes a few seconds and each floor about 9 s of a benchmark of about 2.5 minutes at
+``--repeat 3``: each under a tenth. The script prints what they took and their share.
+
 With ``--zstd`` each run also snapshots into zstd-compressed topic files
 (``sparkcdc.output.topic.files.compression=zstd``), reported as ``snapshot-zstd``.
 
@@ -27,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -45,9 +63,11 @@ from _common import (  # noqa: E402
     SparkcdcRun,
     check_output,
     drop_slot_when_free,
+    limit_rows,
     load_average,
     machine_summary,
     median,
+    physical_limits,
     report_comparison,
     run_sparkcdc,
     sparkcdc_properties,
@@ -118,6 +138,33 @@ def snapshot_sparkcdc(cluster: ThrowawayCluster, conn: psycopg.Connection, work:
     return result
 
 
+def copy_table(cluster: ThrowawayCluster) -> tuple[float, int]:
+    """``COPY (SELECT * FROM bench) TO STDOUT (FORMAT text)`` through ``psql``, its output counted and
+    discarded: (seconds, bytes)."""
+    argv = [str(cluster.bindir / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", cluster.conninfo(),
+            "-c", "COPY (SELECT * FROM bench) TO STDOUT (FORMAT text)"]
+    size = 0
+    started = time.perf_counter()
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        assert process.stdout is not None
+        while chunk := process.stdout.read(1 << 20):
+            size += len(chunk)
+        error = process.stderr.read() if process.stderr is not None else b""
+    seconds = time.perf_counter() - started
+    if process.returncode != 0:
+        raise SystemExit(f"psql's COPY failed (exit code {process.returncode}): {error.decode(errors='replace')}")
+    return seconds, size
+
+
+def copy_limit(cluster: ThrowawayCluster, rows: int, ours: SparkcdcRun) -> list[tuple[str, str, str]]:
+    """The table's COPY out (:func:`copy_table`): its row, and sparkcdc's ratios to it."""
+    seconds, size = copy_table(cluster)
+    print(f"  COPY TO STDOUT {rows / seconds:,.0f} rows/s ({seconds:.2f} s, {size:,} bytes)")
+    return limit_rows(ours, "COPY (SELECT * FROM bench) TO STDOUT (FORMAT text), psql, discarded", seconds,
+                      f"{rows / seconds:,.0f} rows/s", f"{seconds:.2f} s for {size:,} bytes of COPY text, one connection; "
+                      "once, after the snapshots", "COPY")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -134,6 +181,7 @@ def main() -> None:
 
     load_before = load_average()
     print(f"load average before: {load_before}")
+    benchmark_began = time.perf_counter()
     jvm_seconds = start_debezium_jvm()
     debezium_runs: list[DebeziumRun] = []
     our_runs: list[SparkcdcRun] = []
@@ -168,6 +216,9 @@ def main() -> None:
                 print(f"  run {run}: sparkcdc zstd topic files {rows / ours.processing_seconds:,.0f} events/s processing "
                       f"({ours.processing_seconds:.1f} s); {rows / ours.wall_seconds:,.0f} events/s on wall time "
                       f"({ours.wall_seconds:.1f} s, {ours.startup_seconds:.1f} s to the query's start)")
+        ours = median(our_runs, key=lambda r: r.processing_seconds)
+        limits = physical_limits("COPY", lambda: copy_limit(cluster, rows, ours), Path(tmp) / "write-floor", ours,
+                                 benchmark_began=benchmark_began)
     load_after = load_average()
     print(f"load average after: {load_after}")
     report_comparison(
@@ -175,7 +226,7 @@ def main() -> None:
         workload=(f"initial snapshot (`snapshot.mode=initial_only`) of one 6-column table of {rows:,} rows (VACUUM ANALYZE "
                   f"first) to Debezium JSON with schemas (key, value, headers), {args.repeat} snapshots each; load average "
                   f"{load_before} before, {load_after} after"),
-        note=NOTE,
+        note=NOTE, limits=limits,
     )
     if zstd_runs:
         report_comparison(

@@ -35,6 +35,24 @@ The ratio is sparkcdc's processing rate over Debezium's steady rate; the total-t
 reported too. Each side drains ``--repeat`` slots, alternating which goes first; the figures are
 medians. A slot is dropped once drained, so that it does not keep WAL.
 
+The physical limits are measured in the same run and reported as rows of the ``stream`` table,
+with sparkcdc's time over each (of its median drain: processing, and wall where it applies):
+
+* ``pg_recvlogical`` draining the same backlog from a slot of its own (pgoutput, ``proto_version=1``,
+  sparkcdc's publication, ``messages=true``, as sparkcdc's reader asks), created with the others
+  before the workload, into /dev/null: what the walsender sends for one slot with nothing done with
+  it. Once, after the drains.
+* the write floor: the bytes sparkcdc's topic files held (median drain), in files of their sizes,
+  written next to the output by a plain Python writer (1 MiB writes, as ``dd``) with one and with
+  two processes, each file then fsynced as sparkcdc's publisher does (``run --output`` fsyncs each
+  topic file and the directories). Issue 31's target: sparkcdc's processing time within 1.5x of the
+  faster floor. Once, after the drains; the floor's files are deleted.
+
+They are always measured: at 20,000 changes on the 2-core machine, pg_recvlogical drained about
+100,000 events/s and the floor wrote about 0.5 GB/s (4.5 KB of topic file per change), so at the
+default 1,000,000 changes each takes about 10 s (each floor about 9 s) of a benchmark of about
+3 minutes at ``--repeat 3``: each under a tenth. The script prints what they took and their share.
+
 With ``--zstd``, each run also drains a slot into zstd-compressed topic files
 (``sparkcdc.output.topic.files.compression=zstd``), checked the same way after decompression, and
 reported (and recorded) as ``stream-zstd`` against the same Debezium runs.
@@ -65,10 +83,13 @@ from _common import (  # noqa: E402
     SparkcdcRun,
     check_output,
     check_values,
+    drain_pg_recvlogical,
     drop_slot_when_free,
+    limit_rows,
     load_average,
     machine_summary,
     median,
+    physical_limits,
     report_comparison,
     run_sparkcdc,
     sparkcdc_properties,
@@ -78,10 +99,11 @@ from events import TABLE_DDL, time_debezium  # noqa: E402
 from events import properties as debezium_properties  # noqa: E402
 
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
-from sparkcdc.postgres import create_logical_slot, get_slot  # noqa: E402
+from sparkcdc.postgres import create_logical_slot, current_wal_lsn, get_slot  # noqa: E402
 
 TARGET = 2.5  # issue 13: at least 2.5x Debezium's steady rate in processing time
 DEBEZIUM_PUBLICATION = "bench_debezium"
+RECVLOGICAL_SLOT = "pg_recvlogical_stream"
 NOTE = "Note on the streaming figures: see the note under the first recorded run (2026-11-22) for where the time goes."
 
 
@@ -182,6 +204,19 @@ def _progress(run: int, label: str, changes: int, ours: SparkcdcRun) -> str:
             f"on wall time ({ours.wall_seconds:.1f} s, {ours.startup_seconds:.1f} s to the query's start)")
 
 
+def recvlogical_limit(cluster: ThrowawayCluster, conn: psycopg.Connection, end_lsn: int, changes: int, ours: SparkcdcRun,
+                      publication: str) -> list[tuple[str, str, str]]:
+    """pg_recvlogical's drain of the backlog from :data:`RECVLOGICAL_SLOT`, through sparkcdc's
+    ``publication``: its row, and sparkcdc's ratios to it."""
+    seconds = drain_pg_recvlogical(cluster, RECVLOGICAL_SLOT, end_lsn, (publication,), messages=True)
+    drop_slot_when_free(conn, RECVLOGICAL_SLOT)
+    print(f"  pg_recvlogical {changes / seconds:,.0f} events/s ({seconds:.2f} s)")
+    return limit_rows(ours, "pg_recvlogical drain (own slot, same backlog, to /dev/null)", seconds,
+                      f"{changes / seconds:,.0f} events/s",
+                      f"{seconds:.2f} s: pgoutput, proto_version=1, publication_names={publication}, messages=true "
+                      "(as sparkcdc reads); one drain, after the others", "pg_recvlogical")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--changes", type=int, default=1_000_000)
@@ -208,6 +243,7 @@ def main() -> None:
 
     load_before = load_average()
     print(f"load average before: {load_before}")
+    benchmark_began = time.perf_counter()
     jvm_seconds = start_debezium_jvm()
     debezium_runs: list[DebeziumRun] = []
     our_runs: list[SparkcdcRun] = []
@@ -253,11 +289,13 @@ def main() -> None:
             if args.slots > 1:
                 slot_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, slots=args.slots))
                 slot_pipelines[-1].prepare(conn)
-        slot_count = args.repeat * (2 + (kafka is not None) + args.zstd + (args.decode_processes > 1) + args.unwrap
-                                    + (args.slots if args.slots > 1 else 0))
+        create_logical_slot(conn, RECVLOGICAL_SLOT)
+        slot_count = 1 + args.repeat * (2 + (kafka is not None) + args.zstd + (args.decode_processes > 1) + args.unwrap
+                                        + (args.slots if args.slots > 1 else 0))
         print(f"slots: {slot_count} created in {time.perf_counter() - began:.1f} s")
         began = time.perf_counter()
         load(conn, changes, args.rows_per_transaction, tables)
+        end_lsn = current_wal_lsn(conn)
         print(f"workload: {changes:,} changes in {time.perf_counter() - began:.1f} s")
 
         for run in range(args.repeat):
@@ -300,6 +338,9 @@ def main() -> None:
                 print(f"  run {run}: sparkcdc {args.slots} slots {changes / ours.processing_seconds:,.0f} events/s processing "
                       f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); "
                       f"{changes / ours.wall_seconds:,.0f} events/s on wall time ({ours.wall_seconds:.1f} s)")
+        ours = median(our_runs, key=lambda r: r.processing_seconds)
+        limits = physical_limits("pg_recvlogical", lambda: recvlogical_limit(cluster, conn, end_lsn, changes, ours, pipelines[0].name),
+                                 Path(tmp) / "write-floor", ours, benchmark_began=benchmark_began)
     load_after = load_average()
     print(f"load average after: {load_after}")
     report_comparison(
@@ -307,7 +348,7 @@ def main() -> None:
         workload=(f"{changes:,} changes (5/6 inserts, 1/6 updates, {args.rows_per_transaction:,} rows per transaction) to "
                   f"{'a 6-column table' if len(tables) == 1 else f'{len(tables)} 6-column tables in turn'}, written after every slot existed; pgoutput to Debezium JSON with schemas (key, value, "
                   f"headers), {args.repeat} drains each; load average {load_before} before, {load_after} after"),
-        note=NOTE,
+        note=NOTE, limits=limits,
     )
     if unwrap_runs:
         plain = median(our_runs, key=lambda r: r.processing_seconds)

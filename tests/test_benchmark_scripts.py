@@ -35,6 +35,10 @@ def test_debezium_vs_sparkcdc_benchmark_runs(script: str, size: str, extra: list
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ratio sparkcdc / Debezium" in result.stdout
     assert "sparkcdc wall" in result.stdout
+    # the physical limits, measured in the same run (issue 31)
+    assert ("pg_recvlogical drain" if script == "stream.py" else "COPY (SELECT * FROM bench) TO STDOUT") in result.stdout
+    assert "write floor, 2 writer processes: " in result.stdout
+    assert "time ratio sparkcdc processing / write floor: " in result.stdout
     if "--kafka" in extra:
         assert "sparkcdc --kafka" in result.stdout
     if "--slots" in extra:
