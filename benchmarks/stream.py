@@ -230,6 +230,9 @@ def main() -> None:
                         help="also drain with sparkcdc.stream.slots=N (N > 1; needs --tables >= N) and compare with one slot")
     parser.add_argument("--decode-processes", type=int, default=1,
                         help="also drain into zstd topic files with sparkcdc.stream.decode.processes=N (N > 1)")
+    parser.add_argument("--decode-plain", action="store_true",
+                        help="with --decode-processes: the decoding processes write plain topic files, not zstd "
+                             "(the A/B against the plain `stream` drain)")
     parser.add_argument("--unwrap", action="store_true", help="also drain with transforms=unwrap (ExtractNewRecordState, "
                         "add.fields=op) and compare with the plain drain of the same run")
     parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
@@ -281,7 +284,8 @@ def main() -> None:
                 zstd_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, zstd=True))
                 zstd_pipelines[-1].prepare(conn)
             if args.decode_processes > 1:
-                decode_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, zstd=True, decode_processes=args.decode_processes))
+                decode_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, zstd=not args.decode_plain,
+                                                         decode_processes=args.decode_processes))
                 decode_pipelines[-1].prepare(conn)
             if args.unwrap:
                 unwrap_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, unwrap=True))
@@ -325,7 +329,8 @@ def main() -> None:
             if decode_pipelines:
                 ours = decode_pipelines[run].drain(conn, changes)
                 decode_runs.append(ours)
-                print(_progress(run, f"sparkcdc zstd, {args.decode_processes} decoding processes", changes, ours))
+                print(_progress(run, f"sparkcdc {'plain' if args.decode_plain else 'zstd'}, {args.decode_processes} decoding processes",
+                                changes, ours))
             if kafka_pipelines:
                 ours = kafka_pipelines[run].drain(conn, changes)
                 kafka_runs.append(ours)
@@ -373,14 +378,17 @@ def main() -> None:
             note="zstd: compare with the plain topic files (`stream`) of the same run.",
         )
     if decode_runs:
+        files = "plain" if args.decode_plain else "zstd"
         report_comparison(
-            "stream-zstd-decode", changes, debezium_runs, decode_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record,
-            cpu=cpu,
+            f"stream-{files}-decode" if args.decode_plain else "stream-zstd-decode", changes, debezium_runs, decode_runs,
+            target=TARGET, jvm_seconds=jvm_seconds, record=args.record, cpu=cpu,
             workload=(f"the same {changes:,} changes and Debezium runs as the `stream` entry recorded with it; sparkcdc "
-                      "`run --once --output` with zstd topic files and sparkcdc.stream.decode.processes="
+                      f"`run --once --output` with {files} topic files and sparkcdc.stream.decode.processes="
                       f"{args.decode_processes} (the stream task reads the WAL, {args.decode_processes} processes of its own "
-                      "decode, encode, compress and write); output decompressed and checked like the plain files"),
-            note="Decoding processes: compare with `stream-zstd` (one process) of the same run.",
+                      f"decode, encode{', compress' if files == 'zstd' else ''} and write); output checked like the "
+                      f"{'plain' if args.decode_plain else 'plain files, decompressed'}"),
+            note=("Decoding processes: compare with `stream` (plain files, one process) of the same run." if args.decode_plain
+                  else "Decoding processes: compare with `stream-zstd` (one process) of the same run."),
         )
     if kafka_runs:
         report_comparison(
