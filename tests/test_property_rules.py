@@ -20,7 +20,7 @@ BREAKING: list[dict[str, str]] = [
     {"column.include.list": "a.b.c", "column.exclude.list": "a.b.d"},
     {"message.prefix.include.list": "x", "message.prefix.exclude.list": "y"},
     {"signal.enabled.channels": "source,kafka"},
-    {"sparkcdc.stream.decode.chunk.messages": "5000"},
+    {"sparkcdc.stream.decode.chunk.messages": "5000", "sparkcdc.stream.decode.processes": "1"},
     DECODERS | {"signal.data.collection": "public.signals"},
     DECODERS | {"include.schema.changes": "true"},
     DECODERS | {"post.processors": "reselector",
@@ -51,3 +51,31 @@ def test_a_broken_rule_refuses_the_configuration_naming_its_property(rule: Prope
                                   {"signal.enabled.channels": "source,kafka", "signal.kafka.bootstrap.servers": "k:9092"}])
 def test_a_configuration_that_keeps_the_rules_passes(kept: dict[str, str]) -> None:
     ConnectorConfig(BASE | kept)
+
+
+@pytest.mark.parametrize(("given", "processes"), [
+    ({}, 1),  # auto with plain topic files: one (the page cache, not decoding, bounds them)
+    ({"sparkcdc.output.topic.files.compression": "zstd"}, "cores"),
+    ({"sparkcdc.output.topic.files.compression": "zstd", "signal.data.collection": "public.signals"}, 1),  # a rule: one
+    ({"sparkcdc.output.topic.files.compression": "zstd", "include.schema.changes": "true"}, 1),
+    ({"sparkcdc.stream.decode.processes": "3"}, 3),
+    ({"sparkcdc.stream.decode.processes": "1", "sparkcdc.output.topic.files.compression": "zstd"}, 1),
+])
+def test_auto_decoding_processes_are_sized_where_they_pay_and_the_rules_allow(given: dict[str, str], processes: int | str) -> None:
+    import os
+
+    from sparkcdc.spark.outputs.topic_files.output import AUTO_PROCESSES_MAX, decoding_processes
+
+    config = ConnectorConfig(BASE | {"sparkcdc.output.layout": "topic_files", "sparkcdc.output.topic.files": "/tmp/out"} | given)
+    cores = min(len(os.sched_getaffinity(0)), AUTO_PROCESSES_MAX)
+    expected = (cores if cores > 1 else 1) if processes == "cores" else processes
+    assert decoding_processes(config) == expected
+
+
+def test_auto_is_the_default_and_a_count_or_auto_is_all_it_takes() -> None:
+    assert ConnectorConfig(BASE).settings.sparkcdc_stream_decode_processes is None  # auto
+    assert ConnectorConfig(BASE | {"sparkcdc.stream.decode.processes": "AUTO"}).settings.sparkcdc_stream_decode_processes is None
+    for wrong in ("0", "-1", "two", "1.5"):
+        with pytest.raises(ConfigurationError, match="neither a positive integer nor auto") as caught:
+            ConnectorConfig(BASE | {"sparkcdc.stream.decode.processes": wrong})
+        assert caught.value.property == "sparkcdc.stream.decode.processes"

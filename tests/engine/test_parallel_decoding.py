@@ -126,7 +126,7 @@ def test_refused_where_the_processes_cannot_work(pg_cluster: Any) -> None:
         _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "2", "signal.data.collection": "public.sig"})
     assert _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.processes": "3"}).settings.sparkcdc_stream_decode_processes == 3
     with pytest.raises(ConfigurationError, match="sparkcdc.stream.decode.chunk.messages"):
-        _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.chunk.messages": "100"})
+        _config(pg_cluster, "x", ["t"], **{"sparkcdc.stream.decode.chunk.messages": "100", "sparkcdc.stream.decode.processes": "1"})
 
 
 class _EncodingFails(TopicRunEncoder):

@@ -58,8 +58,14 @@ def _listed(config: ConnectorConfig, name: str) -> list[str]:
     return [item.lower() for item in split_list(config.setting(name))]
 
 
-def _decoders(config: ConnectorConfig) -> int:
-    return int(config.settings.sparkcdc_stream_decode_processes)
+def _decoders(config: ConnectorConfig) -> int | None:
+    """The decoding processes asked for; None for auto (sparkcdc then leaves them at 1 where a rule would break)."""
+    given = config.settings.sparkcdc_stream_decode_processes
+    return None if given is None else int(given)
+
+
+def _several_decoders(config: ConnectorConfig) -> bool:
+    return (_decoders(config) or 1) > 1
 
 
 def _slots(config: ConnectorConfig) -> int:
@@ -89,23 +95,23 @@ RULES: tuple[PropertyRule, ...] = (
         lambda c: "kafka" in _listed(c, "signal.enabled.channels") and not c.setting("signal.kafka.bootstrap.servers"),
         lambda c: "is required with the kafka signal channel (signal.enabled.channels)"),
     PropertyRule(
-        CHUNK_MESSAGES, f"`{CHUNK_MESSAGES}` only with `{DECODE_PROCESSES}` above 1",
+        CHUNK_MESSAGES, f"`{CHUNK_MESSAGES}` not with `{DECODE_PROCESSES}=1`",
         lambda c: _decoders(c) == 1 and c.given(CHUNK_MESSAGES),
         lambda c: f"sizes what each decoding process is given, but {DECODE_PROCESSES}=1: there are none; set "
                   f"{DECODE_PROCESSES} or drop it"),
     PropertyRule(
         DECODE_PROCESSES, f"`{DECODE_PROCESSES}` above 1 not with the signal table (`signal.data.collection`)",
-        lambda c: _decoders(c) > 1 and _signal_table(c),
+        lambda c: _several_decoders(c) and _signal_table(c),
         lambda c: f"{DECODE_PROCESSES}={_decoders(c)} cannot follow the signal table (signal.data.collection) and the "
                   "incremental snapshots' windows, which act on the stream in order: drop one of them"),
     PropertyRule(
         DECODE_PROCESSES, f"`{DECODE_PROCESSES}` above 1 not with `include.schema.changes=true`",
-        lambda c: _decoders(c) > 1 and bool(c.settings.include_schema_changes),
+        lambda c: _several_decoders(c) and bool(c.settings.include_schema_changes),
         lambda c: f"{DECODE_PROCESSES}={_decoders(c)} cannot follow the tables' shapes for include.schema.changes=true "
                   "(each schema change is known only from the Relation messages before it, in WAL order): drop one of them"),
     PropertyRule(
         DECODE_PROCESSES, f"`{DECODE_PROCESSES}` above 1 not with `post.processors`",
-        lambda c: _decoders(c) > 1 and bool(c.post_processors),
+        lambda c: _several_decoders(c) and bool(c.post_processors),
         lambda c: f"{DECODE_PROCESSES}={_decoders(c)} cannot run post.processors (they read rows again through the stream "
                   "task's connection, before the records are encoded): drop one of them"),
     PropertyRule(

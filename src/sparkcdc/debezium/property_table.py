@@ -43,7 +43,7 @@ Translation = Callable[[str, Mapping[str, str]], dict[str, str]]
 class Property:
     name: str
     default: str | None = None
-    kind: str = "string"  # string | int | bool | enum | list | regex_list | password
+    kind: str = "string"  # string | int | count_or_auto | bool | enum | list | regex_list | password
     choices: tuple[str, ...] = ()
     required: bool = False
     required_with: tuple[str, str] = ()  # (list property, value): required when that property lists the value
@@ -64,6 +64,11 @@ class Property:
                 int(raw)
             except ValueError:
                 return f"{raw!r} is not an integer"
+        elif self.kind == "count_or_auto":
+            if raw.strip().lower() == "auto":
+                return None
+            if not raw.strip().isdigit() or int(raw) < 1:
+                return f"{raw!r} is neither a positive integer nor auto"
         elif self.kind == "bool":
             if raw.strip().lower() not in ("true", "false"):
                 return f"{raw!r} is not a boolean (true or false)"
@@ -591,13 +596,15 @@ _ALL = [
     _P("sparkcdc.stream.slots.assignment", check=_slot_assignment,
        doc="with sparkcdc.stream.slots > 1: <schema>.<table>:<slot index>,... places the listed tables; the others "
            "go to the slot their name hashes to (crc32 of schema.table)"),
-    _P("sparkcdc.stream.decode.processes", "1", "int", check=_positive,
+    _P("sparkcdc.stream.decode.processes", "auto", "count_or_auto",
        doc="with sparkcdc.output.layout=topic_files: the stream task decodes and encodes its slot's changes in this "
            "many processes of its own (whole transactions each, written in commit order), while it reads the WAL; "
-           "give the task as many cores (spark.task.cpus) on a cluster; not with signals (signal.data.collection) "
-           "nor include.schema.changes=true (see docs/spark-source.md, \"Decoding one slot in several processes\")"),
+           "auto: as many as the executor's cores (at most 4) where they pay (zstd topic files; see docs/performance.md), "
+           "else 1; give the task as many cores (spark.task.cpus) on a cluster; a number above 1 is refused with signals "
+           "(signal.data.collection), include.schema.changes=true or post.processors, which auto leaves at 1 "
+           "(see docs/spark-source.md, \"Decoding one slot in several processes\")"),
     _P("sparkcdc.stream.decode.chunk.messages", "16384", "int", check=_positive,
-       doc="with sparkcdc.stream.decode.processes > 1: WAL messages a decoding process is given at least before the next "
+       doc="with several decoding processes (sparkcdc.stream.decode.processes): WAL messages a process is given at least before the next "
            "one takes over, at the next commit (a transaction is never split between processes)"),
     _P("sparkcdc.max.batch.wal.bytes", "268435456", "int", check=_non_negative,
        doc="WAL bytes one streaming micro-batch covers at most (0: no limit)"),

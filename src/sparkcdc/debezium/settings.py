@@ -32,7 +32,8 @@ def attribute_name(name: str) -> str:
     return re.sub(r"[^0-9a-z]+", "_", name.lower())
 
 
-_TYPES: dict[str, Any] = {"int": int, "bool": bool, "list": tuple, "regex_list": tuple}
+#: ``count_or_auto``: a count, or None for ``auto`` (sparkcdc sizes it).
+_TYPES: dict[str, Any] = {"int": int, "count_or_auto": int | None, "bool": bool, "list": tuple, "regex_list": tuple}
 _FIELDS = {attribute_name(p.name): p for p in PROPERTIES.values() if p.status != ALIAS}
 
 if TYPE_CHECKING:
@@ -54,6 +55,8 @@ else:
 def _typed(prop: Property, value: str | None) -> Any:
     if prop.kind == "int":
         return int(value) if value is not None else None
+    if prop.kind == "count_or_auto":
+        return None if value is None or value.strip().lower() == "auto" else int(value)
     if prop.kind == "bool":
         return value is not None and value.strip().lower() == "true"
     if prop.kind == "list":

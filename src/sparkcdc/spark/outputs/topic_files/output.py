@@ -15,13 +15,13 @@ if TYPE_CHECKING:
 
     from ....debezium.config import ConnectorConfig
 
-__all__ = ["TopicFilesOutput", "topic_files_directory"]
+__all__ = ["AUTO_PROCESSES_MAX", "TopicFilesOutput", "decoding_processes", "topic_files_directory"]
 
 _WRITES = "only the topic_files layout writes topic files from the reader"
 
 
 def _one_process(config: ConnectorConfig, name: str, value: str) -> bool:
-    return config.setting(name) == 1
+    return config.setting(name) in (None, 1)  # auto is 1 where no process writes topic files
 
 
 class TopicFilesOutput(Output):
@@ -84,12 +84,44 @@ def _compression(config: ConnectorConfig) -> str:
     return config.settings.sparkcdc_output_topic_files_compression or "none"
 
 
+#: The most decoding processes ``sparkcdc.stream.decode.processes=auto`` starts (each holds a
+#: connection-free decoder and its buffers; past the cores that encode, more only wait).
+AUTO_PROCESSES_MAX = 4
+
+
+def decoding_processes(config: ConnectorConfig) -> int:
+    """The processes that decode a stream range: ``sparkcdc.stream.decode.processes`` as given, or for
+    ``auto`` the cores this executor process may run on (at most :data:`AUTO_PROCESSES_MAX`) where
+    they pay: with zstd topic files (measured: docs/performance.md, "Decoding processes by default"),
+    and where the configuration allows several (the rules of
+    :mod:`sparkcdc.debezium.property_rules`, which an explicit number would break with an error).
+    A stream batch is one task, alone on its executor's other cores while it runs."""
+    import os
+
+    from ....debezium.config import ConnectorConfig as Config
+    from ....errors import ConfigurationError
+
+    given = config.settings.sparkcdc_stream_decode_processes
+    if given is not None:
+        return int(given)
+    if _compression(config) == "none":
+        return 1
+    cores = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, AUTO_PROCESSES_MAX)
+    if cores < 2:
+        return 1
+    try:
+        Config({**config.raw, "sparkcdc.stream.decode.processes": str(cores)})
+    except ConfigurationError:
+        return 1  # a rule several processes would break (signals, schema changes, post processors): one
+    return cores
+
+
 def _decoded_elsewhere(config: ConnectorConfig, partition: PlannedPartition) -> Iterator[pa.RecordBatch] | None:
-    """A stream range decoded by ``sparkcdc.stream.decode.processes`` processes
-    (engine/parallel_stream.py) and written from their bytes; ``None`` where it is read here."""
+    """A stream range decoded by :func:`decoding_processes` processes (engine/parallel_stream.py)
+    and written from their bytes; ``None`` where it is read here."""
     from ....engine.planner import StreamRange
 
-    processes = config.settings.sparkcdc_stream_decode_processes
+    processes = decoding_processes(config)
     if processes == 1 or not isinstance(partition.work, StreamRange):
         return None
     from ....engine.work import read_stream_encoded, serializer_for
