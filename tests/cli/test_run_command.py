@@ -33,20 +33,9 @@ def config_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def began(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """The sessions the command began early (sparkcdc.spark.launch.begin_session), recorded, none started."""
-    from sparkcdc.spark import launch
-
-    calls: list[dict[str, Any]] = []
-    monkeypatch.setattr(launch, "begin_session", lambda *args, **kwargs: calls.append(kwargs))
-    return calls
-
-
-@pytest.fixture
-def fake_runner(monkeypatch: pytest.MonkeyPatch, began: list[dict[str, Any]]) -> types.ModuleType:
-    """Stands in for sparkcdc.spark.runner (and for the session the command begins before importing it)."""
+def fake_runner(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    """Stands in for sparkcdc.spark.runner (written separately; may not exist yet)."""
     module = types.ModuleType("sparkcdc.spark.runner")
-    module.began = began  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "sparkcdc.spark.runner", module)
     return module
 
@@ -66,21 +55,6 @@ def test_run_passes_config_paths_and_a_stop_event(config_file: Path, fake_runner
     assert call["output"] == "s3a://bucket/out"  # a URI stays a string, not a mangled Path
     assert (call["checkpoint"], call["once"], call["master"]) == ("/tmp/ck", True, "local[2]")
     assert isinstance(call["stop_event"], threading.Event) and not call["stop_event"].is_set()
-
-
-def test_the_session_begins_before_the_runner_with_the_runners_arguments(config_file: Path, fake_runner: types.ModuleType) -> None:
-    """The command starts Spark's session while it imports the runner; the runner then asks for the same one."""
-    from sparkcdc.spark.run_session import session_arguments
-
-    seen: dict[str, Any] = {}
-    fake_runner.run_pipeline = lambda config, **kwargs: seen.update(kwargs, config=config)  # type: ignore[attr-defined]
-    result = RUNNER.invoke(app, ["run", str(config_file), "--output", "o", "--checkpoint", "c", "--master", "local[3]",
-                                 "--conf", "spark.executor.memory=3g", "--no-progress"])
-    assert result.exit_code == 0, result.output
-    expected = session_arguments(seen["config"], "local[3]", None, {"spark.executor.memory": "3g"}, None)
-    assert fake_runner.began == [expected]  # type: ignore[attr-defined]
-    assert expected == {"master": "local[3]", "app_name": "sparkcdc-sparkcdc", "extra": {"spark.executor.memory": "3g"},
-                        "remote": None}
 
 
 def test_defaults(config_file: Path, fake_runner: types.ModuleType) -> None:
@@ -172,8 +146,7 @@ def test_configuration_error_raised_by_the_pipeline_names_the_file(config_file: 
     assert f"{config_file}: table.include.list: no table matches" in result.output
 
 
-def test_missing_runner_module_is_a_clear_error(config_file: Path, monkeypatch: pytest.MonkeyPatch,
-                                                began: list[dict[str, Any]]) -> None:
+def test_missing_runner_module_is_a_clear_error(config_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "sparkcdc.spark.runner", None)  # makes the import fail as if absent
     result = RUNNER.invoke(app, ["run", str(config_file), "--output", "o", "--checkpoint", "c"])
     assert result.exit_code == EXIT_PROBLEMS

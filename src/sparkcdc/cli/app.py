@@ -319,10 +319,8 @@ def run(
         _fail(EXIT_CONFIG, "--master and --remote exclude each other: a Spark Connect server runs the query on its own master")
     spark_conf = _conf_pairs(conf or ())
     loaded = _load(config, strict)
-    err = _stderr()
-    display = _progress_display(err) if progress else None
-    _begin_session(loaded, master, remote, spark_conf, display)
     runner = _import_runner()
+    err = _stderr()
     if kafka is None:  # only --kafka creates topics
         from ..debezium.topic_creation import unused_without_kafka
 
@@ -337,7 +335,7 @@ def run(
                                       remote=remote, stop_event=stop, apply_to=tuple(apply_to or ()), scd_type=scd_type, kafka=kafka,
                                       trigger_interval=trigger_interval or "1 second", spark_conf=spark_conf,
                                       **({} if metrics_port is None else {"metrics_port": metrics_port, "metrics_host": metrics_host}),
-                                      **({"display": display} if display is not None else {}),
+                                      **({"display": _progress_display(err)} if progress else {}),
                                       on_restart=lambda message: err.print(f"restarting: {message}", soft_wrap=True, markup=False))
     if summary_file is not None and hasattr(summary, "to_dict"):
         Path(summary_file).write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
@@ -355,19 +353,6 @@ def _conf_pairs(pairs: Sequence[str]) -> dict[str, str]:
             _fail(EXIT_CONFIG, f"--conf {pair!r}: expected KEY=VALUE, e.g. --conf spark.executor.memory=2g")
         conf[key.strip()] = value
     return conf
-
-
-def _begin_session(loaded: LoadedConfig, master: str | None, remote: str | None, spark_conf: dict[str, str],
-                   display: Any) -> None:
-    """Start Spark's session now, beside the import of the runner (the database driver, the outputs,
-    the engine: most of the command's own start), not after it; the runner takes it. Where this
-    installation has no Spark runner, the runner's import says so instead."""
-    try:
-        from ..spark import launch
-        from ..spark.run_session import session_arguments
-    except ImportError:
-        return
-    launch.begin_session(**session_arguments(loaded.config, master, remote, spark_conf, display))
 
 
 def _progress_display(err: Console) -> Any:

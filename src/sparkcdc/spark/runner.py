@@ -22,7 +22,6 @@ from .connect_run import observe_records, observed_records, server_lacks
 from .query_control import describe_failure, failure_report, release_quietly, stop_quietly, watch
 from .restarts import RestartPolicy, retriable_cause
 from .run_locations import state_location
-from .run_session import session_arguments
 from .run_summary import RunSummary, spark_timestamp
 from .run_targets import BatchFanOut, appliers_for
 
@@ -116,7 +115,10 @@ def run_pipeline(
     restarts = RestartPolicy.from_config(config)
     metrics = RunMetrics.start(properties, metrics_port, metrics_host, display, remote)
     try:
-        spark = launch.session(**session_arguments(config, master, remote, spark_conf, display))
+        # --conf wins over what the display asks for (Spark's console progress bar off while it draws;
+        # a Connect server's bar is not on this terminal)
+        extra = {**((metrics.spark_conf or {}) if metrics and remote is None else {}), **(spark_conf or {})}
+        spark = launch.session(master, app_name=f"sparkcdc-{config.settings.name}", extra=extra or None, remote=remote)
         startup["session"] = since_process_start()
     except BaseException:
         if metrics is not None:

@@ -43,6 +43,11 @@ class RunMetrics:
             display.start(collector)
         return cls(collector, server, display)
 
+    @property
+    def spark_conf(self) -> dict[str, str] | None:
+        """Spark's console progress bar would scribble over a display that owns the terminal."""
+        return {"spark.ui.showConsoleProgress": "false"} if getattr(self.progress, "owns_terminal", False) else None
+
     def close(self) -> None:
         if self.progress is not None:
             self.progress.stop()
