@@ -79,3 +79,19 @@ def test_auto_is_the_default_and_a_count_or_auto_is_all_it_takes() -> None:
         with pytest.raises(ConfigurationError, match="neither a positive integer nor auto") as caught:
             ConnectorConfig(BASE | {"sparkcdc.stream.decode.processes": wrong})
         assert caught.value.property == "sparkcdc.stream.decode.processes"
+
+
+def test_chunk_messages_without_decoding_processes_is_refused_or_warned(caplog: pytest.LogCaptureFixture) -> None:
+    """Never accepted and ignored: another layout refuses it; plain topic files (auto: one process) warn."""
+    import logging
+
+    from sparkcdc.spark.outputs.registry import check_output_settings
+
+    chunk = {"sparkcdc.stream.decode.chunk.messages": "5000"}
+    with pytest.raises(ConfigurationError) as caught:
+        check_output_settings(ConnectorConfig(BASE | chunk | {"sparkcdc.output.layout": "columns"}))
+    assert caught.value.property == "sparkcdc.stream.decode.chunk.messages"
+    files = {"sparkcdc.output.layout": "topic_files", "sparkcdc.output.topic.files": "/tmp/out"}
+    with caplog.at_level(logging.WARNING):
+        check_output_settings(ConnectorConfig(BASE | chunk | files)).check(ConnectorConfig(BASE | chunk | files))
+    assert any("sparkcdc.stream.decode.chunk.messages has no effect" in r.getMessage() for r in caplog.records)

@@ -34,6 +34,8 @@ class TopicFilesOutput(Output):
         OwnProperty("sparkcdc.output.topic.files.compression", _WRITES, ignored_when("none")),
         OwnProperty("sparkcdc.stream.decode.processes", "decodes in processes that write topic files' bytes, which only the "
                     "topic_files layout does", _one_process),
+        OwnProperty("sparkcdc.stream.decode.chunk.messages", "sizes what each decoding process is given, and only the "
+                    "topic_files layout decodes in processes"),
     )
 
     def schema(self) -> str:
@@ -43,6 +45,13 @@ class TopicFilesOutput(Output):
 
     def check(self, config: ConnectorConfig) -> None:
         topic_files_directory(config)  # refused here, on the driver, when absent
+        if config.given("sparkcdc.stream.decode.chunk.messages") and decoding_processes(config) == 1:
+            import logging
+
+            logging.getLogger(__name__).warning(
+                "sparkcdc.stream.decode.chunk.messages has no effect: sparkcdc.stream.decode.processes=auto decodes in one "
+                "process here (plain topic files, or a setting several processes cannot follow); set "
+                "sparkcdc.stream.decode.processes to a number to decode in several")
 
     def batch_writer(self, config: ConnectorConfig) -> BatchWriter:
         from .batch_writer import TopicFilesBatchWriter
