@@ -26,15 +26,15 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports --no-logo
 	$(PY) scripts/import_cycles.py
 
-# TEST_WORKERS=2 runs the suite in two pytest-xdist workers, a test file each at a time (a file's
-# tests share module fixtures and run in order; each worker has its own clusters, SparkSession and
-# Debezium JVM). Measured 2026-11-28 before the kill tests were trimmed: 62 min with two workers (with
-# other work on the machine, and flakier) against 77 min in one process; after the trim 64 min in one
-# process from a fresh clone (2026-11-29). One process is the default
-# until two workers have passed a full run.
-TEST_WORKERS ?= 0
+# The suite runs in TEST_WORKERS pytest-xdist workers (TEST_WORKERS=0: one process), a test file each at
+# a time (a file's tests share module fixtures and run in order; each worker has its own clusters,
+# SparkSession and Debezium JVM). Files are taken longest first (tests/conftest.py's _MODULE_SECONDS),
+# not by xdist's count of tests, so that no long file is left for the end. Most tests wait on servers,
+# JVMs and subprocesses: one process keeps about one of the two cores busy (64 min from a fresh clone,
+# 2026-11-29); see benchmarks/RESULTS.md, "test suite", for the two-worker figure.
+TEST_WORKERS ?= 2
 test: lint
-	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
+	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) $(PYTEST_ARGS)
 
 # The inner loop: everything but the kill tests and the tests that run Debezium in a JVM.
 test-fast: lint

@@ -172,6 +172,18 @@ _TWO_MAJORS_MODULES = _KILL_TEST_MODULES | {
 }
 
 
+#: Seconds the longest test modules take (both majors where they run on two), measured serially from
+#: a fresh clone (2026-11-28 and 2026-11-29, `--durations`): the order in which `make test`'s workers
+#: take them, longest first. Only the order matters; refresh it when a module grows past the others.
+_MODULE_SECONDS = {
+    "test_apply_kill.py": 400, "test_kill_restart.py": 390, "test_benchmark_scripts.py": 380,
+    "test_schema_evolution.py": 250, "test_incremental_snapshot_kill.py": 170, "test_snapshot_consistency.py": 140,
+    "test_example_pipeline.py": 115, "test_schema_change_topic.py": 110, "test_packed_environment.py": 100,
+    "test_apply_pipeline.py": 90, "test_standalone_cluster.py": 75, "test_least_privilege.py": 65,
+    "test_apply_executors.py": 60, "test_failover.py": 50, "test_schema_evolution_cases.py": 45, "test_connect.py": 45,
+}
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--pg-majors", default="15,18",
@@ -195,10 +207,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Marks what `make test-fast` leaves out: ``oracle`` (runs real Debezium in a JVM: the
     conformance suite and the Debezium side of the benchmark scripts) and ``kill`` (the kill tests).
 
-    The kill modules (minutes each, on two majors) go last, on both majors: their runs leave
-    publications for all tables on the session clusters, under which a table with REPLICA IDENTITY
-    NOTHING refuses updates (the conformance case that captures one failed when they went first)."""
-    items.sort(key=lambda item: item.path.name in _KILL_TEST_MODULES)  # stable: the rest keeps its order
+    The longest modules go first (:data:`_MODULE_SECONDS`): `make test`'s workers take a module at a
+    time in this order, and a long module taken last would leave the other worker idle at the end."""
+    items.sort(key=lambda item: -_MODULE_SECONDS.get(item.path.name, 0))  # stable: the rest keeps its order
     # The schema-evolution kill test runs per target; on 18 only into PostgreSQL: what the major changes
     # (Relation messages, the catalog) is the source side, the same for every target, and each lake
     # target's run costs a minute more.
