@@ -103,6 +103,12 @@ def startup_rows(run: SparkcdcRun) -> list[tuple[str, str, str]]:
              f"from the process's start: {steps}; target < {STARTUP_TARGET:g} s (issue 31): {met}")]
 
 
+def apply_phases(run: SparkcdcRun) -> str:
+    """The apply's driver seconds per phase, from ``--summary``'s ``apply_seconds`` (census, plan,
+    stage, commit, the executors' read, fold and stage): where an apply run's time goes."""
+    return "; ".join(", ".join(f"{k} {v:.1f}" for k, v in sorted(seconds.items())) for seconds in run.apply_seconds.values())
+
+
 # -- sparkcdc run --once, as a user runs it --------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -623,4 +629,46 @@ def report_comparison(
             *limits,
         ],
         note,
+    )
+
+
+def settings_argument(values: Sequence[str]) -> dict[str, str]:
+    """The ``--set NAME=VALUE`` arguments of a benchmark (repeatable) as properties: the settings of
+    its A/B variant, run beside the default configuration in the same run (issue 31: each speed
+    setting that stays has its A/B in RESULTS.md)."""
+    settings: dict[str, str] = {}
+    for value in values:
+        name, sep, setting = value.partition("=")
+        if not sep or not name.strip():
+            raise SystemExit(f"--set {value!r}: expected NAME=VALUE, a property and its value")
+        settings[name.strip()] = setting.strip()
+    return settings
+
+
+def settings_label(settings: Mapping[str, str]) -> str:
+    """``a=1, b=2``: how the A/B variant's settings are named in the output and RESULTS.md."""
+    return ", ".join(f"{name}={value}" for name, value in settings.items())
+
+
+def report_setting_ab(benchmark: str, events: int, settings: Mapping[str, str], default_runs: Sequence[SparkcdcRun],
+                      set_runs: Sequence[SparkcdcRun], debezium_runs: Sequence[DebeziumRun], *, target: float,
+                      jvm_seconds: float, record: bool, cpu: MachineCpu | None, what: str) -> None:
+    """The A/B of ``settings`` against the default configuration (medians by processing time, same
+    changes, alternating drains): printed as ``sparkcdc with <settings> / default = ...``, and
+    recorded as ``<benchmark>-set`` beside the default's entry, with the ratio in its workload."""
+    default = median(default_runs, key=lambda r: r.processing_seconds)
+    varied = median(set_runs, key=lambda r: r.processing_seconds)
+    processing = default.processing_seconds / varied.processing_seconds
+    wall = default.wall_seconds / varied.wall_seconds
+    per_run = " / ".join(f"{events / d.processing_seconds:,.0f} vs {events / s.processing_seconds:,.0f}"
+                         for d, s in zip(default_runs, set_runs, strict=True))
+    label = settings_label(settings)
+    print(f"sparkcdc with {label} / default = {processing:.2f} processing rate, {wall:.2f} wall "
+          f"(per run, default vs set: {per_run} events/s processing)")
+    report_comparison(
+        f"{benchmark}-set", events, debezium_runs, set_runs, target=target, jvm_seconds=jvm_seconds, record=record, cpu=cpu,
+        workload=(f"the same {what} and Debezium runs as the `{benchmark}` entry recorded with it; sparkcdc `run --once` with "
+                  f"{label}, the default configuration otherwise: {processing:.2f}x the default's processing rate and "
+                  f"{wall:.2f}x its wall rate (medians; per run, default vs set: {per_run} events/s processing)"),
+        note=f"A/B of {label}: compare with `{benchmark}` (the default configuration) of the same run.",
     )

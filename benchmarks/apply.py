@@ -18,10 +18,15 @@ write must not become WAL of the source that the runs after them (each from its 
 * sparkcdc into Apache Iceberg: the same with ``--apply-to iceberg+file:DIR`` (a local SQLite catalog).
 
 Each mirror is then compared with the source (row count and md5 of every row for PostgreSQL; every
-row for Delta). Reported: changes/s of each and the ratio of sparkcdc's processing rate to the
-baseline's.
+row for Delta). Reported: changes/s of each, the driver's seconds per apply phase (where the time
+goes: census, plan, stage, commit, and the executors' read, fold and stage), the start-up's
+milestones, and the ratios of sparkcdc's PostgreSQL rate to the baseline's, over processing time and
+over the whole command (issue 31's target: the whole command at 0.3x native or better).
 
-    python benchmarks/apply.py [--changes 1000000] [--deletes 50000] [--record]
+With ``--set NAME=VALUE`` (repeatable) a second PostgreSQL mirror is applied with those properties
+set, from its own slot, right after the default's: a speed setting's A/B (``apply.changes.per.task``).
+
+    python benchmarks/apply.py [--changes 1000000] [--deletes 50000] [--set NAME=VALUE ...] [--record]
 """
 
 from __future__ import annotations
@@ -40,11 +45,16 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _common import (  # noqa: E402
+    SparkcdcRun,
+    apply_phases,
     load_average,
     machine_summary,
     record_result,
     run_sparkcdc,
+    settings_argument,
+    settings_label,
     sparkcdc_properties,
+    startup_rows,
     write_properties,
 )
 from events import TABLE_DDL, load  # noqa: E402
@@ -86,8 +96,11 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=1_000_000)
     parser.add_argument("--deletes", type=int, default=50_000)
     parser.add_argument("--rows-per-transaction", type=int, default=1000)
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="also apply to a second PostgreSQL mirror with this property set (repeatable): an A/B")
     parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
     args = parser.parse_args()
+    settings = settings_argument(args.set)
     load_before = load_average()
     # The mirrors live on a server of their own, as they would in production: what they write must
     # not become WAL of the source that a later run (another slot) has to decode.
@@ -96,7 +109,7 @@ def main() -> None:
         work = Path(tmp)
         conn.execute(TABLE_DDL)
         with psycopg.connect(mirrors.conninfo(), autocommit=True) as admin:
-            for name in ("native_mirror", "pg_mirror"):
+            for name in ("native_mirror", "pg_mirror", *(["pg_mirror_set"] if settings else [])):
                 admin.execute(f"CREATE DATABASE {name}")
         with psycopg.connect(mirrors.conninfo("native_mirror"), autocommit=True) as native:
             native.execute(TABLE_DDL)
@@ -105,9 +118,11 @@ def main() -> None:
             native.execute(f"CREATE SUBSCRIPTION bench_native CONNECTION '{cluster.conninfo()}' PUBLICATION bench_native "
                            "WITH (create_slot = false, slot_name = 'bench_native', copy_data = false, enabled = false)")
         runs = {}
-        for name, target in (("postgresql", f"postgresql://{mirrors.user}@{mirrors.host}:{mirrors.port}/pg_mirror"),
-                             ("delta", str(work / "delta")), ("iceberg", f"iceberg+file://{work / 'iceberg'}")):
-            props = sparkcdc_properties(cluster, f"apply_{name}", "no_data")
+        mirror_base = f"postgresql://{mirrors.user}@{mirrors.host}:{mirrors.port}"
+        targets = [("postgresql", f"{mirror_base}/pg_mirror"), *([("postgresql_set", f"{mirror_base}/pg_mirror_set")] if settings else []),
+                   ("delta", str(work / "delta")), ("iceberg", f"iceberg+file://{work / 'iceberg'}")]
+        for name, target in targets:
+            props = sparkcdc_properties(cluster, f"apply_{name}", "no_data") | (settings if name == "postgresql_set" else {})
             config = write_properties(work / f"{name}.properties", props)
             runs[name] = (config, work / f"{name}-checkpoint", target)
             run_sparkcdc(config, None, work / f"{name}-checkpoint", apply_to=target)  # publication, slot, checkpoint; nothing to apply
@@ -133,12 +148,13 @@ def main() -> None:
             native.execute("ALTER SUBSCRIPTION bench_native DISABLE")
         print(f"native logical replication: {total / native_seconds:,.0f} changes/s ({native_seconds:.1f} s), equal: {native_ok}")
 
-        results = {}
+        results: dict[str, tuple[float, float, int, bool]] = {}
+        applied: dict[str, SparkcdcRun] = {}
         for name, (config, checkpoint, target) in runs.items():
-            run = run_sparkcdc(config, None, checkpoint, apply_to=target)
+            run = applied[name] = run_sparkcdc(config, None, checkpoint, apply_to=target)
             wall, processing, records = run.wall_seconds, run.processing_seconds, run.records
-            if name == "postgresql":
-                with psycopg.connect(mirrors.conninfo("pg_mirror"), autocommit=True) as mirror:
+            if name.startswith("postgresql"):
+                with psycopg.connect(mirrors.conninfo(target.rsplit("/", 1)[1]), autocommit=True) as mirror:
                     equal = checksum(mirror) == checksum(conn)
             elif name == "delta":
                 equal = delta_equal(conn, Path(target) / "public" / "bench")
@@ -147,20 +163,27 @@ def main() -> None:
             results[name] = (wall, processing, records, equal)
             print(f"sparkcdc → {name}: {total / processing:,.0f} changes/s processing ({processing:.1f} s), "
                   f"{total / wall:,.0f} on wall time ({wall:.1f} s); {records:,} records; mirror equal: {equal}")
-            for phases in run.apply_seconds.values():
-                print("  driver seconds per phase: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(phases.items())))
+            print(f"  driver seconds per phase: {apply_phases(run)}")
         if not native_ok or not all(r[3] for r in results.values()):
             raise SystemExit("a mirror differs from the source")
     load_after = load_average()
     rows = [("PostgreSQL logical replication (subscription)", f"{total / native_seconds:,.0f} changes/s",
              f"{native_seconds:.1f} s from ENABLE to the last change confirmed")]
     for name, (wall, processing, _records, _equal) in results.items():
-        label = {"postgresql": "PostgreSQL (COPY + MERGE)", "delta": "Delta Lake (deltalake merge)",
-                 "iceberg": "Iceberg (pyiceberg, copy-on-write)"}[name]
-        rows.append((f"sparkcdc → {label} processing",
-                     f"{total / processing:,.0f} changes/s", f"{processing:.1f} s of micro-batches; mirror equals the source"))
+        label = {"postgresql": "PostgreSQL (COPY + MERGE)", "postgresql_set": f"PostgreSQL with {settings_label(settings)}",
+                 "delta": "Delta Lake (deltalake merge)", "iceberg": "Iceberg (pyiceberg, copy-on-write)"}[name]
+        rows.append((f"sparkcdc → {label} processing", f"{total / processing:,.0f} changes/s",
+                     f"{processing:.1f} s of micro-batches; driver seconds per phase: {apply_phases(applied[name])}; mirror equals the source"))
         rows.append((f"sparkcdc → {name} wall", f"{total / wall:,.0f} changes/s", f"{wall:.1f} s for the whole command, Spark's start-up included"))
-    rows.append(("ratio sparkcdc → PostgreSQL processing / native", f"{native_seconds / results['postgresql'][1]:.2f}", ""))
+    postgresql = results["postgresql"]
+    rows.append(("ratio sparkcdc → PostgreSQL processing / native", f"{native_seconds / postgresql[1]:.2f}", ""))
+    rows.append(("ratio sparkcdc → PostgreSQL whole command / native", f"{native_seconds / postgresql[0]:.2f}",
+                 f"target >= 0.3 (issue 31): {'met' if native_seconds / postgresql[0] >= 0.3 else 'NOT MET'}"))
+    if settings:
+        varied = results["postgresql_set"]
+        rows.append((f"A/B: {settings_label(settings)} / default, PostgreSQL", f"{postgresql[1] / varied[1]:.2f}x processing rate",
+                     f"{postgresql[0] / varied[0]:.2f}x wall rate; one run each, the set one right after the default"))
+    rows += startup_rows(applied["postgresql"])
     print("\n".join(f"{a}: {b} ({c})" for a, b, c in rows))
     if args.record:
         record_result("apply", f"{total:,} changes ({args.changes * 5 // 6:,} inserts, {args.changes - args.changes * 5 // 6:,} updates, "

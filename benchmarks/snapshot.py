@@ -37,7 +37,11 @@ COPY takes a few seconds and each floor about 9 s of a benchmark of about 2.5 mi
 With ``--zstd`` each run also snapshots into zstd-compressed topic files
 (``sparkcdc.output.topic.files.compression=zstd``), reported as ``snapshot-zstd``.
 
-    python benchmarks/snapshot.py [--rows 1000000] [--repeat 3] [--zstd] [--record]
+With ``--set NAME=VALUE`` (repeatable) each run also snapshots with those properties set, beside the
+default configuration and alternating which goes first: a speed setting's A/B, reported as
+``snapshot-set`` with its ratio to the default's snapshot.
+
+    python benchmarks/snapshot.py [--rows 1000000] [--repeat 3] [--zstd] [--set NAME=VALUE ...] [--record]
 """
 
 from __future__ import annotations
@@ -69,7 +73,10 @@ from _common import (  # noqa: E402
     median,
     physical_limits,
     report_comparison,
+    report_setting_ab,
     run_sparkcdc,
+    settings_argument,
+    settings_label,
     sparkcdc_properties,
     write_properties,
 )
@@ -116,9 +123,9 @@ def snapshot_debezium(cluster: ThrowawayCluster, conn: psycopg.Connection, run: 
 
 
 def snapshot_sparkcdc(cluster: ThrowawayCluster, conn: psycopg.Connection, work: Path, run: int, rows: int, *,
-                      zstd: bool = False, unwrap: bool = False) -> SparkcdcRun:
-    name = f"sparkcdc_{'zstd' if zstd else 'unwrap' if unwrap else 'snapshot'}_{run}"
-    props = sparkcdc_properties(cluster, name, "initial_only")
+                      zstd: bool = False, unwrap: bool = False, settings: dict[str, str] | None = None) -> SparkcdcRun:
+    name = f"sparkcdc_{'zstd' if zstd else 'unwrap' if unwrap else 'set' if settings else 'snapshot'}_{run}"
+    props = sparkcdc_properties(cluster, name, "initial_only") | (settings or {})
     if zstd:
         props["sparkcdc.output.topic.files.compression"] = "zstd"
     if unwrap:
@@ -173,9 +180,13 @@ def main() -> None:
                         "(sparkcdc.output.topic.files.compression=zstd)")
     parser.add_argument("--unwrap", action="store_true", help="also snapshot with transforms=unwrap (ExtractNewRecordState, "
                         "add.fields=op), read through the Python converters, and compare with the plain snapshot")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="also snapshot with this property set (repeatable: the settings of one variant) and compare "
+                             "with the default configuration's snapshot: a speed setting's A/B (snapshot-set)")
     parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
     args = parser.parse_args()
     rows = args.rows
+    settings = settings_argument(args.set)
 
     from tests.support.debezium_jvm import start_debezium_jvm
 
@@ -187,6 +198,7 @@ def main() -> None:
     our_runs: list[SparkcdcRun] = []
     zstd_runs: list[SparkcdcRun] = []
     unwrap_runs: list[SparkcdcRun] = []
+    set_runs: list[SparkcdcRun] = []
     with (ThrowawayCluster() as cluster, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
           tempfile.TemporaryDirectory(prefix="sparkcdc-bench-snapshot-") as tmp, MachineCpu() as cpu):
         print(f"table: {rows:,} rows in {prepare_table(conn, rows):.1f} s")
@@ -199,11 +211,17 @@ def main() -> None:
                     print(f"  run {run}: Debezium {rows / dbz.steady_seconds:,.0f} events/s steady "
                           f"({dbz.steady_seconds:.1f} s; {dbz.total_seconds:.1f} s from the engine's start)")
                 else:
-                    ours = snapshot_sparkcdc(cluster, conn, Path(tmp), run, rows)
-                    our_runs.append(ours)
-                    print(f"  run {run}: sparkcdc {rows / ours.processing_seconds:,.0f} events/s processing "
-                          f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); {rows / ours.wall_seconds:,.0f} "
-                          f"events/s on wall time ({ours.wall_seconds:.1f} s, {ours.startup_seconds:.1f} s to the query's start)")
+                    # The --set variant snapshots beside the default, alternating which goes first.
+                    variants: list[tuple[dict[str, str] | None, list[SparkcdcRun], str]] = [(None, our_runs, "sparkcdc")]
+                    if settings:
+                        variants.append((settings, set_runs, f"sparkcdc with {settings_label(settings)}"))
+                    for varied, runs, label in variants if run % 2 == 0 else variants[::-1]:
+                        ours = snapshot_sparkcdc(cluster, conn, Path(tmp), run, rows, settings=varied)
+                        runs.append(ours)
+                        print(f"  run {run}: {label} {rows / ours.processing_seconds:,.0f} events/s processing "
+                              f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); "
+                              f"{rows / ours.wall_seconds:,.0f} events/s on wall time ({ours.wall_seconds:.1f} s, "
+                              f"{ours.startup_seconds:.1f} s to the query's start)")
             if args.unwrap:
                 ours = snapshot_sparkcdc(cluster, conn, Path(tmp), run, rows, unwrap=True)
                 unwrap_runs.append(ours)
@@ -228,6 +246,9 @@ def main() -> None:
                   f"{load_before} before, {load_after} after"),
         note=NOTE, limits=limits,
     )
+    if set_runs:
+        report_setting_ab("snapshot", rows, settings, our_runs, set_runs, debezium_runs, target=TARGET,
+                          jvm_seconds=jvm_seconds, record=args.record, cpu=cpu, what=f"table of {rows:,} rows")
     if zstd_runs:
         report_comparison(
             "snapshot-zstd", rows, debezium_runs, zstd_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record, cpu=cpu,

@@ -58,6 +58,7 @@ from _common import (  # noqa: E402
     DebeziumRun,
     MachineCpu,
     SparkcdcRun,
+    apply_phases,
     drop_slot_when_free,
     load_average,
     machine_summary,
@@ -279,11 +280,6 @@ def measure(rows: int, *, cluster_driver: bool = True) -> Size:
     return Size(rows, fill_seconds, debezium, debezium_cpu, tuple(applied), tuple(on_cluster))
 
 
-def phases(run: SparkcdcRun) -> str:
-    """The apply's driver seconds per phase, from ``--summary`` (one target per run here)."""
-    return "; ".join(", ".join(f"{k} {v:.1f}" for k, v in sorted(seconds.items())) for seconds in run.apply_seconds.values())
-
-
 def print_applied(done: Applied, debezium_steady: float, debezium_total: float) -> None:
     run = done.run
     batches = ", ".join(f"{ms / 1000:.1f}" for ms in run.batch_ms)
@@ -293,7 +289,7 @@ def print_applied(done: Applied, debezium_steady: float, debezium_total: float) 
     print(f"    {done.rows / max(done.batch_cpu_seconds, 1e-3):,.0f} rows per machine CPU-second over the micro-batches "
           f"({done.batch_cpu_seconds:.1f} CPU-s), {done.rows / max(done.wall_cpu_seconds, 1e-3):,.0f} over the whole command "
           f"({done.wall_cpu_seconds:.1f} CPU-s)")
-    print(f"    driver seconds per phase: {phases(run)}")
+    print(f"    driver seconds per phase: {apply_phases(run)}")
     print(f"    peak memory: {done.memory.describe()}")
     ratio = done.processing_rate / debezium_steady
     print(f"    ratio sparkcdc → {done.target} / Debezium = {ratio:.2f} processing/steady (target >= {TARGET:g}: "
@@ -334,7 +330,7 @@ def size_rows(size: Size) -> list[tuple[str, str, str]]:
         found += [
             (f"{n}: sparkcdc → {done.target} processing (`run --apply-to --once`, local[2])", f"{done.processing_rate:,.0f} rows/s",
              f"{run.processing_seconds:.1f} s in {len(run.batch_ms)} micro-batch(es); {done.rows / max(done.batch_cpu_seconds, 1e-3):,.0f} "
-             f"rows per machine CPU-second ({done.batch_cpu_seconds:.1f} CPU-s); driver seconds per phase: {phases(run)}; "
+             f"rows per machine CPU-second ({done.batch_cpu_seconds:.1f} CPU-s); driver seconds per phase: {apply_phases(run)}; "
              "mirror equals the source"),
             (f"{n}: sparkcdc → {done.target} wall", f"{done.wall_rate:,.0f} rows/s",
              f"{run.wall_seconds:.1f} s for the whole command, {run.startup_seconds:.1f} s to the query's start; "

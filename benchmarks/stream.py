@@ -57,7 +57,11 @@ With ``--zstd``, each run also drains a slot into zstd-compressed topic files
 (``sparkcdc.output.topic.files.compression=zstd``), checked the same way after decompression, and
 reported (and recorded) as ``stream-zstd`` against the same Debezium runs.
 
-    python benchmarks/stream.py [--changes 1000000] [--repeat 3] [--kafka] [--zstd] [--tables 2 --slots 2] [--record]
+With ``--set NAME=VALUE`` (repeatable) each run also drains a slot with those properties set, beside
+the default configuration's drain and alternating which goes first: a speed setting's A/B, reported
+(and recorded) as ``stream-set`` with its ratio to the default's drain.
+
+    python benchmarks/stream.py [--changes 1000000] [--repeat 3] [--kafka] [--zstd] [--tables 2 --slots 2] [--set NAME=VALUE ...] [--record]
 """
 
 from __future__ import annotations
@@ -91,7 +95,10 @@ from _common import (  # noqa: E402
     median,
     physical_limits,
     report_comparison,
+    report_setting_ab,
     run_sparkcdc,
+    settings_argument,
+    settings_label,
     sparkcdc_properties,
     write_properties,
 )
@@ -111,8 +118,10 @@ class SparkcdcPipeline:
     """One sparkcdc configuration with its output (topic files, or a Kafka cluster) and checkpoint."""
 
     def __init__(self, cluster: ThrowawayCluster, work: Path, run: int, tables: list[str], kafka: str | None = None,
-                 slots: int = 1, *, zstd: bool = False, decode_processes: int = 1, unwrap: bool = False) -> None:
-        kind = "kafka" if kafka else "zstd" if zstd else "unwrap" if unwrap else "stream" if slots == 1 else f"slots{slots}"
+                 slots: int = 1, *, zstd: bool = False, decode_processes: int = 1, unwrap: bool = False,
+                 settings: dict[str, str] | None = None) -> None:
+        kind = ("kafka" if kafka else "zstd" if zstd else "unwrap" if unwrap else "set" if settings
+                else "stream" if slots == 1 else f"slots{slots}")
         kind += f"_decode{decode_processes}" if decode_processes > 1 else ""
         self.name = f"sparkcdc_{kind}_{run}"
         props = sparkcdc_properties(cluster, self.name, "no_data")
@@ -130,6 +139,7 @@ class SparkcdcPipeline:
             props["sparkcdc.stream.decode.processes"] = str(decode_processes)
         if kafka is not None:
             props["topic.prefix"] = self.name  # a topic (and Kafka pipeline) of its own in the one broker
+        props.update(settings or {})
         self.tables = tables
         self.config = write_properties(work / f"{self.name}.properties", props)
         self.output, self.checkpoint = work / f"{self.name}-output", work / f"{self.name}-checkpoint"
@@ -235,9 +245,13 @@ def main() -> None:
                              "(the A/B against the plain `stream` drain)")
     parser.add_argument("--unwrap", action="store_true", help="also drain with transforms=unwrap (ExtractNewRecordState, "
                         "add.fields=op) and compare with the plain drain of the same run")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="also drain with this property set (repeatable: the settings of one variant) and compare "
+                             "with the default configuration's drain: a speed setting's A/B (stream-set)")
     parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
     args = parser.parse_args()
     changes = args.changes
+    settings = settings_argument(args.set)
     if args.slots < 1 or args.tables < 1 or args.slots > args.tables:
         parser.error("--slots N needs --tables >= N (a table lives in one slot), both at least 1")
     tables = bench_tables(args.tables)
@@ -255,6 +269,7 @@ def main() -> None:
     decode_runs: list[SparkcdcRun] = []
     slot_runs: list[SparkcdcRun] = []
     unwrap_runs: list[SparkcdcRun] = []
+    set_runs: list[SparkcdcRun] = []
     with (ThrowawayCluster() as cluster, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
           tempfile.TemporaryDirectory(prefix="sparkcdc-bench-stream-") as tmp, contextlib.ExitStack() as stack,
           MachineCpu() as cpu):
@@ -272,6 +287,7 @@ def main() -> None:
         decode_pipelines: list[SparkcdcPipeline] = []
         slot_pipelines = []
         unwrap_pipelines: list[SparkcdcPipeline] = []
+        set_pipelines: list[SparkcdcPipeline] = []
         began = time.perf_counter()
         for run in range(args.repeat):
             create_logical_slot(conn, f"debezium_stream_{run}")
@@ -293,9 +309,12 @@ def main() -> None:
             if args.slots > 1:
                 slot_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, slots=args.slots))
                 slot_pipelines[-1].prepare(conn)
+            if settings:
+                set_pipelines.append(SparkcdcPipeline(cluster, Path(tmp), run, tables, settings=settings))
+                set_pipelines[-1].prepare(conn)
         create_logical_slot(conn, RECVLOGICAL_SLOT)
         slot_count = 1 + args.repeat * (2 + (kafka is not None) + args.zstd + (args.decode_processes > 1) + args.unwrap
-                                        + (args.slots if args.slots > 1 else 0))
+                                        + bool(settings) + (args.slots if args.slots > 1 else 0))
         print(f"slots: {slot_count} created in {time.perf_counter() - began:.1f} s")
         began = time.perf_counter()
         load(conn, changes, args.rows_per_transaction, tables)
@@ -315,9 +334,14 @@ def main() -> None:
                     print(f"  run {run}: Debezium {changes / dbz.steady_seconds:,.0f} events/s steady "
                           f"({dbz.steady_seconds:.1f} s; {dbz.total_seconds:.1f} s from the engine's start)")
                 else:
-                    ours = pipelines[run].drain(conn, changes)
-                    our_runs.append(ours)
-                    print(_progress(run, "sparkcdc", changes, ours))
+                    # The --set variant drains beside the default, alternating which goes first.
+                    drains = [(pipelines[run], our_runs, "sparkcdc")]
+                    if set_pipelines:
+                        drains.append((set_pipelines[run], set_runs, f"sparkcdc with {settings_label(settings)}"))
+                    for pipeline, runs, label in drains if run % 2 == 0 else drains[::-1]:
+                        ours = pipeline.drain(conn, changes)
+                        runs.append(ours)
+                        print(_progress(run, label, changes, ours))
             if unwrap_pipelines:
                 ours = unwrap_pipelines[run].drain(conn, changes)
                 unwrap_runs.append(ours)
@@ -369,6 +393,9 @@ def main() -> None:
             note=(f"transforms=unwrap against no transform, same run: {plain.processing_seconds / unwrapped.processing_seconds:.2f}x "
                   "the plain drain's processing rate (median drains)."),
         )
+    if set_runs:
+        report_setting_ab("stream", changes, settings, our_runs, set_runs, debezium_runs, target=TARGET,
+                          jvm_seconds=jvm_seconds, record=args.record, cpu=cpu, what=f"{changes:,} changes")
     if zstd_runs:
         report_comparison(
             "stream-zstd", changes, debezium_runs, zstd_runs, target=TARGET, jvm_seconds=jvm_seconds, record=args.record, cpu=cpu,

@@ -51,24 +51,75 @@ def events_of(lines: list[dict[str, Any]], name: str, table: str) -> list[dict[s
     return [payload(line) for line in lines if line["topic"] == f"srv.public.{name}_{table}"]
 
 
-def output_lines(output: Path, *, up_to_batch: int | None = None) -> list[dict[str, Any]]:
-    """Every line under the topic directories (of batches up to ``up_to_batch``), in commit order."""
-    lines = []
-    for path in published_files(output):
-        if up_to_batch is not None and int(path.name.split("-")[1]) > up_to_batch:
-            continue
+class _ParsedTopicFiles:
+    """The parsed lines (and payloads) of published topic files, kept while each file stays as it is
+    (its inode, size and mtime): tests poll the output with ``wait_until``, and parsing every line of
+    a 200,000-row snapshot again on each poll (twice more for the payload) cost minutes of CPU per
+    test once the suite ran in two workers on two cores. A replayed batch that replaces a file is
+    parsed again. At most :attr:`LIMIT` lines are kept, the files least recently read dropped first."""
+
+    LIMIT = 400_000
+
+    def __init__(self) -> None:
+        self._files: dict[Path, tuple[tuple[int, int, int], list[dict[str, Any]]]] = {}
+        self._payloads: dict[int, tuple[dict[str, Any], dict[str, Any] | None]] = {}  # id(line) -> (line, payload)
+        self._kept = 0
+
+    def lines(self, path: Path) -> list[dict[str, Any]]:
+        status = path.stat()
+        identity = (status.st_ino, status.st_size, status.st_mtime_ns)
+        cached = self._files.pop(path, None)
+        if cached is not None and cached[0] == identity:
+            self._files[path] = cached  # the most recently read goes last
+            return cached[1]
+        if cached is not None:
+            self._forget(cached[1])
         with open_topic_file(path) as handle:
             text = handle.read().decode("utf-8")
+        lines = []
         for raw in text.split("\n")[:-1]:  # each line ends with \n
             line = json.loads(raw)
             line["topic"] = path.parent.name
             lines.append(line)
+        self._files[path] = (identity, lines)
+        self._kept += len(lines)
+        while self._kept > self.LIMIT and len(self._files) > 1:
+            oldest = next(iter(self._files))
+            self._forget(self._files.pop(oldest)[1])
+        return lines
+
+    def payload(self, line: dict[str, Any]) -> dict[str, Any] | None:
+        known = self._payloads.get(id(line))
+        if known is not None and known[0] is line:
+            return known[1]
+        parsed = None if line["value"] is None else json.loads(line["value"])["payload"]
+        if known is None and len(self._payloads) < self._kept:  # a line of a kept file (else not remembered)
+            self._payloads[id(line)] = (line, parsed)
+        return parsed
+
+    def _forget(self, lines: list[dict[str, Any]]) -> None:
+        self._kept -= len(lines)
+        for line in lines:
+            self._payloads.pop(id(line), None)
+
+
+_PARSED = _ParsedTopicFiles()
+
+
+def output_lines(output: Path, *, up_to_batch: int | None = None) -> list[dict[str, Any]]:
+    """Every line under the topic directories (of batches up to ``up_to_batch``), in commit order.
+    The line dicts are shared between calls (see :class:`_ParsedTopicFiles`): read them, do not change them."""
+    lines = []
+    for path in published_files(output):
+        if up_to_batch is not None and int(path.name.split("-")[1]) > up_to_batch:
+            continue
+        lines.extend(_PARSED.lines(path))
     lines.sort(key=lambda line: (line["commit_lsn"], line["lsn"], line["ordinal"]))
     return lines
 
 
 def payload(line: dict[str, Any]) -> dict[str, Any] | None:
-    return None if line["value"] is None else json.loads(line["value"])["payload"]
+    return _PARSED.payload(line)
 
 
 def run_once(props: dict[str, str], output: Path, checkpoint: Path) -> object:
