@@ -64,6 +64,7 @@ from _common import (  # noqa: E402
     MachineCpu,
     SparkcdcRun,
     drop_slot_when_free,
+    exit_after,
     load_average,
     machine_summary,
     median,
@@ -504,4 +505,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    exit_after(main)

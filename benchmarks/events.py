@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _common import DebeziumRun, machine_summary, record_result  # noqa: E402
+from _common import DebeziumRun, exit_after, machine_summary, record_result  # noqa: E402
 
 import sparkcdc  # noqa: E402
 from sparkcdc.debezium.config import ConnectorConfig  # noqa: E402
@@ -258,4 +258,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    exit_after(main)

@@ -67,6 +67,7 @@ from _common import (  # noqa: E402
     SparkcdcRun,
     check_output,
     drop_slot_when_free,
+    exit_after,
     limit_rows,
     load_average,
     machine_summary,
@@ -273,4 +274,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    exit_after(main)

@@ -60,6 +60,7 @@ from _common import (  # noqa: E402
     SparkcdcRun,
     apply_phases,
     drop_slot_when_free,
+    exit_after,
     load_average,
     machine_summary,
     record_result,
@@ -391,4 +392,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    exit_after(main)

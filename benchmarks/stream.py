@@ -89,6 +89,7 @@ from _common import (  # noqa: E402
     check_values,
     drain_pg_recvlogical,
     drop_slot_when_free,
+    exit_after,
     limit_rows,
     load_average,
     machine_summary,
@@ -443,4 +444,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    exit_after(main)
