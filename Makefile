@@ -33,12 +33,13 @@ lint: $(STAMP)
 # JVMs and subprocesses: one process keeps about one of the two cores busy (64 min from a fresh clone,
 # 2026-11-29); see benchmarks/RESULTS.md, "test suite", for the two-worker figure.
 TEST_WORKERS ?= 2
+WORKER_ARGS := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: lint
-	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) $(PYTEST_ARGS)
+	$(PY) -m pytest $(WORKER_ARGS) $(PYTEST_ARGS)
 
 # The inner loop: everything but the kill tests and the tests that run Debezium in a JVM.
 test-fast: lint
-	$(PY) -m pytest -m "not kill and not oracle" $(PYTEST_ARGS)
+	$(PY) -m pytest $(WORKER_ARGS) -m "not kill and not oracle" $(PYTEST_ARGS)
 
 demo: $(STAMP)
 	$(PY) -m sparkcdc.cli demo $(DEMO_ARGS)
