@@ -146,6 +146,13 @@ class SparkcdcRun:
         return self.batch_started[index], self.batch_started[index] + self.batch_ms[index] / 1000
 
 
+def progress_line(run: int, label: str, events: int, ours: SparkcdcRun) -> str:
+    """One sparkcdc drain's or snapshot's line of progress: its rates over processing and wall time."""
+    return (f"  run {run}: {label} {events / ours.processing_seconds:,.0f} events/s processing "
+            f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); {events / ours.wall_seconds:,.0f} events/s "
+            f"on wall time ({ours.wall_seconds:.1f} s, {ours.startup_seconds:.1f} s to the query's start)")
+
+
 def write_properties(path: Path, props: Mapping[str, str]) -> Path:
     """A ``.properties`` connector configuration, as a user would write it."""
     path.write_text("".join(f"{key}={value}\n" for key, value in props.items()), encoding="utf-8")

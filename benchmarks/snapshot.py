@@ -73,6 +73,7 @@ from _common import (  # noqa: E402
     machine_summary,
     median,
     physical_limits,
+    progress_line,
     report_comparison,
     report_setting_ab,
     run_sparkcdc,
@@ -219,10 +220,7 @@ def main() -> None:
                     for varied, runs, label in variants if run % 2 == 0 else variants[::-1]:
                         ours = snapshot_sparkcdc(cluster, conn, Path(tmp), run, rows, settings=varied)
                         runs.append(ours)
-                        print(f"  run {run}: {label} {rows / ours.processing_seconds:,.0f} events/s processing "
-                              f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); "
-                              f"{rows / ours.wall_seconds:,.0f} events/s on wall time ({ours.wall_seconds:.1f} s, "
-                              f"{ours.startup_seconds:.1f} s to the query's start)")
+                        print(progress_line(run, label, rows, ours))
             if args.unwrap:
                 ours = snapshot_sparkcdc(cluster, conn, Path(tmp), run, rows, unwrap=True)
                 unwrap_runs.append(ours)

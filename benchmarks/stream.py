@@ -95,6 +95,7 @@ from _common import (  # noqa: E402
     machine_summary,
     median,
     physical_limits,
+    progress_line,
     report_comparison,
     report_setting_ab,
     run_sparkcdc,
@@ -206,13 +207,6 @@ def load(conn: psycopg.Connection, changes: int, per_tx: int, tables: list[str])
         end = min(start + per_tx - 1, updates)
         conn.execute(f"UPDATE {tables[block % len(tables)]} SET qty = qty + 1, label = label || '!' WHERE id BETWEEN %s AND %s",
                      (start, end))
-
-
-def _progress(run: int, label: str, changes: int, ours: SparkcdcRun) -> str:
-    """One drain's line of progress."""
-    return (f"  run {run}: {label} {changes / ours.processing_seconds:,.0f} events/s processing "
-            f"({ours.processing_seconds:.1f} s in {len(ours.batch_ms)} batch(es)); {changes / ours.wall_seconds:,.0f} events/s "
-            f"on wall time ({ours.wall_seconds:.1f} s, {ours.startup_seconds:.1f} s to the query's start)")
 
 
 def recvlogical_limit(cluster: ThrowawayCluster, conn: psycopg.Connection, end_lsn: int, changes: int, ours: SparkcdcRun,
@@ -342,19 +336,19 @@ def main() -> None:
                     for pipeline, runs, label in drains if run % 2 == 0 else drains[::-1]:
                         ours = pipeline.drain(conn, changes)
                         runs.append(ours)
-                        print(_progress(run, label, changes, ours))
+                        print(progress_line(run, label, changes, ours))
             if unwrap_pipelines:
                 ours = unwrap_pipelines[run].drain(conn, changes)
                 unwrap_runs.append(ours)
-                print(_progress(run, "sparkcdc transforms=unwrap", changes, ours))
+                print(progress_line(run, "sparkcdc transforms=unwrap", changes, ours))
             if zstd_pipelines:
                 ours = zstd_pipelines[run].drain(conn, changes)
                 zstd_runs.append(ours)
-                print(_progress(run, "sparkcdc zstd topic files", changes, ours))
+                print(progress_line(run, "sparkcdc zstd topic files", changes, ours))
             if decode_pipelines:
                 ours = decode_pipelines[run].drain(conn, changes)
                 decode_runs.append(ours)
-                print(_progress(run, f"sparkcdc {'plain' if args.decode_plain else 'zstd'}, {args.decode_processes} decoding processes",
+                print(progress_line(run, f"sparkcdc {'plain' if args.decode_plain else 'zstd'}, {args.decode_processes} decoding processes",
                                 changes, ours))
             if kafka_pipelines:
                 ours = kafka_pipelines[run].drain(conn, changes)

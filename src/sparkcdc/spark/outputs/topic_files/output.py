@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from ....debezium.config import ConnectorConfig
 
 __all__ = ["AUTO_PROCESSES_MAX", "TopicFilesOutput", "decoding_processes", "topic_files_directory"]
+
+log = logging.getLogger(__name__)
 
 _WRITES = "only the topic_files layout writes topic files from the reader"
 
@@ -46,9 +49,7 @@ class TopicFilesOutput(Output):
     def check(self, config: ConnectorConfig) -> None:
         topic_files_directory(config)  # refused here, on the driver, when absent
         if config.given("sparkcdc.stream.decode.chunk.messages") and decoding_processes(config) == 1:
-            import logging
-
-            logging.getLogger(__name__).warning(
+            log.warning(
                 "sparkcdc.stream.decode.chunk.messages has no effect: sparkcdc.stream.decode.processes=auto decodes in one "
                 "process here (plain topic files, or a setting several processes cannot follow); set "
                 "sparkcdc.stream.decode.processes to a number to decode in several")
