@@ -17,6 +17,7 @@ from sparkcdc.engine.snapshot_plan import SnapshotChunk
 from sparkcdc.engine.snapshot_reader import read_chunk_columns
 from sparkcdc.engine.work import read_work_records
 from sparkcdc.postgres import drop_slot
+from sparkcdc.spark.outputs.changes import blocks as blocks_module
 from sparkcdc.spark.outputs.changes.blocks import change_blocks, chunk_blocks
 from sparkcdc.spark.outputs.changes.schema import CHANGES_ARROW_SCHEMA
 from sparkcdc.spark.views import describe_table
@@ -79,6 +80,59 @@ def test_chunk_blocks_equal_record_blocks(db, pg_cluster, unique_name: str, tmp_
         db.execute(f"ALTER TABLE {table} ADD COLUMN extra int DEFAULT 7")
         changed = describe_table(props, f"public.{table}")
         assert changed.column("extra").attnum == 7 and changed.column("extra").fill == 7 and changed.column("extra").fill_known
+    finally:
+        planner.stop()
+        drop_slot(db, unique_name, wait=30)
+
+
+def test_a_transaction_over_several_tables_makes_big_blocks_in_each_tables_order(db, pg_cluster, unique_name: str,
+                                                                                 tmp_path: Path) -> None:
+    """Changes that alternate between tables gather per table: a block per ``block_rows`` changes of
+    a table, not one per run of one table (which made blocks of one change on such a workload); a
+    table's changes keep their order across its blocks, and a new version of a table cuts its block."""
+    a, b = f"a_{unique_name}", f"b_{unique_name}"
+    for t in (a, b):
+        db.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, n int)")
+    props = properties(pg_cluster, unique_name, [f"public.{a}", f"public.{b}"], **{
+        "snapshot.mode": "no_data", "sparkcdc.state.location": str(tmp_path / "state")})
+    config = ConnectorConfig(props)
+    planner = ConnectorPlanner(config)
+    try:
+        start = planner.initial_offset()
+        with db.transaction():
+            for i in range(250):
+                db.execute(f"INSERT INTO {a} VALUES (%s, 0)", (i,))
+                db.execute(f"INSERT INTO {b} VALUES (%s, 0)", (i,))
+        db.execute(f"ALTER TABLE {a} ADD COLUMN extra int")
+        with db.transaction():
+            for i in range(250, 300):
+                db.execute(f"INSERT INTO {a} VALUES (%s, 0, 1)", (i,))
+                db.execute(f"INSERT INTO {b} VALUES (%s, 0)", (i,))
+        records = [r for work in planner.partitions(start, planner.latest_offset(start))
+                   for r in read_work_records(config, work, run_id="r") if r.op == "c"]
+        assert len(records) == 600
+        heads = [row for batch in change_blocks(records, config, block_rows=100) for row in batch.to_pylist()]
+        by_table: dict[str, list[Any]] = {}
+        for head in heads:
+            by_table.setdefault(head["table"], []).append(head)
+        # a: 250 changes of its first version (3 blocks: 100, 100, 50), then 50 of its second; b: 300 in 3 blocks
+        assert [h["rows"] for h in by_table[a]] == [100, 100, 50, 50]
+        assert len({h["shape"] for h in by_table[a][:3]}) == 1 and by_table[a][3]["shape"] != by_table[a][0]["shape"]
+        assert [h["rows"] for h in by_table[b]] == [100, 100, 100]
+        for table, blocks in by_table.items():  # each table's blocks in the order of its changes
+            firsts = [(h["commit_lsn"], h["lsn"], h["ordinal"]) for h in blocks]
+            assert firsts == sorted(firsts), table
+            expected = [(r.commit_lsn, r.lsn, r.ordinal) for r in records if r.table == table]
+            assert firsts == [expected[i] for i in ((0, 100, 200, 250) if table == a else (0, 100, 200))], table
+            rows = [pa.ipc.open_stream(h["block"]).read_all() for h in blocks]
+            assert [p for t in rows for p in zip(*(t[c].to_pylist() for c in ("__commit_lsn", "__lsn", "__ordinal")))] == expected
+        # The changes waiting across tables are bounded: with room for one block (100 changes) across both tables,
+        # every block is cut before it holds 100 (50 and 50 while both tables take turns; 25 and 75 after a's
+        # new version cut its block).
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(blocks_module, "PENDING_BLOCKS", 1)
+            bounded = [row for batch in change_blocks(records, config, block_rows=100) for row in batch.to_pylist()]
+        assert {h["rows"] for h in bounded} == {25, 50, 75} and sum(h["rows"] for h in bounded) == 600
     finally:
         planner.stop()
         drop_slot(db, unique_name, wait=30)
