@@ -125,7 +125,7 @@ def test_a_transaction_over_several_tables_makes_big_blocks_in_each_tables_order
             expected = [(r.commit_lsn, r.lsn, r.ordinal) for r in records if r.table == table]
             assert firsts == [expected[i] for i in ((0, 100, 200, 250) if table == a else (0, 100, 200))], table
             rows = [pa.ipc.open_stream(h["block"]).read_all() for h in blocks]
-            assert [p for t in rows for p in zip(*(t[c].to_pylist() for c in ("__commit_lsn", "__lsn", "__ordinal")))] == expected
+            assert [p for t in rows for p in zip(*(t[c].to_pylist() for c in ("__commit_lsn", "__lsn", "__ordinal")), strict=True)] == expected
         # The changes waiting across tables are bounded: with room for one block (100 changes) across both tables,
         # every block is cut before it holds 100 (50 and 50 while both tables take turns; 25 and 75 after a's
         # new version cut its block).
