@@ -4,7 +4,7 @@ Why: the ``columns`` layout renders every change as Debezium JSON (about 3.7 KB 
 which ``table_changes`` then parses back with ``from_json``: measured, producing and parsing that
 JSON was about 80 % of ``apply_changes``' time (benchmarks/RESULTS.md, apply). One streaming source
 has one schema, so it cannot give each table its own columns; it carries, per row, a *block*: up to
-:data:`BLOCK_ROWS` consecutive changes of one table as an Arrow IPC stream whose columns are the
+:data:`BLOCK_ROWS` changes of one table, in their order, as an Arrow IPC stream whose columns are the
 table's own (docs/typed-change-path.md has the candidates measured and why this one).
 
 A block's columns are the *raw* values of the typed view's codecs (:mod:`sparkcdc.spark.views.type_map`: what
