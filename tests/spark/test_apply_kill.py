@@ -1,7 +1,8 @@
 """``apply_changes`` killed with SIGKILL at random moments while a random workload runs.
 
 Four kills (two on PostgreSQL 18: see ``kills_for``) land while the pipeline applies batches (snapshot and streaming) into a PostgreSQL
-mirror (SCD1), a PostgreSQL history (SCD2) and a Delta Lake mirror (SCD1); a final run catches up;
+mirror (SCD1), a PostgreSQL history (SCD2), a Delta Lake mirror (SCD1) and an Iceberg history (SCD2); on 18 into the
+PostgreSQL pair only, as what the lake targets do does not depend on the source's major; a final run catches up;
 then the mirrors equal the source and the history has one open version per live key and no
 overlapping versions — a batch applied twice would show as a duplicate version or a wrong row.
 """
@@ -53,8 +54,10 @@ def test_sigkill_while_applying(pg_cluster, pg_major, db, tmp_path, unique_name)
     for suffix in ("mirror", "history"):
         db.execute(f'CREATE DATABASE "{prefix}_{suffix}"')
     base = f"postgresql://{pg_cluster.user}@{pg_cluster.host}:{pg_cluster.port}"
-    targets = [(f"{base}/{prefix}_mirror", 1), (f"{base}/{prefix}_history", 2), (str(tmp_path / "delta"), 1),
-               (f"iceberg+file://{tmp_path / 'iceberg'}", 2)]
+    targets = [(f"{base}/{prefix}_mirror", 1), (f"{base}/{prefix}_history", 2)]
+    lakes = pg_major == "15"  # the lake targets do not depend on the source's major: on 18 the PostgreSQL pair only
+    if lakes:
+        targets += [(str(tmp_path / "delta"), 1), (f"iceberg+file://{tmp_path / 'iceberg'}", 2)]
     props = properties(pg_cluster, f"{prefix}_slot", workload.tables(prefix), **{
         "skipped.operations": "none",
         "sparkcdc.max.batch.wal.bytes": "8388608",  # several batches: kills land between and inside them
@@ -97,6 +100,8 @@ def test_sigkill_while_applying(pg_cluster, pg_major, db, tmp_path, unique_name)
             psycopg.connect(pg_cluster.conninfo(f"{prefix}_history"), autocommit=True) as history:
         assert workload.mirror_mismatches(db, mirror, prefix) == []
         assert workload.history_problems(db, history, prefix) == []
+    if not lakes:
+        return
     assert workload.delta_mismatches(db, tmp_path / "delta", prefix) == []
     iceberg = IcebergTarget(f"iceberg+file://{tmp_path / 'iceberg'}")
     try:

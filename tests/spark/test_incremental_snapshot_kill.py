@@ -40,9 +40,14 @@ CHUNK = 150
 
 
 def _last_chunk_batch(checkpoint: Path) -> int:
-    """The last batch in the offset log whose offset carries a chunk (-1: none)."""
+    """The last batch in the offset log whose offset carries a chunk (-1: none). Spark keeps the last
+    100 batches of the log (spark.sql.streaming.minBatchesToRetain): an older one listed here may be
+    purged before it is read (a full run saw it), and is passed over."""
     for batch in reversed(checkpoint_batches(checkpoint, "offsets")):
-        incremental = checkpoint_offset(checkpoint, batch).get("incremental")
+        try:
+            incremental = checkpoint_offset(checkpoint, batch).get("incremental")
+        except FileNotFoundError:
+            continue
         if incremental and incremental.get("chunk"):
             return batch
     return -1
