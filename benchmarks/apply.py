@@ -23,10 +23,14 @@ goes: census, plan, stage, commit, and the executors' read, fold and stage), the
 milestones, and the ratios of sparkcdc's PostgreSQL rate to the baseline's, over processing time and
 over the whole command (issue 31's target: the whole command at 0.3x native or better).
 
+With ``--tables N`` the changes are spread over N tables of the same shape row by row, as an
+application writing an order and its lines does: each transaction inserts (then updates) row ``g``
+of every table in turn, so that no two consecutive changes are of one table.
+
 With ``--set NAME=VALUE`` (repeatable) a second PostgreSQL mirror is applied with those properties
 set, from its own slot, right after the default's: a speed setting's A/B (``apply.changes.per.task``).
 
-    python benchmarks/apply.py [--changes 1000000] [--deletes 50000] [--set NAME=VALUE ...] [--record]
+    python benchmarks/apply.py [--changes 1000000] [--deletes 50000] [--tables N] [--set NAME=VALUE ...] [--record]
 """
 
 from __future__ import annotations
@@ -62,31 +66,58 @@ from events import TABLE_DDL, load  # noqa: E402
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
 
 
-def checksum(conn: psycopg.Connection) -> tuple:
-    row = conn.execute("SELECT count(*), md5(string_agg(t::text, '|' ORDER BY id)) FROM public.bench t").fetchone()
-    assert row is not None
-    return tuple(row)
+def table_names(count: int) -> list[str]:
+    """``bench``, then ``bench_2`` … ``bench_<count>``: the tables of ``--tables``."""
+    return ["bench", *(f"bench_{i}" for i in range(2, count + 1))]
 
 
-def delta_equal(conn: psycopg.Connection, path: Path) -> bool:
+def table_ddl(name: str) -> str:
+    return TABLE_DDL.replace("CREATE TABLE bench ", f"CREATE TABLE {name} ", 1)
+
+
+def load_in_turn(conn: psycopg.Connection, tables: list[str], changes: int, per_tx: int) -> None:
+    """events.py's workload spread over ``tables`` row by row, as an application that writes an
+    order and its lines does: each transaction inserts (then updates) row ``g`` of every table in
+    turn, so that consecutive changes are never of one table. Each table gets the same rows."""
+    inserts = changes * 5 // 6 // len(tables)
+    updates = (changes - changes * 5 // 6) // len(tables)
+    rows_per_tx = max(1, per_tx // len(tables))
+    insert = " ".join(f"INSERT INTO {t} VALUES (g, g % 1000, 'label-' || g, g * 1.5, now(), g % 2 = 0);" for t in tables)
+    update = " ".join(f"UPDATE {t} SET qty = qty + 1, label = label || '!' WHERE id = g;" for t in tables)
+    for count, statements in ((inserts, insert), (updates, update)):
+        for start in range(1, count + 1, rows_per_tx):
+            end = min(start + rows_per_tx - 1, count)
+            conn.execute(f"DO $$BEGIN FOR g IN {start}..{end} LOOP {statements} END LOOP; END$$")
+
+
+def checksum(conn: psycopg.Connection, tables: list[str]) -> tuple:
+    sums = []
+    for table in tables:
+        row = conn.execute(f"SELECT count(*), md5(string_agg(t::text, '|' ORDER BY id)) FROM public.{table} t").fetchone()
+        assert row is not None
+        sums.append(tuple(row))
+    return tuple(sums)
+
+
+def delta_equal(conn: psycopg.Connection, path: Path, tables: list[str]) -> bool:
     from deltalake import DeltaTable
 
-    return _arrow_equal(conn, DeltaTable(str(path)).to_pyarrow_table())
+    return all(_arrow_equal(conn, table, DeltaTable(str(path / "public" / table)).to_pyarrow_table()) for table in tables)
 
 
-def iceberg_equal(conn: psycopg.Connection, location: str) -> bool:
+def iceberg_equal(conn: psycopg.Connection, location: str, tables: list[str]) -> bool:
     from sparkcdc.apply.targets.iceberg import IcebergTarget
 
     target = IcebergTarget(location)
     try:
-        return _arrow_equal(conn, target.catalog().load_table("public.bench").scan().to_arrow())
+        return all(_arrow_equal(conn, table, target.catalog().load_table(f"public.{table}").scan().to_arrow()) for table in tables)
     finally:
         target.close()
 
 
-def _arrow_equal(conn: psycopg.Connection, stored: Any) -> bool:
+def _arrow_equal(conn: psycopg.Connection, table: str, stored: Any) -> bool:
     stored = stored.sort_by("id")
-    source = conn.execute("SELECT id, qty, label, price, created, active FROM bench ORDER BY id").fetchall()
+    source = conn.execute(f"SELECT id, qty, label, price, created, active FROM {table} ORDER BY id").fetchall()
     columns = [stored.column(name).to_pylist() for name in ("id", "qty", "label", "price", "created", "active")]
     return list(zip(*columns, strict=True)) == source
 
@@ -96,24 +127,29 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=1_000_000)
     parser.add_argument("--deletes", type=int, default=50_000)
     parser.add_argument("--rows-per-transaction", type=int, default=1000)
+    parser.add_argument("--tables", type=int, default=1,
+                        help="spread the changes over this many tables, row by row in each transaction (default: one table)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="also apply to a second PostgreSQL mirror with this property set (repeatable): an A/B")
     parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
     args = parser.parse_args()
     settings = settings_argument(args.set)
+    tables = table_names(args.tables)
     load_before = load_average()
     # The mirrors live on a server of their own, as they would in production: what they write must
     # not become WAL of the source that a later run (another slot) has to decode.
     with (ThrowawayCluster() as cluster, ThrowawayCluster() as mirrors, psycopg.connect(cluster.conninfo(), autocommit=True) as conn,
           tempfile.TemporaryDirectory(prefix="sparkcdc-bench-apply-") as tmp):
         work = Path(tmp)
-        conn.execute(TABLE_DDL)
+        for table in tables:
+            conn.execute(table_ddl(table))
         with psycopg.connect(mirrors.conninfo(), autocommit=True) as admin:
             for name in ("native_mirror", "pg_mirror", *(["pg_mirror_set"] if settings else [])):
                 admin.execute(f"CREATE DATABASE {name}")
         with psycopg.connect(mirrors.conninfo("native_mirror"), autocommit=True) as native:
-            native.execute(TABLE_DDL)
-            conn.execute("CREATE PUBLICATION bench_native FOR TABLE bench")
+            for table in tables:
+                native.execute(table_ddl(table))
+            conn.execute(f"CREATE PUBLICATION bench_native FOR TABLE {', '.join(tables)}")
             conn.execute("SELECT pg_create_logical_replication_slot('bench_native', 'pgoutput')")
             native.execute(f"CREATE SUBSCRIPTION bench_native CONNECTION '{cluster.conninfo()}' PUBLICATION bench_native "
                            "WITH (create_slot = false, slot_name = 'bench_native', copy_data = false, enabled = false)")
@@ -123,14 +159,22 @@ def main() -> None:
                    ("delta", str(work / "delta")), ("iceberg", f"iceberg+file://{work / 'iceberg'}")]
         for name, target in targets:
             props = sparkcdc_properties(cluster, f"apply_{name}", "no_data") | (settings if name == "postgresql_set" else {})
+            props["table.include.list"] = ",".join(f"public.{table}" for table in tables)
             config = write_properties(work / f"{name}.properties", props)
             runs[name] = (config, work / f"{name}-checkpoint", target)
             run_sparkcdc(config, None, work / f"{name}-checkpoint", apply_to=target)  # publication, slot, checkpoint; nothing to apply
         began = time.perf_counter()
-        load(conn, args.changes, args.rows_per_transaction)
-        conn.execute("DELETE FROM bench WHERE id %% 17 = 0 AND id <= %s", (args.deletes * 17,))
-        deleted = conn.execute("SELECT %s::bigint - count(*) FROM bench", (args.changes * 5 // 6,)).fetchone()[0]  # type: ignore[index]
-        total = args.changes + int(deleted)
+        if len(tables) == 1:
+            load(conn, args.changes, args.rows_per_transaction)
+        else:
+            load_in_turn(conn, tables, args.changes, args.rows_per_transaction)
+        inserted = args.changes * 5 // 6 // len(tables) * len(tables)
+        changes = inserted + (args.changes - args.changes * 5 // 6) // len(tables) * len(tables)
+        for table in tables:
+            conn.execute(f"DELETE FROM {table} WHERE id %% 17 = 0 AND id <= %s", (args.deletes * 17 // len(tables),))
+        remaining = sum(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in tables)  # type: ignore[index]
+        deleted = inserted - remaining
+        total = changes + int(deleted)
         end_lsn = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]  # type: ignore[index]
         print(f"workload: {total:,} changes ({deleted:,} deletes) in {time.perf_counter() - began:.1f} s")
 
@@ -144,7 +188,7 @@ def main() -> None:
                     break
                 time.sleep(0.05)
             native_seconds = time.perf_counter() - began
-            native_ok = checksum(native) == checksum(conn)
+            native_ok = checksum(native, tables) == checksum(conn, tables)
             native.execute("ALTER SUBSCRIPTION bench_native DISABLE")
         print(f"native logical replication: {total / native_seconds:,.0f} changes/s ({native_seconds:.1f} s), equal: {native_ok}")
 
@@ -155,11 +199,11 @@ def main() -> None:
             wall, processing, records = run.wall_seconds, run.processing_seconds, run.records
             if name.startswith("postgresql"):
                 with psycopg.connect(mirrors.conninfo(target.rsplit("/", 1)[1]), autocommit=True) as mirror:
-                    equal = checksum(mirror) == checksum(conn)
+                    equal = checksum(mirror, tables) == checksum(conn, tables)
             elif name == "delta":
-                equal = delta_equal(conn, Path(target) / "public" / "bench")
+                equal = delta_equal(conn, Path(target), tables)
             else:
-                equal = iceberg_equal(conn, target)
+                equal = iceberg_equal(conn, target, tables)
             results[name] = (wall, processing, records, equal)
             print(f"sparkcdc → {name}: {total / processing:,.0f} changes/s processing ({processing:.1f} s), "
                   f"{total / wall:,.0f} on wall time ({wall:.1f} s); {records:,} records; mirror equal: {equal}")
@@ -186,8 +230,11 @@ def main() -> None:
     rows += startup_rows(applied["postgresql"])
     print("\n".join(f"{a}: {b} ({c})" for a, b, c in rows))
     if args.record:
-        record_result("apply", f"{total:,} changes ({args.changes * 5 // 6:,} inserts, {args.changes - args.changes * 5 // 6:,} updates, "
-                      f"{deleted:,} deletes; {args.rows_per_transaction:,} rows per transaction) to a 6-column table, applied as an SCD1 "
+        spread = ("to a 6-column table" if len(tables) == 1 else
+                  f"spread over {len(tables)} 6-column tables row by row (each transaction writes row g of every table in turn)")
+        record_result("apply" if len(tables) == 1 else f"apply-{len(tables)}-tables",
+                      f"{total:,} changes ({inserted:,} inserts, {changes - inserted:,} updates, "
+                      f"{deleted:,} deletes; {args.rows_per_transaction:,} rows per transaction) {spread}, applied as an SCD1 "
                       f"mirror; load average {load_before} before, {load_after} after", rows)
     print(machine_summary())
 
