@@ -61,18 +61,9 @@ from _common import (  # noqa: E402
     startup_rows,
     write_properties,
 )
-from events import TABLE_DDL, load  # noqa: E402
+from events import bench_tables, load, table_ddl  # noqa: E402
 
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
-
-
-def table_names(count: int) -> list[str]:
-    """``bench``, then ``bench_2`` … ``bench_<count>``: the tables of ``--tables``."""
-    return ["bench", *(f"bench_{i}" for i in range(2, count + 1))]
-
-
-def table_ddl(name: str) -> str:
-    return TABLE_DDL.replace("CREATE TABLE bench ", f"CREATE TABLE {name} ", 1)
 
 
 def load_in_turn(conn: psycopg.Connection, tables: list[str], changes: int, per_tx: int) -> None:
@@ -134,7 +125,7 @@ def main() -> None:
     parser.add_argument("--record", action="store_true", help="append the figures to benchmarks/RESULTS.md")
     args = parser.parse_args()
     settings = settings_argument(args.set)
-    tables = table_names(args.tables)
+    tables = bench_tables(args.tables)
     load_before = load_average()
     # The mirrors live on a server of their own, as they would in production: what they write must
     # not become WAL of the source that a later run (another slot) has to decode.

@@ -42,6 +42,16 @@ TABLE_DDL = """CREATE TABLE bench (
     id bigint PRIMARY KEY, qty int NOT NULL, label text, price double precision, created timestamptz, active boolean)"""
 
 
+def bench_tables(count: int) -> list[str]:
+    """The tables of a benchmark's ``--tables N``: ``bench`` alone, or ``bench_0`` ... ``bench_<N - 1>``."""
+    return ["bench"] if count == 1 else [f"bench_{i}" for i in range(count)]
+
+
+def table_ddl(name: str) -> str:
+    """:data:`TABLE_DDL` for a table of that shape named ``name``."""
+    return TABLE_DDL.replace("CREATE TABLE bench ", f"CREATE TABLE {name} ", 1)
+
+
 def load(conn: psycopg.Connection, changes: int, per_tx: int) -> None:
     """Inserts, then updates of a fifth of the rows: ``changes`` change events in all."""
     inserts = changes * 5 // 6

@@ -52,15 +52,13 @@ from _common import (  # noqa: E402
     sparkcdc_properties,
     write_properties,
 )
-from events import embedded_debezium  # noqa: E402
+from events import TABLE_DDL, embedded_debezium  # noqa: E402
 from events import properties as debezium_properties  # noqa: E402
 
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
 from sparkcdc.postgres import create_logical_slot  # noqa: E402
 from sparkcdc.spark.outputs.topic_files.staging import TOPIC_FILE_SUFFIXES, open_topic_file  # noqa: E402
 
-TABLE_DDL = """CREATE TABLE bench (
-    id bigint PRIMARY KEY, qty int NOT NULL, label text, price double precision, created timestamptz, active boolean)"""
 TICK = 0.02  # the generator commits one transaction per tick
 GOAL_P99_MS = 1000.0
 

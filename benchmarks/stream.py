@@ -104,7 +104,7 @@ from _common import (  # noqa: E402
     sparkcdc_properties,
     write_properties,
 )
-from events import TABLE_DDL, time_debezium  # noqa: E402
+from events import bench_tables, table_ddl, time_debezium  # noqa: E402
 from events import properties as debezium_properties  # noqa: E402
 
 from sparkcdc.embedded_postgres import ThrowawayCluster  # noqa: E402
@@ -183,11 +183,6 @@ def _topic_values(bootstrap: str, topics: list[str]) -> list[bytes]:
     from tests.support.kafka_topics import consume
 
     return [r["value"] for r in consume(bootstrap, topics, timeout=600)]
-
-
-def bench_tables(count: int) -> list[str]:
-    """The workload's tables: ``bench`` alone, or ``bench_0`` ... ``bench_<count - 1>``."""
-    return ["bench"] if count == 1 else [f"bench_{i}" for i in range(count)]
 
 
 def load(conn: psycopg.Connection, changes: int, per_tx: int, tables: list[str]) -> None:
@@ -274,7 +269,7 @@ def main() -> None:
 
             kafka = stack.enter_context(tansu_broker(Path(tmp)))
         for table in tables:
-            conn.execute(TABLE_DDL.replace("CREATE TABLE bench", f"CREATE TABLE {table}", 1))
+            conn.execute(table_ddl(table))
         conn.execute(f"CREATE PUBLICATION {DEBEZIUM_PUBLICATION} FOR TABLE {', '.join(tables)}")
         pipelines = []
         kafka_pipelines = []

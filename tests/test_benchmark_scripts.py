@@ -24,9 +24,9 @@ def test_decode_benchmark_runs() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(("script", "size", "extra"), [
     ("snapshot.py", "--rows", ["--zstd", "--unwrap"]),
-    # every variant of the stream benchmark in one run: each costs two `sparkcdc run` starts, the
-    # Debezium side, the cluster and the physical limits one (two runs of the script took 230 s of the
-    # suite's two workers)
+    # every variant of the stream benchmark in one run: a second run of the script paid again for the
+    # Debezium side, a cluster, the physical limits and the default drain's two `sparkcdc run` starts
+    # (the two runs: 250 CPU-s, the one: 197; benchmarks/RESULTS.md)
     ("stream.py", "--changes", ["--kafka", "--zstd", "--unwrap", "--tables", "2", "--slots", "2"]),
 ])
 def test_debezium_vs_sparkcdc_benchmark_runs(script: str, size: str, extra: list[str]) -> None:

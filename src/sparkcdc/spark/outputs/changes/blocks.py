@@ -96,8 +96,9 @@ def change_blocks(records: Iterable[ChangeRecord], config: ConnectorConfig, bloc
     read in the stage task, a Spark row) made its apply half as fast (benchmarks/RESULTS.md, "apply,
     three tables in turn"). A table's changes stay in their order (its block is cut when its
     version or snapshot class changes); the order of blocks across tables is not kept, and need not
-    be: the census orders blocks by their first position, and each table is applied on its own. At most ``PENDING_BLOCKS`` blocks' worth of changes wait
-    across all tables before every gathered block is cut, which bounds the memory held."""
+    be: the census orders blocks by their first position, and each table is applied on its own. At
+    most ``PENDING_BLOCKS`` blocks' worth of changes wait across all tables before every gathered
+    block is cut, which bounds the memory held."""
     plans: dict[int, tuple[Any, _Plan]] = {}  # id(TableSchema) -> (the schema, kept alive; its plan)
     pending: dict[tuple[str | None, str | None], _Pending] = {}  # (schema, table) -> its gathering block
     waiting = 0  # changes in pending
