@@ -53,23 +53,33 @@ def test_a_configuration_that_keeps_the_rules_passes(kept: dict[str, str]) -> No
     ConnectorConfig(BASE | kept)
 
 
+FILES = {"sparkcdc.output.layout": "topic_files", "sparkcdc.output.topic.files": "/tmp/out"}
+CHANGES = {"sparkcdc.output.layout": "changes"}
+
+
 @pytest.mark.parametrize(("given", "processes"), [
-    ({}, 1),  # auto with plain topic files: one (the page cache, not decoding, bounds them)
-    ({"sparkcdc.output.topic.files.compression": "zstd"}, "cores"),
-    ({"sparkcdc.output.topic.files.compression": "zstd", "signal.data.collection": "public.signals"}, 1),  # a rule: one
-    ({"sparkcdc.output.topic.files.compression": "zstd", "include.schema.changes": "true"}, 1),
-    ({"sparkcdc.stream.decode.processes": "3"}, 3),
-    ({"sparkcdc.stream.decode.processes": "1", "sparkcdc.output.topic.files.compression": "zstd"}, 1),
+    (FILES, 1),  # auto with plain topic files: one (the page cache, not decoding, bounds them)
+    (FILES | {"sparkcdc.output.topic.files.compression": "zstd"}, "cores"),
+    (FILES | {"sparkcdc.output.topic.files.compression": "zstd", "signal.data.collection": "public.signals"}, 1),  # a rule: one
+    (FILES | {"sparkcdc.output.topic.files.compression": "zstd", "include.schema.changes": "true"}, 1),
+    (FILES | {"sparkcdc.stream.decode.processes": "3"}, 3),
+    (FILES | {"sparkcdc.stream.decode.processes": "1", "sparkcdc.output.topic.files.compression": "zstd"}, 1),
+    (CHANGES, "cores"),  # apply_changes' source: decoding and building blocks is all the stream task does
+    (CHANGES | {"signal.data.collection": "public.signals"}, 1),
+    (CHANGES | {"sparkcdc.stream.decode.processes": "1"}, 1),
+    ({"sparkcdc.output.layout": "columns"}, 1),  # decodes in the task: the setting is not its own
+    ({}, 1),  # the default layout (columns)
 ])
 def test_auto_decoding_processes_are_sized_where_they_pay_and_the_rules_allow(given: dict[str, str], processes: int | str) -> None:
     import os
 
-    from sparkcdc.spark.outputs.topic_files.output import AUTO_PROCESSES_MAX, decoding_processes
+    from sparkcdc.spark.outputs import output_for
+    from sparkcdc.spark.outputs.decoding import AUTO_PROCESSES_MAX
 
-    config = ConnectorConfig(BASE | {"sparkcdc.output.layout": "topic_files", "sparkcdc.output.topic.files": "/tmp/out"} | given)
+    config = ConnectorConfig(BASE | given)
     cores = min(len(os.sched_getaffinity(0)), AUTO_PROCESSES_MAX)
     expected = (cores if cores > 1 else 1) if processes == "cores" else processes
-    assert decoding_processes(config) == expected
+    assert output_for(config).decoding_processes(config) == expected
 
 
 def test_auto_is_the_default_and_a_count_or_auto_is_all_it_takes() -> None:
@@ -91,6 +101,10 @@ def test_chunk_messages_without_decoding_processes_is_refused_or_warned(caplog: 
     with pytest.raises(ConfigurationError) as caught:
         check_output_settings(ConnectorConfig(BASE | chunk | {"sparkcdc.output.layout": "columns"}))
     assert caught.value.property == "sparkcdc.stream.decode.chunk.messages"
+    assert "only the topic_files and changes layouts decode in processes" in str(caught.value)
+    both = chunk | {"sparkcdc.stream.decode.processes": "2"}
+    for layout in ({"sparkcdc.output.layout": "changes"}, {"sparkcdc.output.layout": "topic_files", "sparkcdc.output.topic.files": "/o"}):
+        check_output_settings(ConnectorConfig(BASE | both | layout))  # each of the two takes both settings
     files = {"sparkcdc.output.layout": "topic_files", "sparkcdc.output.topic.files": "/tmp/out"}
     with caplog.at_level(logging.WARNING):
         check_output_settings(ConnectorConfig(BASE | chunk | files)).check(ConnectorConfig(BASE | chunk | files))

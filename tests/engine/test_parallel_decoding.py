@@ -8,10 +8,12 @@ the read with what it raised. The Spark path is in tests/spark/test_parallel_str
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import psycopg
+import pyarrow as pa
 import pytest
 
 from sparkcdc.debezium.config import ConnectorConfig
@@ -19,8 +21,11 @@ from sparkcdc.engine import wal_dispatcher
 from sparkcdc.engine.core.emission import serializer_for
 from sparkcdc.engine.core.metric_reports import metrics_location
 from sparkcdc.engine.planner import ConnectorPlanner
-from sparkcdc.engine.work import read_stream_encoded, read_work
+from sparkcdc.engine.work import read_stream_encoded, read_work, read_work_records
 from sparkcdc.errors import ConfigurationError
+from sparkcdc.spark.outputs import output_for
+from sparkcdc.spark.outputs.changes.blocks import change_blocks
+from sparkcdc.spark.outputs.changes.pieces import BlockPieceEncoder, piece_blocks
 from sparkcdc.spark.outputs.registry import check_output_settings
 from sparkcdc.spark.outputs.topic_files.task_files import TopicRunEncoder, write_topic_runs
 
@@ -156,3 +161,71 @@ def test_a_process_failure_fails_the_read_with_what_it_raised(
         assert not (Path(work.state_location) / f"state-{end['lsn']:020d}.json").exists(), "a failed read leaves no state"
     finally:
         planner.stop()
+
+
+def _blocks_by_table(batches: Any) -> dict[str, dict[str, Any]]:
+    """Per table, the changes of its blocks in the order the blocks come (each block's IPC stream
+    decoded) and the header counts, from record batches of the ``changes`` layout's rows."""
+    out: dict[str, dict[str, Any]] = {}
+    for batch in batches:
+        for row in batch.to_pylist():
+            table = out.setdefault(f"{row['schema']}.{row['table']}", {"rows": [], "counts": [0, 0, 0, 0], "shapes": set()})
+            changes = pa.ipc.open_stream(row["block"]).read_all()
+            assert changes.num_rows == row["rows"]
+            assert (changes.column("__commit_lsn")[0].as_py(), changes.column("__lsn")[0].as_py(), changes.column("__op")[0].as_py()) == (
+                row["commit_lsn"], row["lsn"], row["op"]), "a block's header row is its first change's"
+            table["rows"] += changes.to_pylist()
+            for i, name in enumerate(("rows", "truncates", "key_changes", "partial_key_changes")):
+                table["counts"][i] += row[name]
+            table["shapes"].add(row["shape"])
+    return out
+
+
+def test_the_changes_layout_makes_the_blocks_one_process_makes(
+    db: psycopg.Connection, pg_cluster: Any, unique_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """apply_changes' source (``sparkcdc.output.layout=changes``) decoded in two processes: every table's
+    changes, in their order, with their header counts (truncates, key changes, key changes lacking a
+    TOASTed value) and versions, as one process makes them; tiny chunks and pieces, so that
+    transactions, a large one, a key change, an unchanged TOASTed value and a truncate cross processes."""
+    monkeypatch.setattr(wal_dispatcher, "PIECE_MESSAGES", 7)
+    a, b = f"{unique_name}_a", f"{unique_name}_b"
+    db.execute(f"CREATE TABLE {a} (id int PRIMARY KEY, v text, doc text)")
+    db.execute(f"ALTER TABLE {a} ALTER COLUMN doc SET STORAGE EXTERNAL")  # stored out of line: TOASTed, unchanged when not set
+    db.execute(f"CREATE TABLE {b} (id int PRIMARY KEY, n numeric)")
+    given = {"sparkcdc.output.layout": "changes", "sparkcdc.stream.decode.chunk.messages": "40", "skipped.operations": "none"}
+    config = ConnectorConfig({name: value for name, value in _config(pg_cluster, unique_name, [a, b], **given).raw.items()
+                              if name != "sparkcdc.output.topic.files"})
+    assert output_for(config).decoding_processes(config) == min(len(os.sched_getaffinity(0)), 4)  # auto: the cores
+    planner = ConnectorPlanner(config, state_location=str(tmp_path / "state"))
+    try:
+        start = planner.initial_offset()
+        for t in range(30):  # small transactions over both tables: chunks end at commits, processes alternate
+            with db.transaction():
+                db.execute(f"INSERT INTO {a} SELECT g, 'v' || g, repeat('d', 3000) FROM generate_series({t * 10}, {t * 10 + 9}) g")
+                db.execute(f"INSERT INTO {b} VALUES ({t}, {t}.5)")
+        db.execute(f"INSERT INTO {a} SELECT g, 'big', NULL FROM generate_series(1000, 1400) g")  # one transaction in many pieces
+        db.execute(f"UPDATE {a} SET v = 'toast kept' WHERE id < 50")  # doc unchanged: not in the WAL record
+        db.execute(f"UPDATE {a} SET id = id + 5000 WHERE id BETWEEN 50 AND 59")  # key changes (delete + create)
+        db.execute(f"ALTER TABLE {b} ADD COLUMN extra int")
+        db.execute(f"UPDATE {b} SET extra = id, n = n + 1")
+        db.execute(f"DELETE FROM {a} WHERE id BETWEEN 1000 AND 1099")
+        db.execute(f"TRUNCATE {b}")
+        end = planner.latest_offset(start)
+        [work] = planner.partitions(start, end)
+        one = _blocks_by_table(change_blocks(read_work_records(config, work, run_id="r"), config))
+        pieces = read_stream_encoded(config, work, run_id="r", processes=2, encoder=BlockPieceEncoder(config))
+        assert pieces is not None, "a range of many chunks is decoded in the processes"
+        two = _blocks_by_table(piece_blocks(pieces))
+        planner.commit(end)
+    finally:
+        planner.stop()
+    assert set(two) == set(one) == {f"public.{a}", f"public.{b}"}
+    for table in one:
+        assert two[table]["rows"] == one[table]["rows"], table
+        assert two[table]["counts"] == one[table]["counts"], table
+        assert two[table]["shapes"] == one[table]["shapes"], table
+    rows_a, rows_b = one[f"public.{a}"], one[f"public.{b}"]
+    assert rows_a["counts"][0] == 300 + 401 + 50 + 20 + 100 and rows_a["counts"][2] == 10  # key changes: their creates
+    assert any(change["__unchanged"] for change in rows_a["rows"]), "updates that left the TOASTed column out"
+    assert rows_b["counts"][1] == 1 and len(rows_b["shapes"]) == 2  # the truncate; the version before and after ADD COLUMN

@@ -597,9 +597,10 @@ _ALL = [
        doc="with sparkcdc.stream.slots > 1: <schema>.<table>:<slot index>,... places the listed tables; the others "
            "go to the slot their name hashes to (crc32 of schema.table)"),
     _P("sparkcdc.stream.decode.processes", "auto", "count_or_auto",
-       doc="with sparkcdc.output.layout=topic_files: the stream task decodes and encodes its slot's changes in this "
-           "many processes of its own (whole transactions each, written in commit order), while it reads the WAL; "
-           "auto: as many as the executor's cores (at most 4) where they pay (zstd topic files; see docs/performance.md), "
+       doc="with sparkcdc.output.layout=topic_files or changes: the stream task decodes its slot's changes in this "
+           "many processes of its own (whole transactions each; their topic files' bytes, or the changes' typed blocks, "
+           "in commit order), while it reads the WAL; auto: as many as the executor's cores (at most 4) where they pay "
+           "(zstd topic files and the changes layout, which apply_changes and --apply-to read; see docs/performance.md), "
            "else 1; give the task as many cores (spark.task.cpus) on a cluster; a number above 1 is refused with signals "
            "(signal.data.collection), include.schema.changes=true or post.processors, which auto leaves at 1 "
            "(see docs/spark-source.md, \"Decoding one slot in several processes\")"),

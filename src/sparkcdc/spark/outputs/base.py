@@ -111,6 +111,11 @@ class Output(ABC):
         """The aggregate counting a batch's records from its rows (a row may stand for many)."""
 
     # -- the reader's side (executors) ---------------------------------------------------------------
+    def decoding_processes(self, config: ConnectorConfig) -> int:
+        """The processes of a stream task that decode its range for this output
+        (``sparkcdc.stream.decode.processes``, :mod:`.decoding`); 1 where the task decodes it itself."""
+        return 1
+
     @abstractmethod
     def read(self, config: ConnectorConfig, partition: PlannedPartition) -> Iterator[pa.RecordBatch]:
         """A partition's planned work as the rows of :meth:`schema`, as Arrow record batches; an

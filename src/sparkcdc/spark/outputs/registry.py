@@ -70,11 +70,15 @@ def check_output_settings(config: ConnectorConfig) -> Output:
 
 def refuse_other_outputs_settings(config: ConnectorConfig, output: Output) -> None:
     """A property another output declares as its own, given with ``output``, would do nothing:
-    refused, naming the property."""
+    refused, naming the property. A property several outputs declare (the decoding processes') is
+    refused only with the outputs that do not."""
+    shared = {prop.name for prop in output.own_properties}
     for owner in _OUTPUTS.values():
         if owner is output:
             continue
         for prop in owner.own_properties:
+            if prop.name in shared:
+                continue
             given = prop.given(config)
             if given:
                 raise ConfigurationError(f"{prop.purpose}, and the layout is {output.name}: drop the property or set "

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..base import Output, PlannedPartition
+from ..decoding import DECODING_PROPERTIES, decoding_processes, warn_idle_chunk_messages
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -23,11 +24,20 @@ class ChangesOutput(Output):
 
     name = "changes"
     carries_typed_changes = True
+    own_properties = DECODING_PROPERTIES
 
     def schema(self) -> str:
         from .schema import CHANGES_DDL_SCHEMA
 
         return CHANGES_DDL_SCHEMA
+
+    def check(self, config: ConnectorConfig) -> None:
+        warn_idle_chunk_messages(config, self.decoding_processes(config))
+
+    def decoding_processes(self, config: ConnectorConfig) -> int:
+        """With ``auto``, several: decoding and building the blocks is the stream task's whole cost
+        here, no bytes are written (measured: benchmarks/RESULTS.md, apply, 2026-11-29 evening)."""
+        return decoding_processes(config, pays=True)
 
     def record_count(self) -> Column:
         """A row change block holds ``rows`` changes; other rows (transaction markers and the like)
@@ -48,4 +58,22 @@ class ChangesOutput(Output):
         work = partition.work
         if isinstance(work, SnapshotChunk):
             return chunk_blocks(read_chunk_columns(config, work, run_id=partition.run_id), config, kind=work.kind)
+        decoded = _decoded_elsewhere(config, partition, self.decoding_processes(config))
+        if decoded is not None:
+            return decoded
         return change_blocks(read_work_records(config, work, run_id=partition.run_id), config)
+
+
+def _decoded_elsewhere(config: ConnectorConfig, partition: PlannedPartition, processes: int) -> Iterator[pa.RecordBatch] | None:
+    """A stream range's blocks made by ``processes`` processes (:mod:`.pieces`); ``None`` where the
+    task reads it itself (one process, another kind of work, a range too short to share)."""
+    from ....engine.core.stream_range import StreamRange
+
+    if processes == 1 or not isinstance(partition.work, StreamRange):
+        return None
+    from ....engine.work import read_stream_encoded
+    from .pieces import BlockPieceEncoder, piece_blocks
+
+    pieces = read_stream_encoded(config, partition.work, run_id=partition.run_id, processes=processes,
+                                 encoder=BlockPieceEncoder(config))
+    return None if pieces is None else piece_blocks(pieces)
