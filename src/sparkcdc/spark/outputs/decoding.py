@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
+from ...debezium.property_rules import CHUNK_MESSAGES as _CHUNK
+from ...debezium.property_rules import DECODE_PROCESSES as _PROCESSES
 from .base import OwnProperty
 
 if TYPE_CHECKING:
     from ...debezium.config import ConnectorConfig
+    from .base import Output, PlannedPartition
 
-__all__ = ["AUTO_PROCESSES_MAX", "DECODING_PROPERTIES", "decoding_processes", "warn_idle_chunk_messages"]
+__all__ = ["AUTO_PROCESSES_MAX", "DECODING_PROPERTIES", "decoded_pieces", "decoding_processes", "warn_idle_chunk_messages"]
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +33,6 @@ log = logging.getLogger(__name__)
 #: connection-free decoder and its buffers; past the cores that decode, more only wait).
 AUTO_PROCESSES_MAX = 4
 
-_PROCESSES = "sparkcdc.stream.decode.processes"
-_CHUNK = "sparkcdc.stream.decode.chunk.messages"
 _DECODES = "only the topic_files and changes layouts decode in processes"
 
 
@@ -74,3 +76,20 @@ def warn_idle_chunk_messages(config: ConnectorConfig, processes: int) -> None:
     if config.given(_CHUNK) and processes == 1:
         log.warning("%s has no effect: %s=auto decodes in one process here (plain topic files, one core, or a setting "
                     "several processes cannot follow); set %s to a number to decode in several", _CHUNK, _PROCESSES, _PROCESSES)
+
+
+def decoded_pieces(output: Output, config: ConnectorConfig, partition: PlannedPartition,
+                   encoder: Callable[[], Any]) -> Iterator[tuple[Any, Callable[[Any], None]]] | None:
+    """A stream range's pieces as ``encoder()`` (a :class:`~sparkcdc.engine.decoding_process.PieceEncoder`)
+    makes them in ``output``'s decoding processes: ``(header, reply)`` in WAL order; ``None`` where
+    the task reads the work itself (not a stream range, one process, or a range too short to share)."""
+    from ...engine.core.stream_range import StreamRange
+
+    if not isinstance(partition.work, StreamRange):
+        return None
+    processes = output.decoding_processes(config)
+    if processes == 1:
+        return None
+    from ...engine.work import read_stream_encoded
+
+    return read_stream_encoded(config, partition.work, run_id=partition.run_id, processes=processes, encoder=encoder())

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..base import Output, PlannedPartition
-from ..decoding import DECODING_PROPERTIES, decoding_processes, warn_idle_chunk_messages
+from ..decoding import DECODING_PROPERTIES, decoded_pieces, decoding_processes, warn_idle_chunk_messages
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,26 +54,12 @@ class ChangesOutput(Output):
         from ....engine.snapshot_reader import read_chunk_columns
         from ....engine.work import read_work_records
         from .blocks import change_blocks, chunk_blocks
+        from .pieces import BlockPieceEncoder, piece_blocks
 
         work = partition.work
         if isinstance(work, SnapshotChunk):
             return chunk_blocks(read_chunk_columns(config, work, run_id=partition.run_id), config, kind=work.kind)
-        decoded = _decoded_elsewhere(config, partition, self.decoding_processes(config))
-        if decoded is not None:
-            return decoded
+        pieces = decoded_pieces(self, config, partition, lambda: BlockPieceEncoder(config))
+        if pieces is not None:
+            return piece_blocks(pieces)
         return change_blocks(read_work_records(config, work, run_id=partition.run_id), config)
-
-
-def _decoded_elsewhere(config: ConnectorConfig, partition: PlannedPartition, processes: int) -> Iterator[pa.RecordBatch] | None:
-    """A stream range's blocks made by ``processes`` processes (:mod:`.pieces`); ``None`` where the
-    task reads it itself (one process, another kind of work, a range too short to share)."""
-    from ....engine.core.stream_range import StreamRange
-
-    if processes == 1 or not isinstance(partition.work, StreamRange):
-        return None
-    from ....engine.work import read_stream_encoded
-    from .pieces import BlockPieceEncoder, piece_blocks
-
-    pieces = read_stream_encoded(config, partition.work, run_id=partition.run_id, processes=processes,
-                                 encoder=BlockPieceEncoder(config))
-    return None if pieces is None else piece_blocks(pieces)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..base import BatchWriter, Output, OwnProperty, PlannedPartition, ignored_when
-from ..decoding import DECODING_PROPERTIES, decoding_processes, warn_idle_chunk_messages
+from ..decoding import DECODING_PROPERTIES, decoded_pieces, decoding_processes, warn_idle_chunk_messages
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -58,7 +58,7 @@ class TopicFilesOutput(Output):
         return F.sum("records")  # a row names a file of ``records`` records
 
     def read(self, config: ConnectorConfig, partition: PlannedPartition) -> Iterator[pa.RecordBatch]:
-        decoded = _decoded_elsewhere(config, partition, self.decoding_processes(config))
+        decoded = _decoded_elsewhere(self, config, partition)
         if decoded is not None:
             return decoded
         from ....engine.work import read_work
@@ -87,18 +87,13 @@ def _compression(config: ConnectorConfig) -> str:
     return config.settings.sparkcdc_output_topic_files_compression or "none"
 
 
-def _decoded_elsewhere(config: ConnectorConfig, partition: PlannedPartition, processes: int) -> Iterator[pa.RecordBatch] | None:
-    """A stream range decoded by ``processes`` processes (engine/parallel_stream.py) and written
-    from their bytes; ``None`` where it is read here."""
-    from ....engine.planner import StreamRange
-
-    if processes == 1 or not isinstance(partition.work, StreamRange):
-        return None
-    from ....engine.work import read_stream_encoded, serializer_for
+def _decoded_elsewhere(output: Output, config: ConnectorConfig, partition: PlannedPartition) -> Iterator[pa.RecordBatch] | None:
+    """A stream range decoded by the output's processes (engine/parallel_stream.py) and written from
+    their bytes; ``None`` where it is read here."""
+    from ....engine.work import serializer_for
     from .task_files import TopicRunEncoder, write_topic_runs
 
     compression = _compression(config)
-    placed = read_stream_encoded(config, partition.work, run_id=partition.run_id, processes=processes,
-                                 encoder=TopicRunEncoder(serializer_for(config), compression))
+    placed = decoded_pieces(output, config, partition, lambda: TopicRunEncoder(serializer_for(config), compression))
     return None if placed is None else write_topic_runs(placed, topic_files_directory(config), partition.index,
                                                         compression=compression)
