@@ -7,7 +7,8 @@ publication, the role ``lp_cdc`` (REPLICATION; SELECT on ``lp.a`` and ``lp.b``; 
 statement writes) and ``lp_none`` (LOGIN only). The paths run through the real SparkSession and the
 CLI: initial snapshot, streaming, a blocking snapshot, an incremental snapshot refused for want of
 INSERT on the signal table and taken once granted, a read-only incremental snapshot (no write at
-all), ``validate --connect``, ``status`` and the metrics' slot poll.
+all), ``validate --connect``, ``status`` and the metrics' slot poll; and a stream range decoded in
+the stream task's processes (each opens its own connection as the role).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ RUNNER = CliRunner()
 WIDE = {"COLUMNS": "400"}
 ROLE, NONE = "lp_cdc", "lp_none"
 HEARTBEAT = "INSERT INTO lp.hb VALUES (1, now()) ON CONFLICT (id) DO UPDATE SET at = now()"
-SLOTS = ("lp_main", "lp_ro", "lp_main_blocking")
+SLOTS = ("lp_main", "lp_ro", "lp_main_blocking", "lp_decoded")
 
 
 @pytest.fixture(scope="module")
@@ -249,3 +250,39 @@ def test_a_heartbeat_or_replica_identity_the_role_may_not_have_is_refused_before
         assert expected in str(raised.value)
     assert owner.execute("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'lp_refused'").fetchone() == (0,)
     assert owner.execute("SELECT relreplident FROM pg_class WHERE oid = 'lp.b'::regclass").fetchone() == ("d",)
+
+
+def test_a_stream_decoded_in_processes_needs_no_more_than_replication_and_select(
+        pg_cluster: ThrowawayCluster, owner: psycopg.Connection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sparkcdc.stream.decode.processes`` with the changes layout (what ``--apply-to`` reads): each
+    decoding process connects as the role and reads the catalog as the task's own reader does."""
+    from sparkcdc.debezium.config import ConnectorConfig
+    from sparkcdc.engine import wal_dispatcher
+    from sparkcdc.engine.planner import ConnectorPlanner
+    from sparkcdc.engine.work import read_stream_encoded
+    from sparkcdc.spark.outputs.changes.pieces import BlockPieceEncoder, piece_blocks
+
+    monkeypatch.setattr(wal_dispatcher, "PIECE_MESSAGES", 7)
+    given = props(pg_cluster, "lp_decoded", **{"snapshot.mode": "no_data", "sparkcdc.output.layout": "changes",
+                                               "sparkcdc.stream.decode.processes": "2", "sparkcdc.stream.decode.chunk.messages": "40"})
+    unrelated = ("signal.data.collection", "heartbeat.interval.ms", "heartbeat.action.query", "notification.enabled.channels",
+                 "notification.sink.topic.name")  # the signal table rules several processes out
+    config = ConnectorConfig({name: value for name, value in given.items() if name not in unrelated})
+    planner = ConnectorPlanner(config, state_location=str(tmp_path / "state"))
+    changed: dict[str, int] = {}
+    try:
+        start = planner.initial_offset()
+        for t in range(20):  # transactions enough for several chunks
+            owner.execute(f"INSERT INTO lp.a SELECT g, 'd' FROM generate_series({1000 + t * 10}, {1009 + t * 10}) g")
+        owner.execute("UPDATE lp.b SET v = v || '!'")
+        end = planner.latest_offset(start)
+        [work] = planner.partitions(start, end)
+        pieces = read_stream_encoded(config, work, run_id="r", processes=2, encoder=BlockPieceEncoder(config))
+        assert pieces is not None, "the range is decoded in the processes"
+        for batch in piece_blocks(pieces):
+            for block in batch.to_pylist():
+                changed[block["table"]] = changed.get(block["table"], 0) + block["rows"]
+        planner.commit(end)
+    finally:
+        planner.stop()
+    assert changed == {"a": 200, "b": owner.execute("SELECT count(*) FROM lp.b").fetchone()[0]}  # type: ignore[index]
